@@ -1,0 +1,65 @@
+# toolmesh: `make up` to run the mesh, `make test` to run everything CI runs.
+# Both create .venv and install into it on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMPS := .make
+
+# The package is installed editable in setuptools' "strict" mode (a tree of
+# links), which mypy can follow. Its file set is recorded so that adding or
+# removing a module re-links it; editing one needs nothing.
+PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py))
+
+.PHONY: help up runtime test lint format protos protos-check check-wheel bench clean FORCE
+
+help:
+	@echo "make up           start a runtime pod serving examples/ (the gateway arrives with issue 3)"
+	@echo "make test         create .venv, install dev extras, check generated code, lint, run the suite"
+	@echo "make lint         ruff + mypy --strict on the package"
+	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
+	@echo "make bench        run the benchmarks in bench/"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMPS)/files: FORCE
+	@mkdir -p $(STAMPS)
+	@echo '$(PACKAGE_FILES)' | cmp -s - $@ || echo '$(PACKAGE_FILES)' > $@
+
+$(STAMPS)/dev: pyproject.toml $(STAMPS)/files | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev]" --config-settings editable_mode=strict
+	@touch $@
+
+$(STAMPS)/base: pyproject.toml $(STAMPS)/files | $(BIN)/python
+	$(BIN)/python -m pip install -q -e . --config-settings editable_mode=strict
+	@touch $@
+
+up: $(STAMPS)/base
+	$(BIN)/toolmesh runtime --module examples.weather --module examples.delivery --module examples.arithmetic \
+		--module examples.text --module examples.knowledge --module examples.streaming
+
+protos: $(STAMPS)/dev
+	$(BIN)/python protos/generate.py
+
+protos-check: $(STAMPS)/dev
+	$(BIN)/python protos/generate.py --check
+
+lint: $(STAMPS)/dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy -p toolmesh
+
+format: $(STAMPS)/dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMPS)/dev protos-check lint
+	$(BIN)/python -m pytest
+
+bench: $(STAMPS)/dev
+	$(BIN)/python bench/runtime_invoke.py
+
+clean:
+	rm -rf $(VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

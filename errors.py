@@ -1,0 +1,302 @@
+"""The one error hierarchy of toolmesh.
+
+Every failure a caller can see is one of these classes. Each class carries the
+statuses it is shown as on every surface, so the HTTP exception handler, the
+gRPC servicers and the clients all read the same table instead of keeping their
+own::
+
+    ToolmeshError                       (base; never raised itself)
+    ├── InvalidRequest         400  INVALID_ARGUMENT    malformed JSON, wrong shape
+    │   └── InvalidArguments   422  INVALID_ARGUMENT    arguments break the schema
+    ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
+    ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
+    ├── FunctionNotFound       404  NOT_FOUND           no function by that name
+    ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
+    ├── RateLimited            429  RESOURCE_EXHAUSTED  per-key rate limit hit
+    ├── Overloaded             503  RESOURCE_EXHAUSTED  in-flight limit of a runtime reached
+    ├── Unavailable            503  UNAVAILABLE         no runtime can take the call (draining, down)
+    ├── FunctionTimeout        504  DEADLINE_EXCEEDED   the call ran out of time
+    ├── Cancelled              499  CANCELLED           the caller went away
+    ├── FunctionError          502  UNKNOWN             the function raised (raised by clients/ctx.invoke)
+    └── InternalError          500  INTERNAL            a bug in toolmesh, never a client's mistake
+
+`code` is the stable machine-readable name of each class; it travels in result
+errors (``Error.code`` in the protos), in the HTTP error envelope and in the
+``toolmesh-error-code`` trailing metadata of gRPC calls, so a client rebuilds
+the exact class with `from_code`. Foreign gRPC errors are translated in one
+place, `from_grpc_status`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import grpc
+
+#: gRPC trailing-metadata keys that carry the toolmesh error across the wire.
+GRPC_CODE_KEY = "toolmesh-error-code"
+GRPC_DETAILS_KEY = "toolmesh-error-details-bin"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One problem with one argument: where, what was expected, what arrived."""
+
+    path: str
+    expected: str
+    got: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "expected": self.expected, "got": self.got, "message": self.message}
+
+
+class ToolmeshError(Exception):
+    """Base of every toolmesh error. Subclasses set the class-level statuses."""
+
+    code: ClassVar[str] = "error"
+    http_status: ClassVar[int] = 500
+    grpc_status: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    #: The ``type`` of an OpenAI-style error envelope.
+    openai_type: ClassVar[str] = "server_error"
+    #: JSON-RPC error code, for MCP protocol-level errors.
+    jsonrpc_code: ClassVar[int] = -32603
+    #: Whether sending the same call again may succeed.
+    retryable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.retry_after = retry_after
+        self.details: dict[str, Any] = dict(details or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The OpenAI-style error envelope: ``{"error": {type, code, message, param, ...}}``."""
+        body: dict[str, Any] = {
+            "type": self.openai_type,
+            "code": self.code,
+            "message": self.message,
+            "param": self.param,
+        }
+        body.update(self.details)
+        return {"error": body}
+
+    def grpc_trailers(self) -> tuple[tuple[str, str | bytes], ...]:
+        """Trailing metadata that lets a toolmesh client rebuild this exact error."""
+        extra: dict[str, Any] = dict(self.details)
+        if self.param is not None:
+            extra["param"] = self.param
+        if self.retry_after is not None:
+            extra["retry_after"] = self.retry_after
+        return ((GRPC_CODE_KEY, self.code), (GRPC_DETAILS_KEY, json.dumps(extra).encode()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class InvalidRequest(ToolmeshError):
+    """The request is malformed: bad JSON, a wrong shape, a missing field."""
+
+    code = "invalid_request"
+    http_status = 400
+    grpc_status = grpc.StatusCode.INVALID_ARGUMENT
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32602
+
+
+class InvalidArguments(InvalidRequest):
+    """The arguments do not match the function's schema; `violations` names each problem."""
+
+    code = "invalid_arguments"
+    http_status = 422
+
+    def __init__(self, message: str, violations: Sequence[Violation], **kwargs: Any) -> None:
+        details = {"violations": [v.to_dict() for v in violations]}
+        super().__init__(message, details=details, **kwargs)
+        self.violations = tuple(violations)
+
+
+class Unauthenticated(ToolmeshError):
+    """No API key, or one the gateway does not know."""
+
+    code = "unauthenticated"
+    http_status = 401
+    grpc_status = grpc.StatusCode.UNAUTHENTICATED
+    openai_type = "authentication_error"
+    jsonrpc_code = -32001
+
+
+class PermissionDenied(ToolmeshError):
+    """The API key is valid but its scopes do not include the function."""
+
+    code = "permission_denied"
+    http_status = 403
+    grpc_status = grpc.StatusCode.PERMISSION_DENIED
+    openai_type = "permission_error"
+    jsonrpc_code = -32003
+
+
+class FunctionNotFound(ToolmeshError):
+    """No function has that name; `details["suggestions"]` lists close names."""
+
+    code = "function_not_found"
+    http_status = 404
+    grpc_status = grpc.StatusCode.NOT_FOUND
+    openai_type = "not_found_error"
+    jsonrpc_code = -32602
+
+
+class PayloadTooLarge(ToolmeshError):
+    """The request body is larger than the configured limit."""
+
+    code = "payload_too_large"
+    http_status = 413
+    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32600
+
+
+class RateLimited(ToolmeshError):
+    """The API key sent more calls than its rate allows; see `retry_after`."""
+
+    code = "rate_limited"
+    http_status = 429
+    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    openai_type = "rate_limit_error"
+    jsonrpc_code = -32029
+    retryable = True
+
+
+class Overloaded(ToolmeshError):
+    """A runtime is at its in-flight limit and turned the call away."""
+
+    code = "overloaded"
+    http_status = 503
+    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    jsonrpc_code = -32000
+    retryable = True
+
+
+class Unavailable(ToolmeshError):
+    """No runtime can take the call now (starting, draining, crashed)."""
+
+    code = "unavailable"
+    http_status = 503
+    grpc_status = grpc.StatusCode.UNAVAILABLE
+    jsonrpc_code = -32000
+    retryable = True
+
+
+class FunctionTimeout(ToolmeshError):
+    """The call passed its function's timeout or the caller's deadline."""
+
+    code = "timeout"
+    http_status = 504
+    grpc_status = grpc.StatusCode.DEADLINE_EXCEEDED
+    jsonrpc_code = -32000
+
+
+class Cancelled(ToolmeshError):
+    """The caller cancelled the call or went away before it finished."""
+
+    code = "cancelled"
+    http_status = 499
+    grpc_status = grpc.StatusCode.CANCELLED
+    jsonrpc_code = -32800
+
+
+class FunctionError(ToolmeshError):
+    """The function itself raised. Servers report this as a result with
+    ``is_error``; clients and ``ctx.invoke`` raise it when asked to."""
+
+    code = "function_error"
+    http_status = 502
+    grpc_status = grpc.StatusCode.UNKNOWN
+
+
+class InternalError(ToolmeshError):
+    """Something inside toolmesh went wrong; never caused by client input."""
+
+    code = "internal_error"
+
+
+ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
+    InvalidRequest,
+    InvalidArguments,
+    Unauthenticated,
+    PermissionDenied,
+    FunctionNotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Overloaded,
+    Unavailable,
+    FunctionTimeout,
+    Cancelled,
+    FunctionError,
+    InternalError,
+)
+_BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}
+
+# For peers that are not toolmesh (no trailing metadata): the closest class per status.
+_BY_GRPC_STATUS: dict[grpc.StatusCode, type[ToolmeshError]] = {
+    grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.UNKNOWN: InternalError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
+    grpc.StatusCode.DEADLINE_EXCEEDED: FunctionTimeout,
+    grpc.StatusCode.NOT_FOUND: FunctionNotFound,
+    grpc.StatusCode.ALREADY_EXISTS: InvalidRequest,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
+    grpc.StatusCode.FAILED_PRECONDITION: InvalidRequest,
+    grpc.StatusCode.ABORTED: Unavailable,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
+    grpc.StatusCode.UNIMPLEMENTED: InternalError,
+    grpc.StatusCode.INTERNAL: InternalError,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DATA_LOSS: InternalError,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+}
+
+
+def from_code(code: str, message: str, **kwargs: Any) -> ToolmeshError:
+    """Rebuild an error from its stable `code` (unknown codes become InternalError)."""
+    cls = _BY_CODE.get(code, InternalError)
+    if cls is InvalidArguments:
+        details = dict(kwargs.pop("details", None) or {})
+        violations = [Violation(**v) for v in details.get("violations", [])]
+        return InvalidArguments(message, violations, **kwargs)
+    return cls(message, **kwargs)
+
+
+def from_grpc_status(
+    status: grpc.StatusCode, message: str, trailers: Sequence[tuple[str, str | bytes]] = ()
+) -> ToolmeshError:
+    """Translate a failed gRPC call into a toolmesh error: the exact class when the
+    peer is toolmesh (it sends the code in trailing metadata), else by status."""
+    found = dict(trailers)
+    code = found.get(GRPC_CODE_KEY)
+    if isinstance(code, str):
+        raw = found.get(GRPC_DETAILS_KEY, b"{}")
+        extra: dict[str, Any] = json.loads(raw) if isinstance(raw, bytes) else {}
+        param = extra.pop("param", None)
+        retry_after = extra.pop("retry_after", None)
+        return from_code(code, message, param=param, retry_after=retry_after, details=extra)
+    cls = _BY_GRPC_STATUS.get(status, InternalError)
+    return cls(message or status.name.lower())
+
+
+class DefinitionError(Exception):
+    """A user module cannot be hosted: a bad name, an unsupported parameter type,
+    a duplicate function. Raised while loading, before anything is served; never
+    seen by clients, so it carries no statuses."""

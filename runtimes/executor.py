@@ -1,0 +1,296 @@
+"""Running calls: validation, timeouts, the in-flight limit, results. No transport here.
+
+Sync functions run in a bounded thread pool, async ones on the event loop,
+generators stream one item at a time. Every call ends in a `Result` except
+those turned away before they start (unknown function, pod at its limit),
+which raise the matching toolmesh error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import time
+import traceback
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolmesh.errors import FunctionTimeout, InvalidArguments, InvalidRequest, Overloaded, ToolmeshError
+from toolmesh.runtimes.context import DEPTH_KEY, Context
+from toolmesh.runtimes.hosted import HostedFunction, Kind
+from toolmesh.runtimes.registry import Registry
+from toolmesh.runtimes.results import Content, ErrorInfo, Result, Text, normalise
+
+#: Default limits; the CLI and config override them.
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_INFLIGHT = 256
+DEFAULT_WORKERS = 32
+DEFAULT_MAX_DEPTH = 8
+
+Emit = Callable[[list[Content]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorConfig:
+    #: Seconds a call may run when its function sets no timeout.
+    default_timeout: float = DEFAULT_TIMEOUT
+    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    #: Threads for sync functions.
+    workers: int = DEFAULT_WORKERS
+    #: How deep ctx.invoke chains may go, which stops runaway recursion.
+    max_depth: int = DEFAULT_MAX_DEPTH
+    #: Put tracebacks in error results. Never on in production: it leaks code paths.
+    debug: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request to run a function, as the executor sees it."""
+
+    function: str
+    arguments: bytes = b""
+    request_id: str = ""
+    session_id: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
+    deadline: float | None = None
+    received_at: float = field(default_factory=time.perf_counter)
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Observer(Protocol):
+    """Told about every call that ends; metrics and logs plug in here."""
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None: ...
+
+
+class Outcome:
+    """The bounded set of outcome label values."""
+
+    OK = "ok"
+    ERROR = "error"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    REJECTED = "rejected"
+    NOT_FOUND = "not_found"
+
+
+def _outcome(result: Result) -> str:
+    if not result.is_error or result.error is None:
+        return Outcome.OK
+    return {
+        InvalidArguments.code: Outcome.INVALID_ARGUMENTS,
+        InvalidRequest.code: Outcome.INVALID_ARGUMENTS,
+        FunctionTimeout.code: Outcome.TIMEOUT,
+    }.get(result.error.code, Outcome.ERROR)
+
+
+class Executor:
+    """Runs calls against a registry. Implements `Invoker`, so functions in the
+    same pod can call each other through `ctx.invoke`."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        config: ExecutorConfig | None = None,
+        *,
+        observer: Observer | None = None,
+    ) -> None:
+        self.registry = registry
+        self.config = config or ExecutorConfig()
+        self._observer = observer
+        self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
+        self._inflight = 0
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    async def invoke(self, call: Call) -> Result:
+        """Run a call to completion (generators are collected)."""
+        hosted = self._admit(call)
+        chunks: list[Content] = []
+
+        async def collect(items: list[Content]) -> None:
+            chunks.extend(items)
+
+        try:
+            result = await self._run(hosted, call, collect)
+        finally:
+            self._inflight -= 1
+        if chunks:
+            result.content = chunks + result.content
+        return result
+
+    async def stream(self, call: Call) -> AsyncIterator[list[Content] | Result]:
+        """Run a call, yielding content items as they are produced, then the Result."""
+        hosted = self._admit(call)
+        queue: asyncio.Queue[list[Content] | Result] = asyncio.Queue(maxsize=16)
+
+        async def produce() -> None:
+            await queue.put(await self._run(hosted, call, queue.put))
+
+        # The function runs in its own task so its timeout never fires inside
+        # the consumer's code while the stream is suspended at a yield.
+        producer = asyncio.ensure_future(produce())
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, Result):
+                    break
+        finally:
+            if not producer.done():
+                producer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await producer
+            self._inflight -= 1
+
+    async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result:
+        """`Invoker` for ctx.invoke: a call on behalf of a running function."""
+        depth = parent.depth + 1
+        if depth > self.config.max_depth:
+            raise InvalidRequest(f"call depth limit ({self.config.max_depth}) exceeded calling {name!r}")
+        metadata = {**parent.metadata, DEPTH_KEY: str(depth)}
+        call = Call(name, arguments, parent.request_id, parent.session_id, metadata, parent.deadline)
+        return await self.invoke(call)
+
+    def close(self) -> None:
+        """Stop the worker threads. Threads stuck in a sync function are abandoned."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _admit(self, call: Call) -> HostedFunction:
+        try:
+            hosted = self.registry.get(call.function)
+        except ToolmeshError:
+            self._finish(call, "", Outcome.NOT_FOUND, 0.0)
+            raise
+        if self._inflight >= self.config.max_inflight:
+            self._finish(call, call.function, Outcome.REJECTED, 0.0)
+            raise Overloaded(
+                f"runtime is at its limit of {self.config.max_inflight} calls in flight", retry_after=1.0
+            )
+        self._inflight += 1
+        return hosted
+
+    def _finish(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        if self._observer is not None:
+            self._observer.finished(call, function, outcome, seconds)
+
+    def _timeout(self, hosted: HostedFunction, call: Call) -> float:
+        limit = hosted.spec.timeout or self.config.default_timeout
+        if call.deadline is not None:
+            limit = min(limit, call.deadline - time.monotonic())
+        return max(limit, 0.0)
+
+    async def _run(self, hosted: HostedFunction, call: Call, emit: Emit) -> Result:
+        request_id = call.request_id or new_request_id()
+        started = time.perf_counter()
+        queued_ms = (started - call.received_at) * 1000
+        try:
+            arguments = hosted.validator.validate(call.arguments)
+        except InvalidArguments as exc:
+            result = Result.failure(ErrorInfo.from_exception(exc))
+        else:
+            result = await self._execute(hosted, call, request_id, arguments, emit)
+        ended = time.perf_counter()
+        result.request_id = request_id
+        result.queued_ms = queued_ms
+        result.duration_ms = (ended - started) * 1000
+        self._finish(call, hosted.spec.qualified_name, _outcome(result), ended - call.received_at)
+        return result
+
+    async def _execute(
+        self, hosted: HostedFunction, call: Call, request_id: str, arguments: dict[str, Any], emit: Emit
+    ) -> Result:
+        timeout = self._timeout(hosted, call)
+        ctx: Context | None = None
+        if hosted.context_param is not None:
+            ctx = Context(
+                function=hosted.spec.qualified_name,
+                request_id=request_id,
+                session_id=call.session_id,
+                metadata=call.metadata,
+                deadline=time.monotonic() + timeout,
+                invoker=self,
+                loop=asyncio.get_running_loop(),
+            )
+            arguments[hosted.context_param] = ctx
+        scope = asyncio.timeout(timeout)
+        try:
+            async with scope:
+                value = await self._call(hosted, arguments, emit)
+        except TimeoutError as exc:
+            if ctx is not None:
+                ctx.cancel()
+            if not scope.expired():
+                return self._function_error(exc)
+            message = f"{hosted.spec.qualified_name} did not finish within {timeout:.3g} s"
+            return Result.failure(ErrorInfo(FunctionTimeout.code, message))
+        except asyncio.CancelledError:
+            if ctx is not None:
+                ctx.cancel()
+            raise
+        except Exception as exc:
+            return self._function_error(exc)
+        try:
+            content, structured = normalise(value)
+        except TypeError as exc:
+            return self._function_error(exc)
+        return Result(content=content, structured_json=structured)
+
+    def _function_error(self, exc: BaseException) -> Result:
+        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        trace = "".join(traceback.format_exception(exc)) if self.config.debug else ""
+        return Result.failure(ErrorInfo("function_error", message, traceback=trace))
+
+    async def _call(self, hosted: HostedFunction, arguments: dict[str, Any], emit: Emit) -> Any:
+        fn = hosted.call
+        if hosted.kind is Kind.ASYNC:
+            return await fn(**arguments)
+        if hosted.kind is Kind.SYNC:
+            return await self._in_thread(functools.partial(fn, **arguments))
+        if hosted.kind is Kind.ASYNC_GENERATOR:
+            async with contextlib.aclosing(fn(**arguments)) as agen:
+                async for item in agen:
+                    await emit(_chunk(item))
+            return None
+        generator = await self._in_thread(functools.partial(fn, **arguments))
+        try:
+            while True:
+                item = await self._in_thread(next, generator, _DONE)
+                if item is _DONE:
+                    return None
+                await emit(_chunk(item))
+        finally:
+            self._pool.submit(_close_quietly, generator)
+
+    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        # copy_context keeps contextvars (e.g. tracing) visible inside the function.
+        run = contextvars.copy_context().run
+        return asyncio.get_running_loop().run_in_executor(self._pool, run, fn, *args)
+
+
+_DONE = object()
+
+
+def _chunk(item: Any) -> list[Content]:
+    content, _ = normalise(item)
+    return content or [Text("")]
+
+
+def _close_quietly(generator: Any) -> None:
+    with contextlib.suppress(Exception):
+        generator.close()

@@ -1,0 +1,149 @@
+"""A runtime pod: a grpc.aio server hosting the functions of some user modules.
+
+Start-up order matters for health: modules load first, then the server starts
+with health already SERVING, so a pod never reports SERVING without its
+functions. SIGTERM (or SIGINT) drains: health turns NOT_SERVING, new calls are
+refused, in-flight calls get `drain_grace` seconds to finish, then the process
+exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import CollectorRegistry, start_http_server
+
+from toolmesh.runtimes import logs
+from toolmesh.runtimes.executor import Executor, ExecutorConfig
+from toolmesh.runtimes.metrics import PodMetrics
+from toolmesh.runtimes.registry import Registry
+from toolmesh.runtimes.server import RuntimeServicer
+from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 50061
+DEFAULT_METRICS_PORT = 9461
+DEFAULT_DRAIN_GRACE = 10.0
+RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
+
+log = logging.getLogger("toolmesh.runtime")
+
+
+@dataclass(frozen=True)
+class PodConfig:
+    modules: Sequence[str]
+    host: str = DEFAULT_HOST
+    #: gRPC port; 0 picks a free one (reported in the ready line).
+    port: int = DEFAULT_PORT
+    #: Prometheus port; 0 picks a free one, None turns metrics off.
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    drain_grace: float = DEFAULT_DRAIN_GRACE
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+
+
+def server_options() -> list[tuple[str, int]]:
+    # SO_REUSEPORT would let two pods bind the same port and split its traffic.
+    return [("grpc.so_reuseport", 0)]
+
+
+class Pod:
+    """A started pod. `ports` are the bound gRPC and metrics ports."""
+
+    def __init__(self, config: PodConfig, registry: Registry) -> None:
+        self.config = config
+        self.registry = registry
+        self.metrics_registry = CollectorRegistry()
+        self.executor: Executor | None = None
+        self.server: grpc.aio.Server | None = None
+        self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
+        self.port = 0
+        self.metrics_port: int | None = None
+        self._metrics_server: object | None = None
+
+    async def start(self) -> None:
+        metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
+        self.executor = Executor(
+            self.registry, self.config.executor, observer=logs.Observers(metrics, logs.InvocationLog())
+        )
+        server = grpc.aio.server(options=server_options())
+        runtime_pb2_grpc.add_RuntimeServicer_to_server(RuntimeServicer(self.executor), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
+        services = (RUNTIME_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(services, server)
+        for service in ("", RUNTIME_SERVICE):
+            await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        await server.start()
+        self.server = server
+        if self.config.metrics_port is not None:
+            httpd, _ = start_http_server(self.config.metrics_port, self.config.host, self.metrics_registry)
+            self._metrics_server = httpd
+            self.metrics_port = httpd.server_port
+
+    def _inflight(self) -> float:
+        return float(self.executor.inflight) if self.executor is not None else 0.0
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Drain: stop taking calls, give in-flight ones `grace` seconds, shut down."""
+        await self.health.enter_graceful_shutdown()
+        if self.server is not None:
+            await self.server.stop(self.config.drain_grace if grace is None else grace)
+        if self.executor is not None:
+            self.executor.close()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()  # type: ignore[attr-defined]
+
+
+async def serve(config: PodConfig) -> int:
+    """Run a pod until SIGTERM/SIGINT; returns the exit status."""
+    registry = Registry.from_modules(config.modules)
+    pod = Pod(config, registry)
+    await pod.start()
+    ready = {
+        "event": "ready",
+        "pid": os.getpid(),
+        "grpc_port": pod.port,
+        "metrics_port": pod.metrics_port,
+        "functions": len(registry),
+    }
+    # The ready line on stdout is how a supervisor learns the bound ports.
+    print(json.dumps(ready), flush=True)
+    log.info("serving", extra={k: v for k, v in ready.items() if k != "event"})
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    inflight = pod.executor.inflight if pod.executor else 0
+    log.info("draining", extra={"inflight": inflight, "grace_seconds": config.drain_grace})
+    await pod.stop()
+    log.info("stopped")
+    return 0
+
+
+def run(config: PodConfig) -> int:
+    """Blocking entry point used by the CLI."""
+    if os.getcwd() not in sys.path:
+        # `toolmesh runtime --module examples.weather` run from a project root should
+        # find the project's modules the way `python -m` would.
+        sys.path.insert(0, os.getcwd())
+    code = asyncio.run(serve(config))
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if stuck:
+        # Sync functions still running past the grace period must not hold the exit.
+        log.warning("abandoning calls stuck in worker threads", extra={"threads": len(stuck)})
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
+    return code

@@ -1,0 +1,86 @@
+"""What a hosted function looks like from outside: its spec, free of any transport."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Function and namespace names: words of letters and digits joined by single
+#: '_' or '-'. Excluding '.' and '__' keeps both qualified forms reversible.
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$")
+#: Joins namespace and name in the qualified name ("weather.get_forecast").
+NAMESPACE_SEPARATOR = "."
+#: Joins them in tool names for LLM APIs, which allow only [a-zA-Z0-9_-]
+#: ("weather__get_forecast").
+TOOL_NAME_SEPARATOR = "__"
+#: OpenAI's limit on tool names, which the tool-name form must respect.
+MAX_TOOL_NAME = 64
+
+
+def check_name(name: str, what: str = "function name") -> str:
+    """Return `name` if it is a valid function or namespace name, else raise ValueError."""
+    if not NAME_PATTERN.match(name):
+        raise ValueError(
+            f"invalid {what} {name!r}: use letters and digits, with words joined by a single "
+            "'_' or '-' (no leading, trailing or doubled separators)"
+        )
+    return name
+
+
+def qualify(namespace: str, name: str) -> str:
+    """The qualified name of `name` in `namespace` ("ns.name", or "name" with no namespace)."""
+    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
+
+
+def tool_name(qualified_name: str) -> str:
+    """The name an LLM API sees: "ns.name" becomes "ns__name"."""
+    return qualified_name.replace(NAMESPACE_SEPARATOR, TOOL_NAME_SEPARATOR, 1)
+
+
+def from_tool_name(name: str) -> str:
+    """Invert `tool_name`. Names never contain '__' or '.', so this is exact."""
+    return name.replace(TOOL_NAME_SEPARATOR, NAMESPACE_SEPARATOR, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Annotations:
+    """Hints about a function's side effects, as MCP defines them."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """Name, description and schemas of one function.
+
+    `input_schema` and `output_schema` are JSON Schema documents (dicts);
+    `output_schema` is None when the function declares no structured output.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    namespace: str = ""
+    output_schema: dict[str, Any] | None = None
+    annotations: Annotations = field(default_factory=Annotations)
+    timeout: float | None = None
+    version: str = ""
+    streaming: bool = False
+    runtime: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return qualify(self.namespace, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceSpec:
+    """A namespace and what it is for (a toolset class's docstring, for instance)."""
+
+    name: str
+    description: str = ""
