@@ -24,7 +24,7 @@ import pydantic
 
 from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.hosted import HostedFunction, Kind, _is_context, make_spec
-from toolmesh.runtimes.schema import MISSING, ParameterInfo, build_arguments, signature_parameters
+from toolmesh.runtimes.schema import MISSING, NO_DEFAULT, ParameterInfo, build_arguments, signature_parameters
 from toolmesh.runtimes.spec import Annotations, qualify
 
 JsonType = Literal["string", "number", "integer", "boolean", "array", "object"]
@@ -70,26 +70,28 @@ class Parameter:
             if not self.properties:
                 return dict[str, Any]
             fields: dict[str, Any] = {p.name: p.field(owner) for p in self.properties}
-            config = pydantic.ConfigDict(extra="forbid", strict=True, title=self.name)
+            config = pydantic.ConfigDict(extra="forbid", strict=True)
             return pydantic.create_model(self.name.title().replace("_", ""), __config__=config, **fields)
         raise DefinitionError(f"{owner}: parameter {self.name!r} has unknown type {self.type!r}")
 
     def annotated(self, owner: str) -> Any:
         base = self.python_type(owner)
-        if self.is_required or self.default is not None:
-            return base
-        return base | None
+        return base | None if self.default is None else base
 
     @property
     def _default(self) -> Any:
-        return MISSING if self.is_required else (None if self.default is MISSING else self.default)
+        if self.is_required:
+            return MISSING
+        return NO_DEFAULT if self.default is MISSING else self.default
 
     def info(self, owner: str) -> ParameterInfo:
         return ParameterInfo(self.name, self.annotated(owner), self._default, self.description)
 
     def field(self, owner: str) -> tuple[Any, Any]:
-        default = ... if self._default is MISSING else self._default
-        return self.annotated(owner), pydantic.Field(default, description=self.description or None)
+        # Nested properties are plain pydantic fields: absent optional ones become None.
+        default = {MISSING: ..., NO_DEFAULT: None}.get(self._default, self._default)
+        annotation = self.annotated(owner) if default is not None else self.annotated(owner) | None
+        return annotation, pydantic.Field(default, description=self.description or None)
 
 
 @dataclass(frozen=True)

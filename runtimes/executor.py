@@ -20,7 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from toolmesh.errors import FunctionTimeout, InvalidArguments, InvalidRequest, Overloaded, ToolmeshError
+from toolmesh.errors import (
+    FunctionTimeout,
+    InvalidArguments,
+    InvalidRequest,
+    Overloaded,
+    ToolmeshError,
+    Unavailable,
+)
 from toolmesh.runtimes.context import DEPTH_KEY, Context
 from toolmesh.runtimes.hosted import HostedFunction, Kind
 from toolmesh.runtimes.registry import Registry
@@ -111,10 +118,23 @@ class Executor:
         self._observer = observer
         self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
         self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._draining = False
 
     @property
     def inflight(self) -> int:
         return self._inflight
+
+    async def drain(self, grace: float) -> bool:
+        """Turn new calls away (UNAVAILABLE, retryable) and wait up to `grace`
+        seconds for the running ones. Returns True if they all finished."""
+        self._draining = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), grace)
+        except TimeoutError:
+            return False
+        return True
 
     async def invoke(self, call: Call) -> Result:
         """Run a call to completion (generators are collected)."""
@@ -127,7 +147,7 @@ class Executor:
         try:
             result = await self._run(hosted, call, collect)
         finally:
-            self._inflight -= 1
+            self._release()
         if chunks:
             result.content = chunks + result.content
         return result
@@ -135,10 +155,13 @@ class Executor:
     async def stream(self, call: Call) -> AsyncIterator[list[Content] | Result]:
         """Run a call, yielding content items as they are produced, then the Result."""
         hosted = self._admit(call)
-        queue: asyncio.Queue[list[Content] | Result] = asyncio.Queue(maxsize=16)
+        queue: asyncio.Queue[list[Content] | Result | ToolmeshError] = asyncio.Queue(maxsize=16)
 
         async def produce() -> None:
-            await queue.put(await self._run(hosted, call, queue.put))
+            try:
+                await queue.put(await self._run(hosted, call, queue.put))
+            except ToolmeshError as exc:
+                await queue.put(exc)
 
         # The function runs in its own task so its timeout never fires inside
         # the consumer's code while the stream is suspended at a yield.
@@ -146,6 +169,8 @@ class Executor:
         try:
             while True:
                 event = await queue.get()
+                if isinstance(event, ToolmeshError):
+                    raise event
                 yield event
                 if isinstance(event, Result):
                     break
@@ -154,7 +179,7 @@ class Executor:
                 producer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await producer
-            self._inflight -= 1
+            self._release()
 
     async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result:
         """`Invoker` for ctx.invoke: a call on behalf of a running function."""
@@ -177,23 +202,35 @@ class Executor:
         except ToolmeshError:
             self._finish(call, "", Outcome.NOT_FOUND, 0.0)
             raise
+        if self._draining:
+            self._finish(call, call.function, Outcome.REJECTED, 0.0)
+            raise Unavailable("runtime is shutting down; send the call to another replica", retry_after=0)
         if self._inflight >= self.config.max_inflight:
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
             raise Overloaded(
                 f"runtime is at its limit of {self.config.max_inflight} calls in flight", retry_after=1.0
             )
         self._inflight += 1
+        self._idle.clear()
         return hosted
+
+    def _release(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0:
+            self._idle.set()
 
     def _finish(self, call: Call, function: str, outcome: str, seconds: float) -> None:
         if self._observer is not None:
             self._observer.finished(call, function, outcome, seconds)
 
-    def _timeout(self, hosted: HostedFunction, call: Call) -> float:
-        limit = hosted.spec.timeout or self.config.default_timeout
-        if call.deadline is not None:
-            limit = min(limit, call.deadline - time.monotonic())
-        return max(limit, 0.0)
+    def _time_limit(self, hosted: HostedFunction, call: Call) -> tuple[float, bool]:
+        """Seconds the call may run, and whether the caller's deadline (rather
+        than the function's own timeout) is what limits it."""
+        own = hosted.spec.timeout or self.config.default_timeout
+        if call.deadline is None:
+            return own, False
+        remaining = max(call.deadline - time.monotonic(), 0.0)
+        return (remaining, True) if remaining < own else (own, False)
 
     async def _run(self, hosted: HostedFunction, call: Call, emit: Emit) -> Result:
         request_id = call.request_id or new_request_id()
@@ -204,7 +241,16 @@ class Executor:
         except InvalidArguments as exc:
             result = Result.failure(ErrorInfo.from_exception(exc))
         else:
-            result = await self._execute(hosted, call, request_id, arguments, emit)
+            try:
+                result = await self._execute(hosted, call, request_id, arguments, emit)
+            except FunctionTimeout:
+                self._finish(call, hosted.spec.qualified_name, Outcome.TIMEOUT, time.perf_counter() - started)
+                raise
+            except asyncio.CancelledError:
+                self._finish(
+                    call, hosted.spec.qualified_name, Outcome.CANCELLED, time.perf_counter() - started
+                )
+                raise
         ended = time.perf_counter()
         result.request_id = request_id
         result.queued_ms = queued_ms
@@ -215,7 +261,7 @@ class Executor:
     async def _execute(
         self, hosted: HostedFunction, call: Call, request_id: str, arguments: dict[str, Any], emit: Emit
     ) -> Result:
-        timeout = self._timeout(hosted, call)
+        timeout, caller_bound = self._time_limit(hosted, call)
         ctx: Context | None = None
         if hosted.context_param is not None:
             ctx = Context(
@@ -237,8 +283,13 @@ class Executor:
                 ctx.cancel()
             if not scope.expired():
                 return self._function_error(exc)
-            message = f"{hosted.spec.qualified_name} did not finish within {timeout:.3g} s"
-            return Result.failure(ErrorInfo(FunctionTimeout.code, message))
+            name = hosted.spec.qualified_name
+            if caller_bound:
+                # The caller has given up: a call-level error, not a result it would read.
+                raise FunctionTimeout(f"the caller's deadline passed before {name} finished") from None
+            return Result.failure(
+                ErrorInfo(FunctionTimeout.code, f"{name} did not finish within {timeout:.3g} s")
+            )
         except asyncio.CancelledError:
             if ctx is not None:
                 ctx.cancel()
@@ -252,7 +303,11 @@ class Executor:
         return Result(content=content, structured_json=structured)
 
     def _function_error(self, exc: BaseException) -> Result:
-        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if isinstance(exc, ToolmeshError):
+            # Raised through ctx.invoke: pass the inner message on instead of nesting class names.
+            message = exc.message
+        else:
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         trace = "".join(traceback.format_exception(exc)) if self.config.debug else ""
         return Result.failure(ErrorInfo("function_error", message, traceback=trace))
 

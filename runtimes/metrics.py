@@ -12,9 +12,19 @@ ok, error, invalid_arguments, timeout, cancelled, rejected, not_found.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
 from toolmesh.runtimes.executor import Call
 
@@ -79,3 +89,30 @@ class PodMetrics:
             )
         children[0].inc()
         children[1].observe(seconds)
+
+
+async def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> asyncio.Server:
+    """Serve ``GET /metrics`` on the pod's event loop.
+
+    A few lines of asyncio instead of prometheus_client's threaded server,
+    whose shutdown waits out a 0.5 s poll and would slow every drain.
+    """
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+            method, _, rest = head.partition(b" ")
+            path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+            if method == b"GET" and path == b"/metrics":
+                status, body, kind = "200 OK", generate_latest(registry), CONTENT_TYPE_LATEST
+            else:
+                status, body, kind = "404 Not Found", b"try /metrics\n", "text/plain"
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, host, port)

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from toolmesh.runtimes import logs
 from toolmesh.runtimes.executor import Executor, ExecutorConfig
-from toolmesh.runtimes.metrics import PodMetrics
+from toolmesh.runtimes.metrics import PodMetrics, serve_metrics
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.server import RuntimeServicer
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
@@ -69,7 +69,7 @@ class Pod:
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.port = 0
         self.metrics_port: int | None = None
-        self._metrics_server: object | None = None
+        self._metrics_server: asyncio.Server | None = None
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
@@ -87,22 +87,28 @@ class Pod:
         await server.start()
         self.server = server
         if self.config.metrics_port is not None:
-            httpd, _ = start_http_server(self.config.metrics_port, self.config.host, self.metrics_registry)
-            self._metrics_server = httpd
-            self.metrics_port = httpd.server_port
+            self._metrics_server = await serve_metrics(
+                self.metrics_registry, self.config.host, self.config.metrics_port
+            )
+            self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
 
     def _inflight(self) -> float:
         return float(self.executor.inflight) if self.executor is not None else 0.0
 
     async def stop(self, grace: float | None = None) -> None:
-        """Drain: stop taking calls, give in-flight ones `grace` seconds, shut down."""
+        """Drain: report NOT_SERVING, answer new calls UNAVAILABLE (so callers retry
+        elsewhere), give in-flight ones `grace` seconds, then shut down."""
+        grace = self.config.drain_grace if grace is None else grace
         await self.health.enter_graceful_shutdown()
+        if self.executor is not None:
+            await self.executor.drain(grace)
         if self.server is not None:
-            await self.server.stop(self.config.drain_grace if grace is None else grace)
+            # Whatever still runs after the grace period is cancelled here.
+            await self.server.stop(0)
         if self.executor is not None:
             self.executor.close()
         if self._metrics_server is not None:
-            self._metrics_server.shutdown()  # type: ignore[attr-defined]
+            self._metrics_server.close()
 
 
 async def serve(config: PodConfig) -> int:

@@ -13,7 +13,7 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -24,7 +24,11 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from toolmesh.errors import DefinitionError, InvalidArguments, Violation
 
+#: The default of a required parameter.
 MISSING: Any = inspect.Parameter.empty
+#: The default of an optional parameter that has none: when the caller leaves
+#: it out, it is simply not passed (the handler's own default applies).
+NO_DEFAULT: Any = type("NoDefault", (), {"__repr__": lambda self: "NO_DEFAULT"})()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +129,7 @@ class ArgumentValidator:
 
 
 def build_arguments(
-    model_name: str, parameters: Iterable[ParameterInfo], *, accepts_extra: bool = False
+    model_name: str, parameters: Sequence[ParameterInfo], *, accepts_extra: bool = False
 ) -> tuple[dict[str, Any], ArgumentValidator]:
     """The input JSON schema and the validator for a list of parameters."""
     config = ConfigDict(
@@ -149,8 +153,9 @@ def build_arguments(
         if param.required:
             schema_fields[attribute] = check_fields[attribute] = (annotation, Field(alias=param.name))
             continue
-        schema_fields[attribute] = (annotation, Field(default=param.default, alias=param.name))
-        if _admits_none(param.annotation):
+        default = None if param.default is NO_DEFAULT else param.default
+        schema_fields[attribute] = (annotation, Field(default=default, alias=param.name))
+        if _admits_none(param.annotation) and param.default is not NO_DEFAULT:
             check_fields[attribute] = schema_fields[attribute]
         else:
             null_means_default.add(param.name)
@@ -163,6 +168,9 @@ def build_arguments(
         raise DefinitionError(f"{model_name}: cannot build a schema for its parameters: {exc}") from exc
     schema.pop("title", None)
     schema.setdefault("properties", {})
+    for param in parameters:
+        if param.default is NO_DEFAULT:
+            schema["properties"][param.name].pop("default", None)
     return schema, ArgumentValidator(check_model, names, null_means_default)
 
 

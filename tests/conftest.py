@@ -1,0 +1,132 @@
+"""Shared fixtures: real runtime pods, in-process or as child processes, on free ports."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+
+from toolmesh.runtimes.executor import ExecutorConfig
+from toolmesh.runtimes.pod import Pod, PodConfig
+from toolmesh.runtimes.registry import Registry
+from toolmesh.v1 import runtime_pb2_grpc
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+ROOT = TESTS.parent
+
+
+@pytest.fixture(autouse=True)
+def _fixture_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test modules under tests/fixtures and examples/ import like user modules."""
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+@dataclass
+class InProcessPod:
+    pod: Pod
+    channel: grpc.aio.Channel
+    stub: runtime_pb2_grpc.RuntimeStub
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.pod.port}"
+
+
+@pytest.fixture
+async def pod_factory() -> AsyncIterator[Callable[..., object]]:
+    """Start real grpc.aio pods in this test's event loop: ``await pod_factory("sample_tools")``."""
+    started: list[InProcessPod] = []
+
+    async def start(*modules: str, metrics: bool = True, **executor: object) -> InProcessPod:
+        config = PodConfig(
+            modules=modules or ("sample_tools",),
+            port=0,
+            metrics_port=0 if metrics else None,
+            drain_grace=1.0,
+            executor=ExecutorConfig(**executor),  # type: ignore[arg-type]
+        )
+        pod = Pod(config, Registry.from_modules(config.modules))
+        await pod.start()
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{pod.port}")
+        running = InProcessPod(pod, channel, runtime_pb2_grpc.RuntimeStub(channel))
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        await running.channel.close()
+        await running.pod.stop(grace=0)
+
+
+@pytest.fixture
+async def pod(pod_factory: Callable[..., object]) -> InProcessPod:
+    """A pod serving tests/fixtures/sample_tools.py."""
+    return await pod_factory()  # type: ignore[no-any-return, misc]
+
+
+@dataclass
+class PodProcess:
+    """A `toolmesh runtime` child process and the ports from its ready line."""
+
+    process: subprocess.Popen[str]
+    port: int
+    metrics_port: int | None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def terminate(self, timeout: float = 15) -> tuple[int, str]:
+        """SIGTERM, wait, and return (exit status, stderr)."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = 15) -> tuple[int, str]:
+        """Wait for the process to exit and return (exit status, stderr)."""
+        _, err = self.process.communicate(timeout=timeout)
+        return self.process.returncode, err
+
+
+def pod_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(FIXTURES), str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+@pytest.fixture
+def pod_process() -> Iterator[Callable[..., PodProcess]]:
+    """Start `toolmesh runtime` as a real child process: ``pod_process("sample_tools", "--debug")``."""
+    started: list[PodProcess] = []
+
+    def start(*modules: str, args: Sequence[str] = ()) -> PodProcess:
+        command = [sys.executable, "-m", "toolmesh", "runtime", "--port", "0", "--metrics-port", "0"]
+        for module in modules or ("sample_tools",):
+            command += ["--module", module]
+        process = subprocess.Popen(
+            [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=pod_env()
+        )
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line:
+            _, err = process.communicate(timeout=10)
+            raise AssertionError(f"pod exited before it was ready: {err}")
+        ready = json.loads(line)
+        running = PodProcess(process, ready["grpc_port"], ready["metrics_port"])
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.communicate(timeout=10)
