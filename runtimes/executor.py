@@ -138,7 +138,9 @@ class Executor:
 
     async def invoke(self, call: Call) -> Result:
         """Run a call to completion (generators are collected)."""
-        hosted = self._admit(call)
+        return await self._invoke(self._admit(call), call)
+
+    async def _invoke(self, hosted: HostedFunction, call: Call) -> Result:
         chunks: list[Content] = []
 
         async def collect(items: list[Content]) -> None:
@@ -188,7 +190,8 @@ class Executor:
             raise InvalidRequest(f"call depth limit ({self.config.max_depth}) exceeded calling {name!r}")
         metadata = {**parent.metadata, DEPTH_KEY: str(depth)}
         call = Call(name, arguments, parent.request_id, parent.session_id, metadata, parent.deadline)
-        return await self.invoke(call)
+        # Part of work already admitted: neither the in-flight limit nor a drain turns it away.
+        return await self._invoke(self._admit(call, nested=True), call)
 
     def close(self) -> None:
         """Stop the worker threads. Threads stuck in a sync function are abandoned."""
@@ -196,17 +199,16 @@ class Executor:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _admit(self, call: Call) -> HostedFunction:
+    def _admit(self, call: Call, *, nested: bool = False) -> HostedFunction:
         try:
             hosted = self.registry.get(call.function)
         except ToolmeshError:
             self._finish(call, "", Outcome.NOT_FOUND, 0.0)
             raise
-        if self._draining:
+        if not nested and (self._draining or self._inflight >= self.config.max_inflight):
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
-            raise Unavailable("runtime is shutting down; send the call to another replica", retry_after=0)
-        if self._inflight >= self.config.max_inflight:
-            self._finish(call, call.function, Outcome.REJECTED, 0.0)
+            if self._draining:
+                raise Unavailable("runtime is shutting down; send the call to another replica", retry_after=0)
             raise Overloaded(
                 f"runtime is at its limit of {self.config.max_inflight} calls in flight", retry_after=1.0
             )
