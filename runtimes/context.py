@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, Protocol
 
 from toolmesh.runtimes.results import Result
@@ -20,6 +20,15 @@ class Invoker(Protocol):
     through the gateway. `ctx.invoke` goes through one of these."""
 
     async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result: ...
+
+
+class _CallLogger(logging.LoggerAdapter[logging.Logger]):
+    """Adds the call's request id and function to every record, keeping the caller's own `extra`
+    (the stock adapter replaces it)."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
+        return msg, kwargs
 
 
 class Context:
@@ -66,7 +75,9 @@ class Context:
         #: When the call must be done, on the `time.monotonic()` clock; None for no limit.
         self.deadline = deadline
         base = logger or logging.getLogger("toolmesh.functions")
-        self.logger = logging.LoggerAdapter(base, {"request_id": request_id, "function": function})
+        self.logger: logging.LoggerAdapter[logging.Logger] = _CallLogger(
+            base, {"request_id": request_id, "function": function}
+        )
         self._invoker = invoker
         self._loop = loop
         self._cancelled = False

@@ -126,7 +126,12 @@ def test_one_json_log_line_per_invocation(pod_process: StartProcess) -> None:
     runtime = stub(pod)
     runtime.Invoke(invoke_pb2.InvokeRequest(function="add", arguments=b'{"a": 1}', request_id="r-42"))
     runtime.Invoke(invoke_pb2.InvokeRequest(function="fail", request_id="r-43", session_id="s-1"))
+    runtime.Invoke(
+        invoke_pb2.InvokeRequest(function="chatty", arguments=b'{"city": "Oslo"}', request_id="r-44")
+    )
     _, stderr = pod.terminate()
+    (own,) = [line for line in log_lines(stderr) if line["msg"] == "looking up"]
+    assert own["city"] == "Oslo" and own["request_id"] == "r-44" and own["function"] == "chatty"
     calls = {line["request_id"]: line for line in log_lines(stderr) if line["msg"] == "invocation"}
     assert calls["r-42"]["function"] == "add" and calls["r-42"]["outcome"] == "ok"
     assert calls["r-43"]["outcome"] == "error" and calls["r-43"]["session_id"] == "s-1"

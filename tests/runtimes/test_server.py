@@ -301,4 +301,4 @@ async def test_metrics_count_calls_by_function_and_outcome(pod: InProcessPod) ->
     count = "toolmesh_runtime_invocation_duration_seconds_count"
     assert samples[(count, (("function", "add"), ("outcome", "ok")))] == 1
     assert samples[("toolmesh_runtime_inflight_requests", ())] == 0
-    assert samples[("toolmesh_runtime_functions", ())] == 18
+    assert samples[("toolmesh_runtime_functions", ())] == 19
