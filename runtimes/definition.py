@@ -11,7 +11,8 @@
     )
 
 A module-level FunctionDefinition is discovered like a function. Arguments are
-validated against exactly the schema the parameters describe.
+validated against exactly the schema the parameters describe, and the handler
+receives every declared default the caller left out.
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ class FunctionDefinition:
             raise DefinitionError(f"{owner}: parameter names repeat: {names}")
         _, context_param, _, _ = signature_parameters(self.handler, {}, _is_context)
         kind = Kind.of(self.handler)
-        schema, validator = build_arguments(owner, [p.info(owner) for p in self.parameters])
+        schema, validator = build_arguments(
+            owner, [p.info(owner) for p in self.parameters], pass_defaults=True
+        )
         spec = make_spec(
             name=self.name,
             namespace=ns,

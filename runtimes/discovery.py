@@ -69,10 +69,14 @@ def discover(module: ModuleType) -> tuple[list[HostedFunction], list[NamespaceSp
     if exported is not None:
         candidates = [(name, getattr(module, name)) for name in exported]
     else:
+        # Definitions are instances, whose __module__ is their class's: take them all.
         candidates = [
             (name, value)
             for name, value in vars(module).items()
-            if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
+            if not name.startswith("_")
+            and (
+                isinstance(value, FunctionDefinition) or getattr(value, "__module__", None) == module.__name__
+            )
         ]
     functions: list[HostedFunction] = []
     namespaces: list[NamespaceSpec] = []

@@ -9,6 +9,7 @@ docstring (Google, NumPy and reST styles).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import types
@@ -100,11 +101,16 @@ class ArgumentValidator:
     """
 
     def __init__(
-        self, model: type[pydantic.BaseModel], fields: Mapping[str, str], null_means_default: set[str]
+        self,
+        model: type[pydantic.BaseModel],
+        fields: Mapping[str, str],
+        null_means_default: set[str],
+        defaults: Mapping[str, Any] | None = None,
     ):
         self._model = model
         self._fields = tuple(fields.items())  # (attribute, argument name)
         self._null_means_default = frozenset(null_means_default)
+        self._defaults = tuple((defaults or {}).items())
         self._accepts_extra = model.model_config.get("extra") == "allow"
 
     def validate(self, data: bytes) -> dict[str, Any]:
@@ -123,15 +129,27 @@ class ArgumentValidator:
                 if value is None and name in self._null_means_default:
                     continue
                 arguments[name] = value
+        for name, default in self._defaults:
+            if name not in arguments:
+                arguments[name] = copy.deepcopy(default)
         if self._accepts_extra and parsed.model_extra:
             arguments.update(parsed.model_extra)
         return arguments
 
 
 def build_arguments(
-    model_name: str, parameters: Sequence[ParameterInfo], *, accepts_extra: bool = False
+    model_name: str,
+    parameters: Sequence[ParameterInfo],
+    *,
+    accepts_extra: bool = False,
+    pass_defaults: bool = False,
 ) -> tuple[dict[str, Any], ArgumentValidator]:
-    """The input JSON schema and the validator for a list of parameters."""
+    """The input JSON schema and the validator for a list of parameters.
+
+    With `pass_defaults` the validator fills in absent arguments' defaults itself
+    (for hand-written definitions, whose handlers may not declare them); otherwise
+    the function's own signature supplies them.
+    """
     config = ConfigDict(
         extra="allow" if accepts_extra else "forbid",
         strict=True,
@@ -171,7 +189,12 @@ def build_arguments(
     for param in parameters:
         if param.default is NO_DEFAULT:
             schema["properties"][param.name].pop("default", None)
-    return schema, ArgumentValidator(check_model, names, null_means_default)
+    defaults = (
+        {p.name: p.default for p in parameters if p.default not in (MISSING, NO_DEFAULT)}
+        if pass_defaults
+        else {}
+    )
+    return schema, ArgumentValidator(check_model, names, null_means_default, defaults)
 
 
 _NO_OUTPUT_SCHEMA = (str, bytes, bytearray, type(None), None, Any, MISSING, object)

@@ -310,6 +310,9 @@ def test_explicit_builder() -> None:
     assert schema["properties"]["history"] == {"type": "array", "items": {"type": "integer"}}
     assert schema["$defs"]["Options"]["properties"]["precision"] == {"type": "integer", "default": 1}
     assert hosted.validator.validate(b'{"value": 20, "to": "f"}') == {"value": 20.0, "to": "f"}
+    assert hosted.validator.validate(b'{"value": 20}') == {"value": 20.0, "to": "c"}, (
+        "declared defaults are passed"
+    )
     with pytest.raises(toolmesh.InvalidArguments) as caught:
         hosted.validator.validate(b'{"value": "hot", "to": "k", "options": {"precision": "x"}}')
     assert {v.path for v in caught.value.violations} == {"value", "to", "options.precision"}
@@ -355,6 +358,12 @@ def test_discovery_follows_all_and_skips_imports(tmp_path: Any, monkeypatch: pyt
         "def _hidden() -> None: ...\n"
         "class Tools(toolmesh.Toolset):\n    def t(self) -> None: ...\n"
     )
+    (tmp_path / "mod_defs.py").write_text(
+        "import toolmesh\n"
+        "def _handler(x: int) -> int:\n    return x\n"
+        "double = toolmesh.FunctionDefinition(name='double', handler=_handler,"
+        " parameters=[toolmesh.Parameter('x', 'integer')])\n"
+    )
     (tmp_path / "mod_all.py").write_text(
         "__all__ = ['chosen']\ndef chosen() -> None: ...\ndef other() -> None: ...\n"
     )
@@ -364,5 +373,7 @@ def test_discovery_follows_all_and_skips_imports(tmp_path: Any, monkeypatch: pyt
     functions, namespaces = discover(importlib.import_module("mod_plain"))
     assert [f.spec.qualified_name for f in functions] == ["visible", "tools.t"]
     assert [n.name for n in namespaces] == ["tools"]
+    functions, _ = discover(importlib.import_module("mod_defs"))
+    assert [f.spec.qualified_name for f in functions] == ["double"], "definitions are found without __all__"
     functions, _ = discover(importlib.import_module("mod_all"))
     assert [f.spec.qualified_name for f in functions] == ["chosen"]
