@@ -11,10 +11,14 @@
             unit: Temperature unit.
         \"\"\"
 
-Serve a module with ``toolmesh runtime --module my_tools``.
+Serve a module with ``toolmesh runtime --module my_tools``; call a gateway with
+``toolmesh.Client``, ``toolmesh.AsyncClient`` or ``toolmesh.GrpcClient``.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from toolmesh.errors import (
     Cancelled,
@@ -48,12 +52,18 @@ from toolmesh.runtimes import (
     function,
 )
 
+if TYPE_CHECKING:
+    from toolmesh.gateway.client import AsyncClient, Client
+    from toolmesh.gateway.grpc_client import GrpcClient
+
 __version__ = "0.1.0"
 
 __all__ = [
     "Annotations",
+    "AsyncClient",
     "Binary",
     "Cancelled",
+    "Client",
     "Context",
     "DefinitionError",
     "FunctionDefinition",
@@ -61,6 +71,7 @@ __all__ = [
     "FunctionNotFound",
     "FunctionSpec",
     "FunctionTimeout",
+    "GrpcClient",
     "InternalError",
     "InvalidArguments",
     "InvalidRequest",
@@ -80,3 +91,24 @@ __all__ = [
     "__version__",
     "function",
 ]
+
+# Every runtime pod imports toolmesh, and pods need neither httpx nor the gateway:
+# the clients are imported on first use (PEP 562).
+_LAZY = {
+    "AsyncClient": "toolmesh.gateway.client",
+    "Client": "toolmesh.gateway.client",
+    "GrpcClient": "toolmesh.gateway.grpc_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

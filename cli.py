@@ -1,7 +1,11 @@
 """The `toolmesh` command.
 
+    toolmesh up [--config FILE] [--host H] [--http-port P] [--grpc-port P]
     toolmesh runtime --module MOD [--module MOD ...] [--host H] [--port P] [--metrics-port P]
-    toolmesh functions --module MOD [--format json|openai|text] [--strict]
+    toolmesh functions (--module MOD [--module MOD ...] | --url URL) [--format json|openai|text] [--strict]
+    toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
+    toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
+    toolmesh hash-key [KEY]
 
 Imports happen inside each command so that starting a pod loads only what a pod needs.
 """
@@ -13,10 +17,20 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from toolmesh.errors import ToolmeshError
+    from toolmesh.gateway.client import Client
+    from toolmesh.runtimes.spec import FunctionSpec
+
+#: Where the API key for `invoke`, `tools` and `functions --url` comes from when --api-key is not given.
+API_KEY_ENV = "TOOLMESH_API_KEY"
 
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
+    from toolmesh.gateway.pool import MESH_ADDRESS_ENV, MESH_TOKEN_ENV
     from toolmesh.runtimes import logs
     from toolmesh.runtimes.executor import ExecutorConfig
     from toolmesh.runtimes.pod import PodConfig, run
@@ -34,6 +48,8 @@ def _runtime(args: argparse.Namespace) -> int:
             workers=args.workers,
             debug=args.debug,
         ),
+        mesh_address=os.environ.get(MESH_ADDRESS_ENV) or None,
+        mesh_token=os.environ.get(MESH_TOKEN_ENV, ""),
     )
     try:
         return run(config)
@@ -42,12 +58,93 @@ def _runtime(args: argparse.Namespace) -> int:
         return 2
 
 
-def _functions(args: argparse.Namespace) -> int:
-    from toolmesh.errors import DefinitionError
-    from toolmesh.runtimes.formats import openai_tool, spec_to_dict
-    from toolmesh.runtimes.registry import Registry
+def _up(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from toolmesh.config import ConfigError, load_config
+    from toolmesh.errors import ToolmeshError
+    from toolmesh.gateway.server import serve
+    from toolmesh.runtimes import logs
+
+    logs.configure(args.log_level)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"toolmesh up: {exc}", file=sys.stderr)
+        return 2
+    overrides = {
+        key: value
+        for key, value in (("host", args.host), ("http_port", args.http_port), ("grpc_port", args.grpc_port))
+        if value is not None
+    }
+    if overrides:
+        config = config.model_copy(update={"gateway": config.gateway.model_copy(update=overrides)})
+    try:
+        import uvloop
+
+        run: Any = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    try:
+        code: int = run(serve(config))
+    except (ConfigError, OSError, ToolmeshError) as exc:
+        print(f"toolmesh up: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _hash_key(args: argparse.Namespace) -> int:
+    import getpass
+
+    from toolmesh.config import hash_key
+
+    key = args.key or getpass.getpass("API key: ")
+    print(hash_key(key))
+    return 0
+
+
+def _client(args: argparse.Namespace) -> Client:
+    """A client for the gateway at --url; the API key's environment variable is read here, once."""
+    from toolmesh.gateway.client import Client
+
+    api_key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
+    return Client(args.url, api_key=api_key)
+
+
+def _refused(command: str, error: ToolmeshError) -> int:
+    """Report a call the gateway refused, or could not be sent, in one line (then one per violation)."""
+    print(f"toolmesh {command}: {error.message} ({error.code})", file=sys.stderr)
+    for violation in getattr(error, "violations", ()):
+        print(f"  - {violation.message}", file=sys.stderr)
+    return 2
+
+
+def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
+    from toolmesh.gateway.formats import openai_tool, spec_to_dict
     from toolmesh.runtimes.render import render_functions
 
+    if fmt == "text":
+        print(render_functions(specs))
+        return
+    if fmt == "openai":
+        document: object = [openai_tool(s, strict=strict) for s in specs]
+    else:
+        document = {"functions": [spec_to_dict(s) for s in specs]}
+    print(json.dumps(document, indent=2))
+
+
+def _functions(args: argparse.Namespace) -> int:
+    from toolmesh.errors import DefinitionError, ToolmeshError
+    from toolmesh.runtimes.registry import Registry
+
+    if args.url is not None:
+        try:
+            with _client(args) as client:
+                specs = client.list_functions()
+        except ToolmeshError as exc:
+            return _refused("functions", exc)
+        _print_specs(specs, args.format, args.strict)
+        return 0
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -55,24 +152,74 @@ def _functions(args: argparse.Namespace) -> int:
     except DefinitionError as exc:
         print(f"toolmesh functions: {exc}", file=sys.stderr)
         return 2
-    specs = registry.specs()
-    if args.format == "text":
-        print(render_functions(specs))
-        return 0
-    if args.format == "openai":
-        document: object = [openai_tool(s, strict=args.strict) for s in specs]
-    else:
-        document = {"functions": [spec_to_dict(s) for s in specs]}
-    print(json.dumps(document, indent=2))
+    _print_specs(registry.specs(), args.format, args.strict)
     return 0
 
 
+def _invoke(args: argparse.Namespace) -> int:
+    from toolmesh.errors import ToolmeshError
+    from toolmesh.gateway.payloads import result_json
+
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        print(f"toolmesh invoke: --args is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(arguments, dict):
+        print(f"toolmesh invoke: --args must be a JSON object, got {args.args!r}", file=sys.stderr)
+        return 2
+    try:
+        with _client(args) as client:
+            result = client.invoke(args.name, arguments)
+    except ToolmeshError as exc:
+        return _refused("invoke", exc)
+    # The gateway's own serialiser, so this prints exactly what POST .../invoke answers.
+    print(json.dumps(json.loads(result_json(result)), indent=2, ensure_ascii=False))
+    return 1 if result.is_error else 0
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from toolmesh.errors import ToolmeshError
+
+    try:
+        with _client(args) as client:
+            tools = client.tools(args.format, strict=args.strict)
+    except ToolmeshError as exc:
+        return _refused("tools", exc)
+    print(json.dumps(tools, indent=2))
+    return 0
+
+
+def _add_client_options(parser: argparse.ArgumentParser, default_url: str | None) -> None:
+    if default_url is not None:
+        parser.add_argument(
+            "--url", default=default_url, help="the gateway's HTTP address (default %(default)s)"
+        )
+    parser.add_argument("--api-key", help=f"API key for the gateway (default: ${API_KEY_ENV})")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
+    from toolmesh.config import DEFAULT_HTTP_PORT
     from toolmesh.runtimes.executor import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
     from toolmesh.runtimes.pod import DEFAULT_DRAIN_GRACE, DEFAULT_HOST, DEFAULT_METRICS_PORT, DEFAULT_PORT
 
+    default_url = f"http://{GATEWAY_HOST}:{DEFAULT_HTTP_PORT}"
+
     parser = argparse.ArgumentParser(prog="toolmesh", description="A serverless function-calling mesh.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="start the gateway and the runtimes in a config (default: examples/)")
+    up.add_argument("--config", "-c", help="toolmesh.toml (default: serve every module in examples/)")
+    up.add_argument("--host", help="address to bind (overrides [gateway] host)")
+    up.add_argument("--http-port", type=int, help="HTTP port (overrides [gateway] http_port, default 8080)")
+    up.add_argument("--grpc-port", type=int, help="gRPC port (overrides [gateway] grpc_port, default 50051)")
+    up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    up.set_defaults(handler=_up)
+
+    hashing = commands.add_parser("hash-key", help="print the key_hash form of an API key for toolmesh.toml")
+    hashing.add_argument("key", nargs="?", help="the key (prompted for when omitted)")
+    hashing.set_defaults(handler=_hash_key)
 
     runtime = commands.add_parser("runtime", help="serve the functions of Python modules as a runtime pod")
     runtime.add_argument(
@@ -121,15 +268,37 @@ def build_parser() -> argparse.ArgumentParser:
     runtime.add_argument("--debug", action="store_true", help="include tracebacks in error results")
     runtime.set_defaults(handler=_runtime)
 
-    functions = commands.add_parser("functions", help="print the functions a module offers, without serving")
-    functions.add_argument(
-        "--module", "-m", action="append", required=True, help="module to inspect (repeatable)"
+    functions = commands.add_parser(
+        "functions", help="print the functions a module offers (without serving) or a gateway serves"
     )
+    source = functions.add_mutually_exclusive_group(required=True)
+    source.add_argument("--module", "-m", action="append", help="module to inspect (repeatable)")
+    source.add_argument("--url", help=f"a running gateway to ask instead, e.g. {default_url}")
     functions.add_argument("--format", choices=["json", "openai", "text"], default="json")
     functions.add_argument(
         "--strict", action="store_true", help="OpenAI strict-mode schemas (with --format openai)"
     )
+    _add_client_options(functions, default_url=None)
     functions.set_defaults(handler=_functions)
+
+    invoke = commands.add_parser(
+        "invoke",
+        help="call a function on a running gateway and print its result",
+        epilog="exit status: 0 on success, 1 when the function failed (is_error), "
+        "2 when the gateway refused the call or could not be reached",
+    )
+    invoke.add_argument("name", help='the function, e.g. "get_forecast" or "arithmetic.add"')
+    invoke.add_argument("--args", default="{}", help="the arguments as a JSON object (default %(default)s)")
+    _add_client_options(invoke, default_url)
+    invoke.set_defaults(handler=_invoke)
+
+    tools = commands.add_parser("tools", help="print a running gateway's functions as LLM tool definitions")
+    tools.add_argument("--format", choices=["openai", "responses", "cloudflare", "mcp"], default="openai")
+    tools.add_argument(
+        "--strict", action="store_true", help="OpenAI strict-mode schemas (the OpenAI formats)"
+    )
+    _add_client_options(tools, default_url)
+    tools.set_defaults(handler=_tools)
     return parser
 
 

@@ -300,3 +300,18 @@ class DefinitionError(Exception):
     """A user module cannot be hosted: a bad name, an unsupported parameter type,
     a duplicate function. Raised while loading, before anything is served; never
     seen by clients, so it carries no statuses."""
+
+
+def from_rpc_error(exc: grpc.aio.AioRpcError | grpc.RpcError, peer: str = "") -> ToolmeshError:
+    """Translate an exception from a gRPC call (aio or sync) into a toolmesh error.
+
+    `peer` says who was called ("runtime 'tools'", "the gateway at host:port"),
+    for the message when it never answered.
+    """
+    code: grpc.StatusCode = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details: str = (exc.details() if hasattr(exc, "details") else None) or ""
+    metadata: Any = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
+    trailers: list[tuple[str, str | bytes]] = [(str(key), value) for key, value in metadata]
+    if code is grpc.StatusCode.UNAVAILABLE and not any(key == GRPC_CODE_KEY for key, _ in trailers):
+        return Unavailable(f"{peer or 'the peer'} is unavailable: {details}", retry_after=1.0)
+    return from_grpc_status(code, details, trailers)

@@ -1,5 +1,7 @@
-"""The gateway: HTTP, OpenAI-format tool calls, MCP and the native gRPC Mesh service.
+"""The gateway: the mesh's front door.
 
-Not built yet (issue 3); the package exists so the layout and the public
-contract (protos/toolmesh/v1/mesh.proto) are in place.
+A Starlette app on uvicorn (`app.py`) and the gRPC `Mesh` service
+(`grpc_service.py`) are thin adapters over one transport-free core (`mesh.py`),
+which reaches runtimes through a pool (`pool.py`). `server.py` runs them all
+on one event loop; `toolmesh up` starts it. `client.py` holds the Python SDK.
 """

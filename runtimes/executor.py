@@ -74,6 +74,12 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
+class MeshClient(Protocol):
+    """Runs a call somewhere else in the mesh (the gateway), for ctx.invoke."""
+
+    async def invoke(self, call: Call) -> Result: ...
+
+
 class Observer(Protocol):
     """Told about every call that ends; metrics and logs plug in here."""
 
@@ -92,7 +98,7 @@ class Outcome:
     NOT_FOUND = "not_found"
 
 
-def _outcome(result: Result) -> str:
+def outcome_of(result: Result) -> str:
     if not result.is_error or result.error is None:
         return Outcome.OK
     return {
@@ -112,10 +118,12 @@ class Executor:
         config: ExecutorConfig | None = None,
         *,
         observer: Observer | None = None,
+        mesh: MeshClient | None = None,
     ) -> None:
         self.registry = registry
         self.config = config or ExecutorConfig()
         self._observer = observer
+        self._mesh = mesh
         self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
         self._inflight = 0
         self._idle = asyncio.Event()
@@ -184,12 +192,15 @@ class Executor:
             self._release()
 
     async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result:
-        """`Invoker` for ctx.invoke: a call on behalf of a running function."""
+        """`Invoker` for ctx.invoke: a call on behalf of a running function, run
+        here when this pod hosts the function and through the mesh otherwise."""
         depth = parent.depth + 1
         if depth > self.config.max_depth:
             raise InvalidRequest(f"call depth limit ({self.config.max_depth}) exceeded calling {name!r}")
         metadata = {**parent.metadata, DEPTH_KEY: str(depth)}
         call = Call(name, arguments, parent.request_id, parent.session_id, metadata, parent.deadline)
+        if name not in self.registry and self._mesh is not None:
+            return await self._mesh.invoke(call)
         # Part of work already admitted: neither the in-flight limit nor a drain turns it away.
         return await self._invoke(self._admit(call, nested=True), call)
 
@@ -257,7 +268,7 @@ class Executor:
         result.request_id = request_id
         result.queued_ms = queued_ms
         result.duration_ms = (ended - started) * 1000
-        self._finish(call, hosted.spec.qualified_name, _outcome(result), ended - call.received_at)
+        self._finish(call, hosted.spec.qualified_name, outcome_of(result), ended - call.received_at)
         return result
 
     async def _execute(

@@ -9,8 +9,12 @@ from typing import Any
 
 from toolmesh.runtimes.executor import Call
 
-#: LogRecord attributes that are not user-supplied `extra` fields.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+#: LogRecord attributes that are not user-supplied `extra` fields (uvicorn adds color_message).
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 invocations = logging.getLogger("toolmesh.invocations")
 

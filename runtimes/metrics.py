@@ -54,32 +54,28 @@ BUCKETS = (
 )
 
 
-class PodMetrics:
-    """Executor observer that records every finished call."""
+class CallMetrics:
+    """``<prefix>_invocations_total`` and ``<prefix>_invocation_duration_seconds`` by
+    function and outcome; pods and the gateway each keep one."""
 
-    def __init__(self, registry: CollectorRegistry, inflight: Callable[[], float], functions: int) -> None:
-        self.registry = registry
+    def __init__(self, registry: CollectorRegistry, prefix: str, where: str) -> None:
         self._invocations = Counter(
-            "toolmesh_runtime_invocations",
-            "Calls that ended, by function and outcome.",
+            f"{prefix}_invocations",
+            f"Calls that ended {where}, by function and outcome.",
             ["function", "outcome"],
             registry=registry,
         )
         self._duration = Histogram(
-            "toolmesh_runtime_invocation_duration_seconds",
-            "Time from a call's arrival to its result.",
+            f"{prefix}_invocation_duration_seconds",
+            f"Time from a call reaching {where} to its answer.",
             ["function", "outcome"],
             buckets=BUCKETS,
             registry=registry,
         )
-        Gauge("toolmesh_runtime_inflight_requests", "Calls running now.", registry=registry).set_function(
-            inflight
-        )
-        Gauge("toolmesh_runtime_functions", "Functions this pod hosts.", registry=registry).set(functions)
         # labels() costs a lock and a dict lookup; cache the children on the hot path.
         self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
 
-    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+    def observe(self, function: str, outcome: str, seconds: float) -> None:
         key = (function, outcome)
         children = self._children.get(key)
         if children is None:
@@ -89,6 +85,21 @@ class PodMetrics:
             )
         children[0].inc()
         children[1].observe(seconds)
+
+
+class PodMetrics:
+    """Executor observer that records every finished call."""
+
+    def __init__(self, registry: CollectorRegistry, inflight: Callable[[], float], functions: int) -> None:
+        self.registry = registry
+        self._calls = CallMetrics(registry, "toolmesh_runtime", "this pod")
+        Gauge("toolmesh_runtime_inflight_requests", "Calls running now.", registry=registry).set_function(
+            inflight
+        )
+        Gauge("toolmesh_runtime_functions", "Functions this pod hosts.", registry=registry).set(functions)
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        self._calls.observe(function, outcome, seconds)
 
 
 async def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> asyncio.Server:

@@ -28,6 +28,7 @@ from toolmesh.runtimes import logs
 from toolmesh.runtimes.executor import Executor, ExecutorConfig
 from toolmesh.runtimes.metrics import PodMetrics, serve_metrics
 from toolmesh.runtimes.registry import Registry
+from toolmesh.runtimes.remote import MeshInvoker
 from toolmesh.runtimes.server import RuntimeServicer
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
@@ -50,6 +51,9 @@ class PodConfig:
     metrics_port: int | None = DEFAULT_METRICS_PORT
     drain_grace: float = DEFAULT_DRAIN_GRACE
     executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    #: The gateway's gRPC address and token, so ctx.invoke reaches the whole mesh.
+    mesh_address: str | None = None
+    mesh_token: str = ""
 
 
 def server_options() -> list[tuple[str, int]]:
@@ -65,6 +69,7 @@ class Pod:
         self.registry = registry
         self.metrics_registry = CollectorRegistry()
         self.executor: Executor | None = None
+        self.mesh: MeshInvoker | None = None
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.port = 0
@@ -73,8 +78,13 @@ class Pod:
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
+        if self.config.mesh_address:
+            self.mesh = MeshInvoker(self.config.mesh_address, self.config.mesh_token)
         self.executor = Executor(
-            self.registry, self.config.executor, observer=logs.Observers(metrics, logs.InvocationLog())
+            self.registry,
+            self.config.executor,
+            observer=logs.Observers(metrics, logs.InvocationLog()),
+            mesh=self.mesh,
         )
         server = grpc.aio.server(options=server_options())
         runtime_pb2_grpc.add_RuntimeServicer_to_server(RuntimeServicer(self.executor), server)
@@ -107,6 +117,8 @@ class Pod:
             await self.server.stop(0)
         if self.executor is not None:
             self.executor.close()
+        if self.mesh is not None:
+            await self.mesh.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import toolmesh
 import toolmesh.runtimes
 
@@ -9,8 +13,10 @@ import toolmesh.runtimes
 def test_top_level_exports() -> None:
     assert set(toolmesh.__all__) == {
         "Annotations",
+        "AsyncClient",
         "Binary",
         "Cancelled",
+        "Client",
         "Context",
         "DefinitionError",
         "FunctionDefinition",
@@ -18,6 +24,7 @@ def test_top_level_exports() -> None:
         "FunctionNotFound",
         "FunctionSpec",
         "FunctionTimeout",
+        "GrpcClient",
         "InternalError",
         "InvalidArguments",
         "InvalidRequest",
@@ -44,3 +51,25 @@ def test_top_level_exports() -> None:
 def test_runtime_sdk_exports_match_the_top_level() -> None:
     for name in toolmesh.runtimes.__all__:
         assert getattr(toolmesh.runtimes, name) is getattr(toolmesh, name)
+
+
+def test_import_toolmesh_loads_the_clients_only_when_asked() -> None:
+    # Every runtime pod imports toolmesh; it must not pay for httpx or the gateway.
+    script = textwrap.dedent(
+        """
+        import sys
+        import toolmesh
+
+        loaded = [name for name in ("httpx", "toolmesh.gateway") if name in sys.modules]
+        assert not loaded, loaded
+        from toolmesh.gateway.client import AsyncClient, Client
+        from toolmesh.gateway.grpc_client import GrpcClient
+
+        assert (toolmesh.Client, toolmesh.AsyncClient) == (Client, AsyncClient)
+        assert toolmesh.GrpcClient is GrpcClient
+        assert {"Client", "AsyncClient", "GrpcClient"} <= set(dir(toolmesh))
+        assert not hasattr(toolmesh, "Nope")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,197 @@
+"""`toolmesh.toml`: read once at start-up into typed, validated objects.
+
+    [gateway]
+    host = "127.0.0.1"          # with no [[keys]] the gateway is open: keep it on loopback
+    http_port = 8080
+    grpc_port = 50051
+
+    [[runtimes]]
+    name = "weather"
+    modules = ["examples.weather"]
+
+    [[runtimes]]
+    name = "remote"
+    address = "10.0.0.7:50061"  # a pod someone else runs
+
+    [[keys]]
+    name = "ci"
+    key_env = "TOOLMESH_CI_KEY" # or key_hash = "sha256:<hex>"; keys are only kept hashed
+    scopes = ["weather.*", "get_*"]
+    rate = 10                   # calls per second, refilled continuously
+    burst = 20
+
+A mistake fails start-up with a `ConfigError` that names the key and says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 8080
+DEFAULT_GRPC_PORT = 50051
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_BATCH = 64
+DEFAULT_MAX_JSON_DEPTH = 64
+DEFAULT_CALL_TIMEOUT = 30.0
+
+#: What `toolmesh up` serves when given no config: every example module.
+EXAMPLE_MODULES = (
+    "examples.weather",
+    "examples.delivery",
+    "examples.arithmetic",
+    "examples.text",
+    "examples.knowledge",
+    "examples.streaming",
+)
+
+_RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message names the key and the problem."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GatewayConfig(_Section):
+    """The front door: where it listens and the limits it applies to every request."""
+
+    host: str = DEFAULT_HOST
+    http_port: int = Field(DEFAULT_HTTP_PORT, ge=0, le=65535)
+    grpc_port: int = Field(DEFAULT_GRPC_PORT, ge=0, le=65535)
+    #: Largest request body; bigger ones get 413.
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    #: Most tool calls in one /v1/tool_calls batch.
+    max_batch: int = Field(DEFAULT_MAX_BATCH, ge=1)
+    #: Deepest JSON nesting accepted in a request body.
+    max_json_depth: int = Field(DEFAULT_MAX_JSON_DEPTH, ge=2, le=512)
+    #: Seconds the gateway waits for one call (the function's own timeout may be shorter).
+    call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+
+
+class RuntimeConfig(_Section):
+    """One runtime: modules the gateway starts pods for, or the address of a pod already running."""
+
+    name: str
+    modules: tuple[str, ...] = ()
+    address: str | None = None
+    #: Extra environment variables for the runtime's pods.
+    env: dict[str, str] = Field(default_factory=dict)
+    #: Default per-call timeout inside the pod, in seconds.
+    timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+    max_inflight: int = Field(256, ge=1)
+    workers: int = Field(32, ge=1)
+    drain_grace: float = Field(10.0, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> RuntimeConfig:
+        if not _RUNTIME_NAME.match(self.name):
+            raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
+        if bool(self.modules) == bool(self.address):
+            raise ValueError("give either `modules` (pods the gateway starts) or `address` (a running pod)")
+        return self
+
+
+class KeyConfig(_Section):
+    """An API key: who holds it, what it may call, how fast."""
+
+    name: str
+    #: The key itself is read from this environment variable and kept only hashed.
+    key_env: str | None = None
+    #: Or its SHA-256 hash, as "sha256:<hex>" (see `toolmesh hash-key`).
+    key_hash: str | None = None
+    #: Globs over qualified function names ("weather.*", "get_forecast"); "*" for everything.
+    scopes: tuple[str, ...] = ("*",)
+    #: Sustained calls per second (None: unlimited) and the burst allowed above it.
+    rate: float | None = Field(None, gt=0)
+    burst: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> KeyConfig:
+        if bool(self.key_env) == bool(self.key_hash):
+            raise ValueError("give exactly one of `key_env` and `key_hash`")
+        if self.key_hash is not None and not _HASH.match(self.key_hash):
+            raise ValueError("key_hash must look like 'sha256:<64 hex digits>'")
+        return self
+
+
+class MeshConfig(_Section):
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    runtimes: tuple[RuntimeConfig, ...] = ()
+    keys: tuple[KeyConfig, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> MeshConfig:
+        for what, names in (
+            ("runtimes", [r.name for r in self.runtimes]),
+            ("keys", [k.name for k in self.keys]),
+        ):
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise ValueError(f"{what} names repeat: {', '.join(repeated)}")
+        return self
+
+
+def hash_key(key: str) -> str:
+    """The stored form of an API key."""
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_hashes(config: MeshConfig, environ: Mapping[str, str] | None = None) -> dict[str, KeyConfig]:
+    """Each configured key by its hash; keys given through the environment are read here, once."""
+    env = os.environ if environ is None else environ
+    found: dict[str, KeyConfig] = {}
+    for key in config.keys:
+        if key.key_hash is not None:
+            digest = key.key_hash
+        else:
+            assert key.key_env is not None
+            value = env.get(key.key_env)
+            if not value:
+                raise ConfigError(f"keys.{key.name}: environment variable {key.key_env} is not set")
+            digest = hash_key(value)
+        found[digest] = key
+    return found
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
+    """Validate a config mapping (a parsed TOML file)."""
+    try:
+        return MeshConfig.model_validate(data)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{_location(error['loc']) or '(top level)'}: {error['msg'].removeprefix('Value error, ')}"
+            for error in exc.errors(include_url=False)
+        )
+        raise ConfigError(f"{source}: {problems}") from None
+
+
+def load_config(path: str | Path | None = None) -> MeshConfig:
+    """Read `path`, or return the default: every example module in one runtime."""
+    if path is None:
+        return MeshConfig(runtimes=(RuntimeConfig(name="examples", modules=EXAMPLE_MODULES),))
+    file = Path(path)
+    try:
+        data = tomllib.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return parse_config(data, str(file))

@@ -1,0 +1,31 @@
+"""The gateway's Prometheus metrics (names and labels are part of the public contract).
+
+    toolmesh_invocations_total{function,outcome}             counter
+    toolmesh_invocation_duration_seconds{function,outcome}   histogram, end to end at the gateway
+
+`function` only ever takes names from the catalog; calls to unknown names are
+not counted, so clients cannot grow the label set. `outcome` is ok, error,
+invalid_arguments, timeout, or the code of the error that stopped the call
+(unavailable, overloaded, ...).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from toolmesh.runtimes.executor import outcome_of
+from toolmesh.runtimes.metrics import CallMetrics
+from toolmesh.runtimes.results import Result
+
+
+class GatewayMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self._calls = CallMetrics(self.registry, "toolmesh", "the gateway")
+
+    @staticmethod
+    def outcome_of(result: Result) -> str:
+        return outcome_of(result)
+
+    def observe(self, function: str, outcome: str, seconds: float) -> None:
+        self._calls.observe(function, outcome, seconds)

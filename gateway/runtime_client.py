@@ -1,0 +1,65 @@
+"""The gateway's gRPC client for one runtime pod (or a set of them behind one address)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from toolmesh.errors import from_rpc_error
+from toolmesh.runtimes import wire
+from toolmesh.runtimes.executor import Call
+from toolmesh.runtimes.results import Content, Result
+from toolmesh.runtimes.spec import FunctionSpec, NamespaceSpec
+from toolmesh.v1 import function_pb2, runtime_pb2_grpc
+
+#: gRPC's default reconnect backoff starts near 1 s: far too slow for a pod that
+#: was starting a moment ago. These keep reconnects quick but bounded.
+CHANNEL_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.min_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+]
+
+
+class RuntimeClient:
+    """Calls one runtime over gRPC and speaks toolmesh's core types, not protobuf."""
+
+    def __init__(self, name: str, address: str) -> None:
+        self.name = name
+        self.address = address
+        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._stub = runtime_pb2_grpc.RuntimeStub(self._channel)
+
+    async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        try:
+            reply = await self._stub.ListFunctions(
+                function_pb2.ListFunctionsRequest(), timeout=timeout, wait_for_ready=True
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+        specs = [wire.spec_from_proto(message) for message in reply.functions]
+        namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
+        return specs, namespaces
+
+    async def invoke(self, call: Call, timeout: float) -> Result:
+        try:
+            reply = await self._stub.Invoke(wire.call_to_proto(call), timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+        return wire.result_from_proto(reply)
+
+    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        try:
+            async for event in self._stub.InvokeStream(wire.call_to_proto(call), timeout=timeout):
+                if event.WhichOneof("event") == "content":
+                    yield [wire.content_from_proto(event.content)]
+                else:
+                    yield wire.result_from_proto(event.result)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+
+    async def close(self) -> None:
+        await self._channel.close(grace=None)

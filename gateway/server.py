@@ -1,0 +1,184 @@
+"""Running the gateway: uvicorn (HTTP) and the gRPC Mesh service on one event loop, plus the pods.
+
+Start-up order: bind both ports (so a busy port fails fast, before any pod
+starts), start the runtimes with the mesh's gRPC address in their environment
+(for ctx.invoke), load the catalog, then serve. Shutdown reverses it and
+drains the pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+import grpc
+import uvicorn
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from toolmesh.config import MeshConfig, key_hashes
+from toolmesh.gateway.app import create_app
+from toolmesh.gateway.auth import Authenticator
+from toolmesh.gateway.catalog import Catalog
+from toolmesh.gateway.grpc_service import MeshServicer
+from toolmesh.gateway.mesh import Mesh
+from toolmesh.gateway.pool import LocalPool, MeshAccess, RuntimePool
+from toolmesh.runtimes.pod import server_options
+from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
+
+log = logging.getLogger("toolmesh.gateway")
+MESH_SERVICE = mesh_pb2.DESCRIPTOR.services_by_name["Mesh"].full_name
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the gateway owns SIGTERM for both servers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+@dataclass
+class Gateway:
+    """A started gateway. `http_port` and `grpc_port` are the bound ports."""
+
+    config: MeshConfig
+    mesh: Mesh
+    pool: RuntimePool
+    grpc_server: grpc.aio.Server
+    http_server: _EmbeddedServer
+    http_port: int
+    grpc_port: int
+    _http_task: asyncio.Task[None] = field(repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.gateway.host}:{self.http_port}"
+
+    async def stop(self, grace: float = 5.0) -> None:
+        self.http_server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._http_task
+        await self.grpc_server.stop(grace)
+        await self.pool.close()
+
+
+async def start_gateway(
+    config: MeshConfig, *, pool: RuntimePool | None = None, environ: Mapping[str, str] | None = None
+) -> Gateway:
+    """Start everything `config` describes and return once it serves."""
+    settings = config.gateway
+    auth = Authenticator(key_hashes(config, environ), internal_token=secrets.token_urlsafe(32))
+    http_socket = _bind(settings.host, settings.http_port)
+    grpc_server = grpc.aio.server(options=server_options())
+    try:
+        grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
+    except RuntimeError:
+        http_socket.close()
+        raise OSError(f"cannot listen on {settings.host}:{settings.grpc_port} for gRPC") from None
+
+    mesh_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    token = auth.internal_token or ""
+    pool = pool or LocalPool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token))
+    try:
+        await pool.start()
+        catalog = await Catalog.load(pool)
+    except BaseException:
+        http_socket.close()
+        await pool.close()
+        raise
+    mesh = Mesh(catalog, pool, auth, settings)
+
+    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
+    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
+    reflection.enable_server_reflection(
+        (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
+    )
+    for service in ("", MESH_SERVICE):
+        await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+    await grpc_server.start()
+
+    app = create_app(mesh, ready=pool.readiness)
+    uv_config = uvicorn.Config(
+        app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
+    )
+    http_server = _EmbeddedServer(uv_config)
+    http_task = asyncio.create_task(http_server.serve(sockets=[http_socket]))
+    while not http_server.started:
+        if http_task.done():
+            await http_task
+            raise RuntimeError("the HTTP server stopped while starting")
+        await asyncio.sleep(0.01)
+    http_port = http_socket.getsockname()[1]
+    if auth.open:
+        where = f"{settings.host}:{http_port}"
+        if _is_loopback(settings.host):
+            log.warning("no API keys configured: the gateway is open to anything that can reach %s", where)
+        else:
+            log.warning(
+                "no API keys configured and listening on %s: anyone on the network can call it", where
+            )
+    log.info(
+        "gateway serving",
+        extra={
+            "http": f"{settings.host}:{http_port}",
+            "grpc": f"{settings.host}:{grpc_port}",
+            "functions": len(catalog),
+        },
+    )
+    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task)
+
+
+async def serve(config: MeshConfig) -> int:
+    """Run the gateway until SIGTERM or SIGINT."""
+    gateway = await start_gateway(config)
+    print(
+        json.dumps(
+            {
+                "event": "ready",
+                "pid": os.getpid(),
+                "http_port": gateway.http_port,
+                "grpc_port": gateway.grpc_port,
+            }
+        ),
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    await gateway.stop()
+    return 0

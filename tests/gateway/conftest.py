@@ -1,0 +1,51 @@
+"""Real gateways for the gateway tests: uvicorn, the gRPC Mesh service and child runtime pods."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import pytest
+
+from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RuntimeConfig
+from toolmesh.gateway.server import Gateway, start_gateway
+
+from ..conftest import pod_env  # type: ignore[import-not-found]
+
+
+def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
+    """A runtime whose pod can import the test fixture modules."""
+    return RuntimeConfig(
+        name=name,
+        modules=modules or ("sample_tools",),
+        env={"PYTHONPATH": pod_env()["PYTHONPATH"]},
+        **settings,
+    )
+
+
+StartGateway = Callable[..., Awaitable[Gateway]]
+
+
+@pytest.fixture
+async def gateway_factory() -> AsyncIterator[StartGateway]:
+    """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test."""
+    started: list[Gateway] = []
+
+    async def start(
+        *runtimes: RuntimeConfig,
+        keys: Sequence[KeyConfig] = (),
+        environ: dict[str, str] | None = None,
+        **settings: Any,
+    ) -> Gateway:
+        config = MeshConfig(
+            gateway=GatewayConfig(http_port=0, grpc_port=0, **settings),
+            runtimes=runtimes or (runtime(),),
+            keys=tuple(keys),
+        )
+        gateway = await start_gateway(config, environ=environ or {})
+        started.append(gateway)
+        return gateway
+
+    yield start
+    for gateway in started:
+        await gateway.stop(grace=0)

@@ -1,0 +1,108 @@
+"""`toolmesh up` as a user runs it: config file, ready line, SIGTERM, no orphans, config errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ..conftest import ROOT, pod_env  # type: ignore[import-not-found]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text(
+        "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n"
+        '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\n'
+        '[[runtimes]]\nname = "weather"\nmodules = ["examples.weather"]\n'
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=pod_env(),
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdout is not None
+        ready = json.loads(process.stdout.readline())
+        url = f"http://127.0.0.1:{ready['http_port']}"
+        request = urllib.request.Request(
+            f"{url}/v1/functions/get_forecast/invoke", data=b'{"city": "Oslo", "days": 2}', method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert len(json.loads(response.read())["structured"]["days"]) == 2
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0
+    logs = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    pods = [line["pid"] for line in logs if line.get("msg") == "runtime started"]
+    assert len(pods) == 2
+    time.sleep(0.1)
+    assert not [pid for pid in pods if alive(pid)], "every pod stopped with the gateway"
+    assert any("no API keys configured" in line.get("msg", "") for line in logs)
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[gateway]\nhttp_port = 99999\n", "gateway.http_port: Input should be less than or equal to 65535"),
+        (
+            '[[runtimes]]\nname = "Bad Name"\nmodules = ["x"]\n',
+            "runtimes.0: name 'Bad Name' must be lowercase",
+        ),
+        ('[[runtimes]]\nname = "r"\n', "runtimes.0: give either `modules`"),
+        ('[[keys]]\nname = "k"\nkey_hash = "md5:abc"\n', "keys.0: key_hash must look like 'sha256:"),
+        ('[[keys]]\nname = "k"\n', "keys.0: give exactly one of"),
+        ("[gateway]\nport = 1\n", "gateway.port: Extra inputs are not permitted"),
+        ("[gateway\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_config_fails_start_up_naming_the_key(tmp_path: Path, toml: str, message: str) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text(toml)
+    done = subprocess.run(
+        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=pod_env(),
+    )
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_runtime_that_cannot_start_fails_start_up(tmp_path: Path) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text(
+        '[gateway]\nhttp_port = 0\ngrpc_port = 0\n[[runtimes]]\nname = "r"\nmodules = ["nope_mod"]\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=pod_env(),
+    )
+    assert done.returncode == 2
+    assert "runtime 'r' exited with status 2 while starting" in done.stderr
+    assert "module 'nope_mod' not found" in done.stderr
