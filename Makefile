@@ -14,7 +14,7 @@ PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py p
 .PHONY: help up runtime test lint format protos protos-check check-wheel bench clean FORCE
 
 help:
-	@echo "make up           start a runtime pod serving examples/ (the gateway arrives with issue 3)"
+	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
 	@echo "make test         create .venv, install dev extras, check generated code, lint, run the suite"
 	@echo "make lint         ruff + mypy --strict on the package"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
@@ -37,8 +37,7 @@ $(STAMPS)/base: pyproject.toml $(STAMPS)/files | $(BIN)/python
 	@touch $@
 
 up: $(STAMPS)/base
-	$(BIN)/toolmesh runtime --module examples.weather --module examples.delivery --module examples.arithmetic \
-		--module examples.text --module examples.knowledge --module examples.streaming
+	$(BIN)/toolmesh up $(if $(CONFIG),--config $(CONFIG))
 
 protos: $(STAMPS)/dev
 	$(BIN)/python protos/generate.py
