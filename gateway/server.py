@@ -49,7 +49,10 @@ class _EmbeddedServer(uvicorn.Server):
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # An explicit IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted
+    # sockets whose proto says TCP, and without it every response waits ~40 ms
+    # for a delayed ACK (uvloop sets it either way).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

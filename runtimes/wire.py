@@ -73,7 +73,7 @@ def call_from_proto(request: invoke_pb2.InvokeRequest, time_remaining: float | N
         arguments=request.arguments,
         request_id=request.request_id or new_request_id(),
         session_id=request.session_id,
-        metadata=dict(request.metadata),
+        metadata=dict(request.metadata) if request.metadata else {},
         deadline=deadline,
     )
 
