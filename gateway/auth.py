@@ -45,8 +45,11 @@ class Principal:
     scopes: Sequence[str] = ("*",)
     bucket: TokenBucket | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        self._everything = "*" in self.scopes
+
     def allows(self, qualified_name: str) -> bool:
-        return any(fnmatch.fnmatchcase(qualified_name, scope) for scope in self.scopes)
+        return self._everything or any(fnmatch.fnmatchcase(qualified_name, scope) for scope in self.scopes)
 
     def check(self, qualified_name: str) -> None:
         if not self.allows(qualified_name):

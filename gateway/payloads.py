@@ -17,15 +17,18 @@ from toolmesh.runtimes.results import Binary, Content, Json, Result, Text
 
 async def read_body(chunks: AsyncIterator[bytes], content_length: str | None, limit: int) -> bytes:
     """The whole body, or PayloadTooLarge as soon as it is known to exceed `limit`."""
-    too_large = PayloadTooLarge(f"request body is larger than the limit of {limit} bytes", param="body")
     if content_length is not None and content_length.isdigit() and int(content_length) > limit:
-        raise too_large
+        raise _too_large(limit)
     body = bytearray()
     async for chunk in chunks:
         body += chunk
         if len(body) > limit:
-            raise too_large
+            raise _too_large(limit)
     return bytes(body)
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"request body is larger than the limit of {limit} bytes", param="body")
 
 
 def parse_json(body: bytes, max_depth: int) -> Any:
