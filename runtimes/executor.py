@@ -29,6 +29,7 @@ from toolmesh.errors import (
     Unavailable,
 )
 from toolmesh.runtimes.context import DEPTH_KEY, Context
+from toolmesh.runtimes.deadlines import Deadlines
 from toolmesh.runtimes.hosted import HostedFunction, Kind
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.results import Content, ErrorInfo, Result, Text, normalise
@@ -132,6 +133,7 @@ class Executor:
         self._idle = asyncio.Event()
         self._idle.set()
         self._draining = False
+        self._deadlines = Deadlines()
 
     @property
     def inflight(self) -> int:
@@ -290,14 +292,14 @@ class Executor:
                 loop=asyncio.get_running_loop(),
             )
             arguments[hosted.context_param] = ctx
-        scope = asyncio.timeout(timeout)
+        limit = self._deadlines.limit(timeout)
         try:
-            async with scope:
+            async with limit:
                 value = await self._call(hosted, arguments, emit)
         except TimeoutError as exc:
             if ctx is not None:
                 ctx.cancel()
-            if not scope.expired():
+            if not limit.expired:
                 return self._function_error(exc)
             name = hosted.spec.qualified_name
             if caller_bound:

@@ -13,18 +13,21 @@ ok, error, invalid_arguments, timeout, cancelled, rejected, not_found.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
-    Counter,
     Gauge,
-    Histogram,
+    Metric,
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
 
 from toolmesh.runtimes.executor import Call
 
@@ -54,37 +57,64 @@ BUCKETS = (
 )
 
 
-class CallMetrics:
+_BOUNDS = [*(repr(float(b)) for b in BUCKETS), "+Inf"]
+
+
+class _Series:
+    """One (function, outcome) pair: a call count, a duration sum and bucket counts."""
+
+    __slots__ = ("buckets", "count", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.buckets = [0] * (len(BUCKETS) + 1)
+
+
+class CallMetrics(Collector):
     """``<prefix>_invocations_total`` and ``<prefix>_invocation_duration_seconds`` by
-    function and outcome; pods and the gateway each keep one."""
+    function and outcome; pods and the gateway each keep one.
+
+    A custom collector rather than prometheus_client's Counter and Histogram,
+    whose per-value locks cost a pod a tenth of its own work per call. It is
+    lock-free because every call ends on the event loop's thread, which is
+    also where the exposition is rendered.
+    """
 
     def __init__(self, registry: CollectorRegistry, prefix: str, where: str) -> None:
-        self._invocations = Counter(
-            f"{prefix}_invocations",
-            f"Calls that ended {where}, by function and outcome.",
-            ["function", "outcome"],
-            registry=registry,
-        )
-        self._duration = Histogram(
-            f"{prefix}_invocation_duration_seconds",
-            f"Time from a call reaching {where} to its answer.",
-            ["function", "outcome"],
-            buckets=BUCKETS,
-            registry=registry,
-        )
-        # labels() costs a lock and a dict lookup; cache the children on the hot path.
-        self._children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._counter = f"{prefix}_invocations"
+        self._histogram = f"{prefix}_invocation_duration_seconds"
+        self._where = where
+        self._series: dict[tuple[str, str], _Series] = {}
+        registry.register(self)
 
     def observe(self, function: str, outcome: str, seconds: float) -> None:
-        key = (function, outcome)
-        children = self._children.get(key)
-        if children is None:
-            children = self._children[key] = (
-                self._invocations.labels(function, outcome),
-                self._duration.labels(function, outcome),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
+        series = self._series.get((function, outcome))
+        if series is None:
+            series = self._series[(function, outcome)] = _Series()
+        series.count += 1
+        series.total += seconds
+        series.buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families(())
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families(list(self._series.items()))
+
+    def _families(self, items: Sequence[tuple[tuple[str, str], _Series]]) -> Iterable[Metric]:
+        labels = ["function", "outcome"]
+        calls = CounterMetricFamily(
+            self._counter, f"Calls that ended {self._where}, by function and outcome.", labels=labels
+        )
+        durations = HistogramMetricFamily(
+            self._histogram, f"Time from a call reaching {self._where} to its answer.", labels=labels
+        )
+        for key, series in items:
+            calls.add_metric(key, series.count)
+            cumulative = list(itertools.accumulate(series.buckets))
+            durations.add_metric(key, list(zip(_BOUNDS, cumulative, strict=True)), series.total)
+        return [calls, durations]
 
 
 class PodMetrics:
