@@ -34,6 +34,7 @@ def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.runtimes import logs
     from toolmesh.runtimes.executor import ExecutorConfig
     from toolmesh.runtimes.pod import PodConfig, run
+    from toolmesh.runtimes.template import run_template
 
     logs.configure(args.log_level)
     config = PodConfig(
@@ -50,12 +51,29 @@ def _runtime(args: argparse.Namespace) -> int:
         ),
         mesh_address=os.environ.get(MESH_ADDRESS_ENV) or None,
         mesh_token=os.environ.get(MESH_TOKEN_ENV, ""),
+        ready_fd=args.ready_fd,
+        ready_tag={"spawn": args.spawn_id} if args.spawn_id else {},
     )
     try:
+        if args.template:
+            exec_argv = _runtime_argv(args) if args.template == "exec" else None
+            return run_template(config, exec_argv)
         return run(config)
     except DefinitionError as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
         return 2
+
+
+def _runtime_argv(args: argparse.Namespace) -> list[str]:
+    """The `python -m toolmesh runtime ...` arguments that start a pod like this one."""
+    argv = ["-m", "toolmesh", "runtime", "--host", args.host, "--port", str(args.port)]
+    argv += ["--metrics-port", str(args.metrics_port), "--timeout", str(args.timeout)]
+    argv += ["--max-inflight", str(args.max_inflight), "--workers", str(args.workers)]
+    argv += ["--drain-grace", str(args.drain_grace), "--log-level", args.log_level]
+    argv += ["--debug"] if args.debug else []
+    for module in args.module:
+        argv += ["--module", module]
+    return argv
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -266,6 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="'warning' silences the per-call log lines (default %(default)s)",
     )
     runtime.add_argument("--debug", action="store_true", help="include tracebacks in error results")
+    # Internal: how the gateway provisions pods (see toolmesh/runtimes/template.py).
+    runtime.add_argument("--template", choices=["fork", "exec"], help=argparse.SUPPRESS)
+    runtime.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    runtime.add_argument("--spawn-id", help=argparse.SUPPRESS)
     runtime.set_defaults(handler=_runtime)
 
     functions = commands.add_parser(

@@ -31,7 +31,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -43,6 +43,12 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_JSON_DEPTH = 64
 DEFAULT_CALL_TIMEOUT = 30.0
+DEFAULT_MIN_REPLICAS = 0
+DEFAULT_MAX_REPLICAS = 4
+DEFAULT_TARGET_CONCURRENCY = 32
+DEFAULT_IDLE_TIMEOUT = 120.0
+DEFAULT_STARTUP_TIMEOUT = 10.0
+DEFAULT_MAX_QUEUE = 256
 
 #: What `toolmesh up` serves when given no config: every example module.
 EXAMPLE_MODULES = (
@@ -95,6 +101,24 @@ class RuntimeConfig(_Section):
     max_inflight: int = Field(256, ge=1)
     workers: int = Field(32, ge=1)
     drain_grace: float = Field(10.0, ge=0)
+    #: Pods kept running with no calls at all (0: scale to zero when idle).
+    min_replicas: int = Field(DEFAULT_MIN_REPLICAS, ge=0)
+    #: Most pods at once, however many calls arrive.
+    max_replicas: int = Field(DEFAULT_MAX_REPLICAS, ge=1)
+    #: Calls in flight per pod above which another pod starts.
+    target_concurrency: int = Field(DEFAULT_TARGET_CONCURRENCY, ge=1)
+    #: Seconds a pod may sit without calls before it is stopped (down to min_replicas).
+    idle_timeout: float = Field(DEFAULT_IDLE_TIMEOUT, gt=0)
+    #: Seconds a new pod may take to serve; also the longest a call is held waiting for one.
+    startup_timeout: float = Field(DEFAULT_STARTUP_TIMEOUT, gt=0)
+    #: Calls held waiting for a pod before new ones are turned away (503).
+    max_queue: int = Field(DEFAULT_MAX_QUEUE, ge=0)
+    #: How pods start: "fork" from a template process that has the modules loaded
+    #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
+    #: cannot survive a fork, e.g. ones that start threads at import).
+    spawn: Literal["fork", "exec"] = "fork"
+    #: The pods' log level; "warning" silences their per-call log lines.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @model_validator(mode="after")
     def _check(self) -> RuntimeConfig:
@@ -102,6 +126,8 @@ class RuntimeConfig(_Section):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
         if bool(self.modules) == bool(self.address):
             raise ValueError("give either `modules` (pods the gateway starts) or `address` (a running pod)")
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
         return self
 
 

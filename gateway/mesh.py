@@ -118,7 +118,9 @@ class Mesh:
         call, timeout = self._call(spec, arguments, options)
         outcome = "unavailable"
         try:
-            result = await self.pool.invoke(spec.runtime, call, timeout)
+            result = await self.pool.invoke(
+                spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
+            )
             outcome = self.metrics.outcome_of(result)
             return result
         except ToolmeshError as exc:

@@ -1,34 +1,31 @@
-"""How the gateway reaches runtimes: the `RuntimePool` seam and its first implementation.
+"""How the gateway reaches runtimes: the `RuntimePool` seam and the serverless pool behind it.
 
 Everything the gateway does with runtimes goes through a pool, so how pods are
-provisioned (one child process each here; on demand, scaled and replaced later;
-Kubernetes Services on a cluster) can change without touching the rest.
+provisioned can change without touching the rest. `Pool` runs pods on demand
+for runtimes given as `modules` (a template process per runtime forks them;
+see replicas.py for scaling) and connects to runtimes given as an `address`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import logging
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from toolmesh.config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound, Unavailable
+from toolmesh.errors import FunctionNotFound
+from toolmesh.gateway.launcher import Template
+from toolmesh.gateway.metrics import PoolMetrics
+from toolmesh.gateway.replicas import ReplicaSet
 from toolmesh.gateway.runtime_client import RuntimeClient
 from toolmesh.runtimes.executor import Call
 from toolmesh.runtimes.results import Content, Result
 from toolmesh.runtimes.spec import FunctionSpec, NamespaceSpec
 
-log = logging.getLogger("toolmesh.pool")
-
-#: Seconds a pod gets to print its ready line.
-STARTUP_TIMEOUT = 30.0
 #: Environment variables that tell a pod how to reach the mesh for ctx.invoke.
 MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
 MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
@@ -44,12 +41,14 @@ class RuntimePool(Protocol):
     async def close(self) -> None: ...
 
     def readiness(self) -> Mapping[str, bool]:
-        """Whether each runtime can take calls now."""
+        """Whether each runtime can take calls now (or as soon as a pod starts)."""
         ...
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
 
-    async def invoke(self, runtime: str, call: Call, timeout: float) -> Result: ...
+    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        """Run a call; `idempotent` calls may be retried once on another pod."""
+        ...
 
     def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
 
@@ -62,64 +61,45 @@ class MeshAccess:
     token: str
 
 
-@dataclass
-class _Pod:
-    config: RuntimeConfig
-    process: asyncio.subprocess.Process | None
-    client: RuntimeClient
+class Pool:
+    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes."""
 
-
-class LocalPool:
-    """One pod per runtime: a child process for `modules`, or a connection to `address`.
-
-    Pods start with the gateway and stop with it. (Scaling, replacing crashed pods
-    and scale-to-zero belong to the serverless pool that replaces this one.)
-    """
-
-    def __init__(self, runtimes: Sequence[RuntimeConfig], mesh: MeshAccess | None = None) -> None:
+    def __init__(
+        self,
+        runtimes: Sequence[RuntimeConfig],
+        mesh: MeshAccess | None = None,
+        metrics: PoolMetrics | None = None,
+    ) -> None:
         self._configs = {r.name: r for r in runtimes}
         self._mesh = mesh
-        self._pods: dict[str, _Pod] = {}
+        self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
+        self.sets: dict[str, ReplicaSet] = {}
+        self._remotes: dict[str, RuntimeClient] = {}
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
 
     async def start(self) -> None:
+        """Start every runtime's template (at once), then their `min_replicas` pods."""
         try:
+            local = [c for c in self._configs.values() if c.address is None]
             for config in self._configs.values():
-                self._pods[config.name] = await self._start(config)
+                if config.address is not None:
+                    self._remotes[config.name] = RuntimeClient(config.name, config.address)
+            templates = await asyncio.gather(
+                *(Template.start(config, self._environment(config)) for config in local),
+                return_exceptions=True,
+            )
+            for config, template in zip(local, templates, strict=True):
+                if isinstance(template, Template):
+                    self.sets[config.name] = ReplicaSet(config, template, self._metrics)
+            for failure in templates:
+                if isinstance(failure, BaseException):
+                    raise failure
+            await asyncio.gather(*(replicas.start() for replicas in self.sets.values()))
         except BaseException:
             await self.close()
             raise
-
-    async def _start(self, config: RuntimeConfig) -> _Pod:
-        if config.address is not None:
-            return _Pod(config, None, RuntimeClient(config.name, config.address))
-        command = [sys.executable, "-m", "toolmesh", "runtime", "--host", "127.0.0.1", "--port", "0"]
-        command += ["--metrics-port", "0", "--timeout", str(config.timeout)]
-        command += ["--max-inflight", str(config.max_inflight), "--workers", str(config.workers)]
-        command += ["--drain-grace", str(config.drain_grace)]
-        for module in config.modules:
-            command += ["--module", module]
-        process = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.PIPE, env=self._environment(config)
-        )
-        assert process.stdout is not None
-        try:
-            line = await asyncio.wait_for(process.stdout.readline(), STARTUP_TIMEOUT)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            raise Unavailable(f"runtime {config.name!r} did not start within {STARTUP_TIMEOUT:g} s") from None
-        if not line:
-            code = await process.wait()
-            raise Unavailable(
-                f"runtime {config.name!r} exited with status {code} while starting (see its log)"
-            )
-        ready = json.loads(line)
-        address = f"127.0.0.1:{ready['grpc_port']}"
-        log.info("runtime started", extra={"runtime": config.name, "address": address, "pid": process.pid})
-        return _Pod(config, process, RuntimeClient(config.name, address))
 
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(os.environ)
@@ -130,46 +110,34 @@ class LocalPool:
         return env
 
     def readiness(self) -> Mapping[str, bool]:
-        ready = {}
-        for name in self._configs:
-            pod = self._pods.get(name)
-            ready[name] = pod is not None and (pod.process is None or pod.process.returncode is None)
-        return ready
+        ready = {name: replicas.ready for name, replicas in self.sets.items()}
+        ready.update({name: True for name in self._remotes})
+        return {name: ready.get(name, False) for name in self._configs}
 
-    def _client(self, runtime: str) -> RuntimeClient:
-        try:
-            pod = self._pods[runtime]
-        except KeyError:
-            raise FunctionNotFound(f"no runtime named {runtime!r}") from None
-        if pod.process is not None and pod.process.returncode is not None:
-            raise Unavailable(
-                f"runtime {runtime!r} has exited (status {pod.process.returncode})", retry_after=1.0
-            )
-        return pod.client
+    def _set(self, runtime: str) -> ReplicaSet | RuntimeClient:
+        found = self.sets.get(runtime) or self._remotes.get(runtime)
+        if found is None:
+            raise FunctionNotFound(f"no runtime named {runtime!r}")
+        return found
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
-        return await self._client(runtime).list_functions()
+        target = self._set(runtime)
+        if isinstance(target, ReplicaSet):
+            return list(target.template.specs), list(target.template.namespaces)
+        return await target.list_functions()
 
-    async def invoke(self, runtime: str, call: Call, timeout: float) -> Result:
-        return await self._client(runtime).invoke(call, timeout)
+    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        target = self._set(runtime)
+        if isinstance(target, ReplicaSet):
+            return await target.invoke(call, timeout, idempotent=idempotent)
+        return await target.invoke(call, timeout)
 
     async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
-        async for event in self._client(runtime).stream(call, timeout):
+        async for event in self._set(runtime).stream(call, timeout):
             yield event
 
     async def close(self) -> None:
-        """Stop the pods this pool started (SIGTERM, then SIGKILL after their drain grace)."""
-        pods, self._pods = list(self._pods.values()), {}
-        for pod in pods:
-            if pod.process is not None and pod.process.returncode is None:
-                pod.process.send_signal(signal.SIGTERM)
-        for pod in pods:
-            await pod.client.close()
-            if pod.process is None:
-                continue
-            try:
-                await asyncio.wait_for(pod.process.wait(), pod.config.drain_grace + 5)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    pod.process.kill()
-                await pod.process.wait()
+        """Stop every runtime's pods (they drain) and templates, at once."""
+        sets, self.sets = list(self.sets.values()), {}
+        remotes, self._remotes = list(self._remotes.values()), {}
+        await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))

@@ -31,7 +31,8 @@ from toolmesh.gateway.auth import Authenticator
 from toolmesh.gateway.catalog import Catalog
 from toolmesh.gateway.grpc_service import MeshServicer
 from toolmesh.gateway.mesh import Mesh
-from toolmesh.gateway.pool import LocalPool, MeshAccess, RuntimePool
+from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
+from toolmesh.gateway.pool import MeshAccess, Pool, RuntimePool
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -112,7 +113,10 @@ async def start_gateway(
 
     mesh_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     token = auth.internal_token or ""
-    pool = pool or LocalPool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token))
+    metrics = GatewayMetrics()
+    if pool is None:
+        pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
+        pool = Pool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token), pool_metrics)
     try:
         await pool.start()
         catalog = await Catalog.load(pool)
@@ -120,7 +124,7 @@ async def start_gateway(
         http_socket.close()
         await pool.close()
         raise
-    mesh = Mesh(catalog, pool, auth, settings)
+    mesh = Mesh(catalog, pool, auth, settings, metrics)
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)

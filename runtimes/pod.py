@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -55,6 +55,10 @@ class PodConfig:
     #: The gateway's gRPC address and token, so ctx.invoke reaches the whole mesh.
     mesh_address: str | None = None
     mesh_token: str = ""
+    #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
+    ready_fd: int | None = None
+    #: Extra fields for the ready line, e.g. the spawn id a template process asked for.
+    ready_tag: Mapping[str, object] = field(default_factory=dict)
 
 
 def settle_garbage_collector() -> None:
@@ -140,9 +144,21 @@ class Pod:
             self._metrics_server.close()
 
 
-async def serve(config: PodConfig) -> int:
-    """Run a pod until SIGTERM/SIGINT; returns the exit status."""
-    registry = Registry.from_modules(config.modules)
+def announce(ready: Mapping[str, object], fd: int | None) -> None:
+    """Write the ready line: how a supervisor learns the ports a pod bound."""
+    line = json.dumps(ready) + "\n"
+    if fd is None:
+        print(line, end="", flush=True)
+    else:
+        # One write() below PIPE_BUF is atomic, so pods sharing a pipe never interleave.
+        os.write(fd, line.encode())
+
+
+async def serve(config: PodConfig, registry: Registry | None = None) -> int:
+    """Run a pod until SIGTERM/SIGINT; returns the exit status. A template process
+    passes the `registry` it loaded before forking; otherwise the modules load here."""
+    if registry is None:
+        registry = Registry.from_modules(config.modules)
     pod = Pod(config, registry)
     await pod.start()
     settle_garbage_collector()
@@ -152,9 +168,9 @@ async def serve(config: PodConfig) -> int:
         "grpc_port": pod.port,
         "metrics_port": pod.metrics_port,
         "functions": len(registry),
+        **config.ready_tag,
     }
-    # The ready line on stdout is how a supervisor learns the bound ports.
-    print(json.dumps(ready), flush=True)
+    announce(ready, config.ready_fd)
     log.info("serving", extra={k: v for k, v in ready.items() if k != "event"})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -168,13 +184,17 @@ async def serve(config: PodConfig) -> int:
     return 0
 
 
-def run(config: PodConfig) -> int:
-    """Blocking entry point used by the CLI."""
+def use_working_directory() -> None:
+    """Make the project's modules importable the way `python -m` would, so
+    `toolmesh runtime --module examples.weather` works from a project root."""
     if os.getcwd() not in sys.path:
-        # `toolmesh runtime --module examples.weather` run from a project root should
-        # find the project's modules the way `python -m` would.
         sys.path.insert(0, os.getcwd())
-    code = asyncio.run(serve(config))
+
+
+def run(config: PodConfig, registry: Registry | None = None) -> int:
+    """Blocking entry point used by the CLI and by template processes after a fork."""
+    use_working_directory()
+    code = asyncio.run(serve(config, registry))
     stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if stuck:
         # Sync functions still running past the grace period must not hold the exit.
