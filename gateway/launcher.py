@@ -139,10 +139,17 @@ class Template:
 
     def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event["event"]
+        waiting = self._waiting.get(str(event.get("spawn")))
         if kind == "exit":
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(
+                    Unavailable(
+                        f"a pod of runtime {self.config.name!r} exited with status {event['status']} "
+                        "while starting (see its log)"
+                    )
+                )
             self.on_exit(int(event["pid"]), int(event["status"]))
             return
-        waiting = self._waiting.get(str(event.get("spawn")))
         if waiting is None or waiting.done():
             if kind == "ready":
                 # Nobody waits for it any more (its spawn timed out): don't leave it running.

@@ -10,6 +10,7 @@
     toolmesh_replica_start_seconds{runtime}                  histogram, asking for a pod -> it serves
     toolmesh_queue_wait_seconds{runtime}                     histogram, time calls were held
     toolmesh_pod_restarts_total{runtime}                     counter, pods that ended unexpectedly
+    toolmesh_pod_start_failures_total{runtime}               counter, pods that failed to start
 
 `function` only ever takes names from the catalog and `runtime` names from the
 config; calls to unknown names are not counted, so clients cannot grow the
@@ -95,9 +96,13 @@ class PoolMetrics(Collector):
             "toolmesh_pod_restarts", "Pods that ended without being asked to (crashed or killed).", label,
             registry=registry,
         )  # fmt: skip
+        self.start_failures = Counter(
+            "toolmesh_pod_start_failures", "Pods that failed to start (died, or too slow).", label,
+            registry=registry,
+        )  # fmt: skip
         for name in runtimes:
             # Every series exists from the start, so rate() sees the first event.
-            for family in (self.cold_starts, self.restarts):
+            for family in (self.cold_starts, self.restarts, self.start_failures):
                 family.labels(name)
             for histogram in (self.cold_start_seconds, self.replica_start_seconds, self.queue_wait_seconds):
                 histogram.labels(name)

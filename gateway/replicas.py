@@ -287,6 +287,7 @@ class ReplicaSet:
             spawned = await self.template.spawn(self.config.startup_timeout)
         except ToolmeshError as exc:
             self._starting -= 1
+            self._metrics.start_failures.labels(self.name).inc()
             self._failed(f"a pod failed to start: {exc.message}")
             return
         self._starting -= 1
@@ -377,7 +378,8 @@ class ReplicaSet:
         while True:
             await asyncio.sleep(interval)
             now = self._clock()
-            surplus = self._ready_count() - self.config.min_replicas
+            # Never below what demand asks for, or pods would stop and restart in a loop.
+            surplus = self._ready_count() - self._wanted()
             # Newest first: the oldest pods take ties, so the newest go idle first.
             for replica in reversed(self.replicas):
                 if surplus <= 0:

@@ -16,7 +16,7 @@ The protocol, one JSON object per line:
     template -> gateway (stdout)    {"event": "template", "pid": ..., "catalog": "<base64 protobuf>"}
                                     {"event": "ready", "spawn": "<id>", "pid": ..., "grpc_port": ..., ...}
                                     {"event": "failed", "spawn": "<id>", "error": "..."}
-                                    {"event": "exit", "pid": ..., "status": ...}
+                                    {"event": "exit", "spawn": "<id>", "pid": ..., "status": ...}
 
 Pods write their ready lines into the same pipe (each line is one atomic
 write). Anything user code prints goes to stderr, never into the pipe. When
@@ -60,7 +60,8 @@ class Template:
         #: When set, each pod is a fresh interpreter running this `toolmesh runtime` command
         #: (slow; for comparison and for modules that cannot survive a fork).
         self.exec_argv = exec_argv
-        self.children: set[int] = set()
+        #: Live pods: pid -> the spawn id they were asked for by.
+        self.children: dict[int, str] = {}
         self._control = os.dup(1)
         # User code that prints must not corrupt the protocol: stdout becomes stderr.
         os.dup2(2, 1)
@@ -127,7 +128,7 @@ class Template:
             return
         if pid == 0:
             self._become_pod(spawn)
-        self.children.add(pid)
+        self.children[pid] = spawn
 
     def _become_pod(self, spawn: str) -> None:
         """In the forked child: turn into a pod, and never return into the template's loop."""
@@ -165,8 +166,9 @@ class Template:
                 return
             if pid == 0:
                 return
-            self.children.discard(pid)
-            self._send({"event": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+            spawn = self.children.pop(pid, "")
+            code = os.waitstatus_to_exitcode(status)
+            self._send({"event": "exit", "spawn": spawn, "pid": pid, "status": code})
 
     def _stop_children(self) -> None:
         for pid in self.children:

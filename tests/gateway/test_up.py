@@ -109,3 +109,51 @@ def test_a_runtime_that_cannot_start_fails_start_up(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "runtime 'r' exited with status 2 while loading its modules" in done.stderr
     assert "module 'nope_mod' not found" in done.stderr
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.slow
+def test_a_gateway_killed_outright_leaves_no_orphans(tmp_path: Path) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text(
+        '[gateway]\nhttp_port = 0\ngrpc_port = 0\n[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\n'
+        "min_replicas = 2\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=pod_env(),
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    json.loads(process.stdout.readline())
+    below = descendants(process.pid)
+    assert len(below) == 3, "a template and two pods"
+    process.kill()
+    process.communicate(timeout=10)
+    deadline = time.monotonic() + 15
+    while any(alive(pid) for pid in below) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in below if alive(pid)], "SIGKILL'd gateway: its template and pods exit too"
