@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from toolmesh import AsyncClient, Overloaded, Unavailable
+from toolmesh import AsyncClient, Unavailable
 from toolmesh.gateway.pool import Pool
 from toolmesh.gateway.replicas import ReplicaSet
 from toolmesh.gateway.server import Gateway
@@ -232,7 +232,9 @@ async def test_a_crash_loop_backs_off_and_fails_fast(gateway_factory: StartGatew
     assert metric(await scrape(gateway), "toolmesh_pod_start_failures_total", runtime="crashy") >= 1
 
 
-async def test_stopping_the_gateway_stops_templates_and_pods(gateway_factory: StartGateway, client: Any) -> None:
+async def test_stopping_the_gateway_stops_templates_and_pods(
+    gateway_factory: StartGateway, client: Any
+) -> None:
     gateway = await gateway_factory(runtime("tools", "pool_tools", min_replicas=2))
     pids = [*ready_pids(gateway), replicas(gateway).template.process.pid]
     await gateway.stop(grace=0)
