@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,3 +131,18 @@ def pod_process() -> Iterator[Callable[..., PodProcess]]:
         if running.process.poll() is None:
             running.process.kill()
             running.process.communicate(timeout=10)
+
+
+#: Set by .ci/run: end-to-end tests fail instead of skipping when a system tool is missing.
+REQUIRE_E2E = os.environ.get("TOOLMESH_REQUIRE_E2E") == "1"
+
+
+def system_tool(name: str, install: str) -> str:
+    """The path of a system tool an end-to-end test needs; skip (or fail in CI) without it."""
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed ({install})"
+        if REQUIRE_E2E:
+            pytest.fail(f"{message}, and TOOLMESH_REQUIRE_E2E=1")
+        pytest.skip(message)
+    return path

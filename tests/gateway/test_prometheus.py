@@ -1,0 +1,110 @@
+"""The metrics contract end to end: promtool accepts the exposition, and a real Prometheus
+server scrapes the gateway and a pod on loopback and answers queries about a cold start."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from toolmesh import AsyncClient
+from toolmesh.gateway.pool import Pool
+
+from ..conftest import system_tool  # type: ignore[import-not-found]
+from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+
+pytestmark = pytest.mark.slow
+INSTALL = "apt-get install prometheus"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: StartGateway) -> None:
+    promtool = system_tool("promtool", INSTALL)
+    gateway = await gateway_factory(runtime("tools", "pool_tools"))
+    async with AsyncClient(gateway.url) as client:
+        await client.invoke("wait", {})
+    assert isinstance(gateway.pool, Pool)
+    (pod,) = gateway.pool.sets["tools"].replicas
+    async with httpx.AsyncClient() as http:
+        expositions = {
+            "gateway": (await http.get(f"{gateway.url}/metrics")).text,
+            "pod": (await http.get(f"http://127.0.0.1:{pod.metrics_port}/metrics")).text,
+        }
+    for source, text in expositions.items():
+        assert "toolmesh_" in text
+        checked = subprocess.run(
+            [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+        )
+        assert checked.returncode == 0 and not checked.stdout.strip() and not checked.stderr.strip(), (
+            f"promtool on the {source}'s metrics: {checked.stdout}{checked.stderr}"
+        )
+
+
+async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str, Any]]:
+    answer = (await http.get(f"{url}/api/v1/query", params={"query": promql})).json()
+    assert answer["status"] == "success", answer
+    return list(answer["data"]["result"])
+
+
+async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tmp_path: Path) -> None:
+    server = system_tool("prometheus", INSTALL)
+    gateway = await gateway_factory(runtime("tools", "pool_tools"))
+    async with AsyncClient(gateway.url) as client:
+        await client.invoke("wait", {})
+    assert isinstance(gateway.pool, Pool)
+    (pod,) = gateway.pool.sets["tools"].replicas
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        "scrape_configs:\n"
+        f"  - job_name: gateway\n    static_configs: [{{targets: ['127.0.0.1:{gateway.http_port}']}}]\n"
+        f"  - job_name: pod\n    static_configs: [{{targets: ['127.0.0.1:{pod.metrics_port}']}}]\n"
+    )
+    log = (tmp_path / "prometheus.log").open("w")
+    process = subprocess.Popen(
+        [
+            server,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    expected = {
+        'toolmesh_cold_starts_total{job="gateway",runtime="tools"}': "1",
+        'toolmesh_cold_start_seconds_count{job="gateway",runtime="tools"}': "1",
+        'toolmesh_runtime_invocations_total{job="pod",function="wait",outcome="ok"}': "1",
+        'up{job="gateway"}': "1",
+        'up{job="pod"}': "1",
+    }
+    try:
+        async with httpx.AsyncClient(timeout=5) as http:
+            seen: dict[str, str | None] = {}
+            for _ in range(300):
+                await asyncio.sleep(0.1)
+                try:
+                    for promql in expected:
+                        found = await query(http, url, promql)
+                        seen[promql] = found[0]["value"][1] if found else None
+                except httpx.TransportError:
+                    continue  # not listening yet
+                if seen == expected:
+                    break
+            assert seen == expected, (tmp_path / "prometheus.log").read_text()[-2000:]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
