@@ -117,7 +117,7 @@ def started(command: list[str], env: dict[str, str], stderr: Path) -> Iterator[s
 
 def pod_address(gateway_stderr: Path) -> str:
     for line in gateway_stderr.read_text().splitlines():
-        if '"runtime started"' in line:
+        if '"pod ready"' in line:
             return str(json.loads(line)["address"])
     raise RuntimeError("the gateway did not log its pod's address")
 
@@ -147,7 +147,8 @@ def run_round(requests: int, workdir: Path, results: dict[str, list[tuple[Run, R
     config = workdir / "toolmesh.toml"
     config.write_text(
         '[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
-        f'env = {{ PYTHONPATH = "{BENCH}" }}\n'
+        # One pod from the start, measured directly as (c); per-call logs on, as in production.
+        f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n'
     )
     env = dict(os.environ)
     gateway_log = workdir / "gateway.err"
