@@ -133,7 +133,9 @@ def idle_pod_memory(target: Gateway) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--starts", type=int, default=20, help="cold starts per target (default 20)")
     parser.add_argument("--warm", type=int, default=200, help="warm calls on (a) (default 200)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -173,7 +175,9 @@ def main() -> int:
     if args.json:
         print(json.dumps({**results, "ratio_p50": ratio, "cpus": os.cpu_count()}, indent=2))
         return 0
-    print(f"cpus {os.cpu_count()}, {args.starts} cold starts per target, alternating; {args.warm} warm calls\n")
+    print(
+        f"cpus {os.cpu_count()}, {args.starts} cold starts per target, alternating; {args.warm} warm calls\n"
+    )
     print(f"{'':34} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for key, label in (
         ("cold_pool", "(a) cold start, pool (fork)"),

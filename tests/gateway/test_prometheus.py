@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
+from asyncio.subprocess import PIPE, STDOUT
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,11 @@ async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: Sta
         }
     for source, text in expositions.items():
         assert "toolmesh_" in text
-        checked = subprocess.run(
-            [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30
+        checker = await asyncio.create_subprocess_exec(
+            promtool, "check", "metrics", stdin=PIPE, stdout=PIPE, stderr=STDOUT
         )
-        assert checked.returncode == 0 and not checked.stdout.strip() and not checked.stderr.strip(), (
-            f"promtool on the {source}'s metrics: {checked.stdout}{checked.stderr}"
-        )
+        report, _ = await checker.communicate(text.encode())
+        assert checker.returncode == 0 and not report.strip(), f"promtool on the {source}: {report!r}"
 
 
 async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str, Any]]:
@@ -72,15 +71,13 @@ async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tm
         f"  - job_name: pod\n    static_configs: [{{targets: ['127.0.0.1:{pod.metrics_port}']}}]\n"
     )
     log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [
-            server,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
+    process = await asyncio.create_subprocess_exec(
+        server,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
         stdout=log,
-        stderr=subprocess.STDOUT,
+        stderr=STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     expected = {
@@ -106,5 +103,5 @@ async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tm
             assert seen == expected, (tmp_path / "prometheus.log").read_text()[-2000:]
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        await asyncio.wait_for(process.wait(), 30)
         log.close()
