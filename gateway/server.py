@@ -30,6 +30,7 @@ from toolmesh.gateway.app import create_app
 from toolmesh.gateway.auth import Authenticator
 from toolmesh.gateway.catalog import Catalog
 from toolmesh.gateway.grpc_service import MeshServicer
+from toolmesh.gateway.mcp_server import McpEndpoint
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.pool import LocalPool, MeshAccess, RuntimePool
 from toolmesh.runtimes.pod import server_options
@@ -83,15 +84,20 @@ class Gateway:
     http_port: int
     grpc_port: int
     _http_task: asyncio.Task[None] = field(repr=False)
+    mcp: McpEndpoint | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
         return f"http://{self.config.gateway.host}:{self.http_port}"
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self.mcp is not None:
+            self.mcp.close_streams()  # open MCP listen streams would hold the HTTP server open
         self.http_server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
+        if self.mcp is not None:
+            await self.mcp.stop()
         await self.grpc_server.stop(grace)
         await self.pool.close()
 
@@ -132,7 +138,10 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    app = create_app(mesh, ready=pool.readiness)
+    mcp = McpEndpoint(mesh, config.mcp) if config.mcp.enabled else None
+    if mcp is not None:
+        await mcp.start()
+    app = create_app(mesh, ready=pool.readiness, extra_routes=mcp.routes() if mcp else ())
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )
@@ -160,7 +169,7 @@ async def start_gateway(
             "functions": len(catalog),
         },
     )
-    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task)
+    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, mcp)
 
 
 async def serve(config: MeshConfig) -> int:
