@@ -80,7 +80,9 @@ class ChatRequest:
         messages = document.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
             raise InvalidRequest("messages: expected a non-empty array of message objects", param="messages")
-        tools = document.get("tools", [])
+        tools = document.get("tools")
+        if tools is None:
+            tools = []
         if not isinstance(tools, list):
             raise InvalidRequest("tools: expected an array of tools", param="tools")
         for index, tool in enumerate(tools):
