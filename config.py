@@ -20,6 +20,17 @@
     rate = 10                   # calls per second, refilled continuously
     burst = 20
 
+    [mcp]
+    allowed_origins = ["https://app.example.com"]  # besides loopback origins, which are always allowed
+    page_size = 100
+
+    [chat]
+    upstream_url = "https://api.openai.com/v1"
+    api_key_env = "OPENAI_API_KEY"
+    models = ["gpt-4.1-mini"]   # empty: any model name passes through
+    aliases = { fast = "gpt-4.1-mini" }
+    max_rounds = 4
+
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
 
@@ -49,6 +60,11 @@ DEFAULT_TARGET_CONCURRENCY = 32
 DEFAULT_IDLE_TIMEOUT = 120.0
 DEFAULT_STARTUP_TIMEOUT = 10.0
 DEFAULT_MAX_QUEUE = 256
+DEFAULT_MCP_PAGE_SIZE = 100
+DEFAULT_CHAT_MAX_ROUNDS = 4
+DEFAULT_CHAT_TIMEOUT = 120.0
+DEFAULT_CHAT_NARROW_ABOVE = 128
+DEFAULT_CHAT_TOP_K = 16
 
 #: What `toolmesh up` serves when given no config: every example module.
 EXAMPLE_MODULES = (
@@ -154,10 +170,57 @@ class KeyConfig(_Section):
         return self
 
 
+class McpConfig(_Section):
+    """The MCP endpoint (`/mcp`, Streamable HTTP)."""
+
+    #: Serve `/mcp` and `/mcp/{namespace}` at all.
+    enabled: bool = True
+    #: Origins browsers may call from, besides loopback ones ("http://localhost:*" and the like),
+    #: which are always allowed; "*" allows any. Requests without an Origin header always pass.
+    allowed_origins: tuple[str, ...] = ()
+    #: Tools per tools/list page.
+    page_size: int = Field(DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
+
+
+class ChatConfig(_Section):
+    """The OpenAI-compatible chat proxy (`POST /v1/chat/completions`); off without `upstream_url`."""
+
+    #: Base URL of an OpenAI-compatible API, e.g. "https://api.openai.com/v1".
+    upstream_url: str | None = None
+    #: Environment variable holding the upstream's API key (read once at start); None sends no key.
+    api_key_env: str | None = None
+    #: Model names clients may ask for; empty lets any name through to the upstream.
+    models: tuple[str, ...] = ()
+    #: Names clients may use for upstream models: { fast = "gpt-4.1-mini" }.
+    aliases: dict[str, str] = Field(default_factory=dict)
+    #: Rounds of mesh tool calls before the model is asked to answer without tools.
+    max_rounds: int = Field(DEFAULT_CHAT_MAX_ROUNDS, ge=1, le=32)
+    #: Seconds one upstream request may take.
+    timeout: float = Field(DEFAULT_CHAT_TIMEOUT, gt=0)
+    #: With more visible tools than this, only the tool selector's `top_k` are offered to the model.
+    narrow_above: int = Field(DEFAULT_CHAT_NARROW_ABOVE, ge=1)
+    top_k: int = Field(DEFAULT_CHAT_TOP_K, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> ChatConfig:
+        if self.upstream_url is not None and not self.upstream_url.startswith(("http://", "https://")):
+            raise ValueError(f"upstream_url {self.upstream_url!r} must start with http:// or https://")
+        unknown = sorted(a for a, m in self.aliases.items() if self.models and m not in self.models)
+        if unknown:
+            raise ValueError(f"aliases {', '.join(unknown)} name models that are not in `models`")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.upstream_url is not None
+
+
 class MeshConfig(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     runtimes: tuple[RuntimeConfig, ...] = ()
     keys: tuple[KeyConfig, ...] = ()
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    chat: ChatConfig = Field(default_factory=ChatConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -191,6 +254,16 @@ def key_hashes(config: MeshConfig, environ: Mapping[str, str] | None = None) -> 
             digest = hash_key(value)
         found[digest] = key
     return found
+
+
+def chat_api_key(config: ChatConfig, environ: Mapping[str, str] | None = None) -> str | None:
+    """The upstream LLM's API key, read from the environment once at start (None: send no key)."""
+    if config.api_key_env is None:
+        return None
+    value = (os.environ if environ is None else environ).get(config.api_key_env)
+    if not value:
+        raise ConfigError(f"chat: environment variable {config.api_key_env} is not set")
+    return value
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
 from toolmesh.gateway.formats import parse_tool_format, spec_to_dict, tool_definition
@@ -59,8 +59,13 @@ def _options(request: Request) -> CallOptions:
     return CallOptions(request_id=headers.get("x-request-id", ""), session_id=headers.get("x-session-id", ""))
 
 
-def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None) -> Starlette:
-    """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness."""
+def create_app(
+    mesh: Mesh,
+    ready: Callable[[], Mapping[str, bool]] | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
+    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy)."""
     config = mesh.config
 
     async def body(request: Request) -> bytes:
@@ -145,7 +150,7 @@ def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None
         log.exception("unexpected error", extra={"path": request.url.path})
         return error_response(InternalError("internal error; see the gateway's log"))
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/v1/functions", list_functions, methods=["GET"]),
         Route("/v1/functions/{name}", get_function, methods=["GET"]),
         Route("/v1/functions/{name}/invoke", invoke, methods=["POST"]),
@@ -156,6 +161,7 @@ def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         ToolmeshError: toolmesh_error,

@@ -227,6 +227,29 @@ def openapi_document() -> dict[str, Any]:
                 },
             }
         },
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "OpenAI-compatible chat completion that runs the mesh's functions server-side",
+                "description": (
+                    "Forwards to the configured upstream model with the caller's functions added as tools, "
+                    "runs the model's calls of them (in parallel, for up to [chat] max_rounds rounds) and "
+                    "returns the final completion with a `toolmesh` record of the calls. Calls of the "
+                    "client's own tools come back untouched. `stream: true` answers Server-Sent Events."
+                ),
+                "operationId": "createChatCompletion",
+                "parameters": _REQUEST_HEADERS,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": {
+                    "200": _json_body(
+                        {"type": "object"}, "A chat completion (or chunks as text/event-stream)"
+                    ),
+                    **_errors(400, 401, 413, 429, 503, 504),
+                },
+            }
+        },
         "/v1/namespaces": {
             "get": {
                 "summary": "Namespaces and a system message that introduces them",

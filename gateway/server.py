@@ -25,14 +25,19 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from toolmesh.config import MeshConfig, key_hashes
+from toolmesh.config import MeshConfig, chat_api_key, key_hashes
 from toolmesh.gateway.app import create_app
 from toolmesh.gateway.auth import Authenticator
 from toolmesh.gateway.catalog import Catalog
+from toolmesh.gateway.chat import ChatProxy
+from toolmesh.gateway.chat_routes import chat_routes
+from toolmesh.gateway.chat_upstream import Upstream
 from toolmesh.gateway.grpc_service import MeshServicer
+from toolmesh.gateway.mcp_server import McpEndpoint
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
 from toolmesh.gateway.pool import MeshAccess, Pool, RuntimePool
+from toolmesh.gateway.tool_selection import ToolSelector
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -84,25 +89,41 @@ class Gateway:
     http_port: int
     grpc_port: int
     _http_task: asyncio.Task[None] = field(repr=False)
+    mcp: McpEndpoint | None = field(default=None, repr=False)
+    chat: ChatProxy | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
         return f"http://{self.config.gateway.host}:{self.http_port}"
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self.mcp is not None:
+            self.mcp.close_streams()  # open MCP listen streams would hold the HTTP server open
         self.http_server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
+        if self.mcp is not None:
+            await self.mcp.stop()
+        if self.chat is not None:
+            await self.chat.close()
         await self.grpc_server.stop(grace)
         await self.pool.close()
 
 
 async def start_gateway(
-    config: MeshConfig, *, pool: RuntimePool | None = None, environ: Mapping[str, str] | None = None
+    config: MeshConfig,
+    *,
+    pool: RuntimePool | None = None,
+    environ: Mapping[str, str] | None = None,
+    selector: ToolSelector | None = None,
 ) -> Gateway:
-    """Start everything `config` describes and return once it serves."""
+    """Start everything `config` describes and return once it serves.
+
+    `selector` picks the tools the chat proxy offers when the catalog is large (default: all).
+    """
     settings = config.gateway
     auth = Authenticator(key_hashes(config, environ), internal_token=secrets.token_urlsafe(32))
+    upstream_key = chat_api_key(config.chat, environ) if config.chat.enabled else None
     http_socket = _bind(settings.host, settings.http_port)
     grpc_server = grpc.aio.server(options=server_options())
     try:
@@ -136,7 +157,14 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    app = create_app(mesh, ready=pool.readiness)
+    mcp = McpEndpoint(mesh, config.mcp) if config.mcp.enabled else None
+    if mcp is not None:
+        await mcp.start()
+    chat = None
+    if config.chat.enabled:
+        chat = ChatProxy(mesh, config.chat, Upstream(config.chat, upstream_key), selector)
+    routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
+    app = create_app(mesh, ready=pool.readiness, extra_routes=routes)
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )
@@ -164,7 +192,7 @@ async def start_gateway(
             "functions": len(catalog),
         },
     )
-    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task)
+    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, mcp, chat)
 
 
 async def serve(config: MeshConfig) -> int:

@@ -206,7 +206,13 @@ def output_schema(annotation: Any) -> dict[str, Any] | None:
         return None
     from toolmesh.runtimes.results import CONTENT_TYPES, Result
 
-    if isinstance(annotation, type) and issubclass(annotation, (*CONTENT_TYPES, Result)):
+    def is_content(hint: Any) -> bool:
+        # Content items (alone, in a list or a union) are content, never structured output.
+        if isinstance(hint, type) and issubclass(hint, (*CONTENT_TYPES, Result)):
+            return True
+        return any(is_content(arg) for arg in typing.get_args(hint))
+
+    if is_content(annotation):
         return None
     try:
         schema = pydantic.TypeAdapter(annotation).json_schema(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RuntimeConfig
+from toolmesh.config import ChatConfig, GatewayConfig, KeyConfig, McpConfig, MeshConfig, RuntimeConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 
 from ..conftest import pod_env  # type: ignore[import-not-found]
@@ -28,19 +28,26 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 
 @pytest.fixture
 async def gateway_factory() -> AsyncIterator[StartGateway]:
-    """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test."""
+    """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
+
+    `mcp` and `chat` set those sections; other keyword arguments go to [gateway].
+    """
     started: list[Gateway] = []
 
     async def start(
         *runtimes: RuntimeConfig,
         keys: Sequence[KeyConfig] = (),
         environ: dict[str, str] | None = None,
+        mcp: McpConfig | None = None,
+        chat: ChatConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
             gateway=GatewayConfig(http_port=0, grpc_port=0, **settings),
             runtimes=runtimes or (runtime(),),
             keys=tuple(keys),
+            mcp=mcp or McpConfig(),
+            chat=chat or ChatConfig(),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)

@@ -231,6 +231,7 @@ def test_every_gateway_route_is_in_the_openapi_document() -> None:
         "/v1/tools",
         "/v1/tool_calls",
         "/v1/namespaces",
+        "/v1/chat/completions",
         "/healthz",
         "/readyz",
         "/metrics",

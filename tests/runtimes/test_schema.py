@@ -377,3 +377,14 @@ def test_discovery_follows_all_and_skips_imports(tmp_path: Any, monkeypatch: pyt
     assert [f.spec.qualified_name for f in functions] == ["double"], "definitions are found without __all__"
     functions, _ = discover(importlib.import_module("mod_all"))
     assert [f.spec.qualified_name for f in functions] == ["chosen"]
+
+
+def test_content_items_in_lists_and_unions_have_no_output_schema() -> None:
+    def report() -> list[toolmesh.Text | toolmesh.Binary]:
+        return [toolmesh.Text("x")]
+
+    def either() -> toolmesh.Text | toolmesh.Json:
+        return toolmesh.Text("x")
+
+    assert host_function(report).spec.output_schema is None
+    assert host_function(either).spec.output_schema is None
