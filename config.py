@@ -145,7 +145,8 @@ class KubeScalerConfig(_Section):
     metrics. Needs the RBAC that `toolmesh deploy render` adds when this is enabled."""
 
     enabled: bool = False
-    #: The runtimes' namespace; empty means the gateway pod's own (read from its service account).
+    #: The runtimes' namespace; empty means the gateway pod's own (the `namespace` file
+    #: beside `token_path`, as the kubelet mounts it).
     namespace: str = ""
     #: The API server; empty means in-cluster (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).
     api_url: str = ""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 import pytest
@@ -22,6 +24,23 @@ from toolmesh.v1 import runtime_pb2_grpc
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 ROOT = TESTS.parent
+#: Set by .ci/run: a test that needs a tool fails when it is missing, instead of skipping.
+REQUIRE_E2E = os.environ.get("TOOLMESH_REQUIRE_E2E") == "1"
+
+
+def missing(reason: str) -> NoReturn:
+    """Skip a test whose tool is not installed, or fail it under TOOLMESH_REQUIRE_E2E=1."""
+    if REQUIRE_E2E:
+        pytest.fail(f"{reason}, and TOOLMESH_REQUIRE_E2E=1 says it must run")
+    pytest.skip(reason)
+
+
+def require_tool(name: str, install: str = "") -> str:
+    """The path of a command-line tool the test needs (see `missing`)."""
+    path = shutil.which(name)
+    if path is None:
+        missing(f"{name} is not installed{f' ({install})' if install else ''}")
+    return path
 
 
 @pytest.fixture(autouse=True)
