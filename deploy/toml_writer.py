@@ -40,7 +40,7 @@ def _value(value: Any) -> str:
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + "}"
     if isinstance(value, Sequence):
         return "[" + ", ".join(_value(item) for item in value) + "]"
     raise TypeError(f"cannot write {type(value).__name__} as TOML")
@@ -57,20 +57,21 @@ def _is_table_array(value: Any) -> bool:
 
 def _body(table: Mapping[str, Any]) -> list[str]:
     # Inside a table, maps are inline tables: a toolmesh.toml nests no deeper.
-    return [f"{_key(key)} = {_value(value)}" for key, value in table.items()]
+    return [f"{_key(key)} = {_value(value)}" for key, value in table.items() if value is not None]
 
 
 def dumps(document: Mapping[str, Any], header: str = "") -> str:
     """TOML text for `document`: top-level scalars, then one [table] or [[array]] per section.
 
     Top-level mappings become [tables] and lists of mappings [[arrays of tables]]; deeper
-    maps are inline tables. `header` is written first as `#` comment lines.
+    maps are inline tables. TOML has no null: a key whose value is None is left out (so it
+    reads back as its default). `header` is written first as `#` comment lines.
     """
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     top = [
         f"{_key(key)} = {_value(value)}"
         for key, value in document.items()
-        if not isinstance(value, Mapping) and not _is_table_array(value)
+        if value is not None and not isinstance(value, Mapping) and not _is_table_array(value)
     ]
     if top:
         lines += ["", *top] if lines else top
