@@ -31,7 +31,7 @@ from toolmesh.gateway.auth import Authenticator
 from toolmesh.gateway.catalog import Catalog
 from toolmesh.gateway.grpc_service import MeshServicer
 from toolmesh.gateway.mesh import Mesh
-from toolmesh.gateway.pool import LocalPool, MeshAccess, RuntimePool
+from toolmesh.gateway.pool import MESH_TOKEN_ENV, LocalPool, MeshAccess, RuntimePool
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -101,7 +101,11 @@ async def start_gateway(
 ) -> Gateway:
     """Start everything `config` describes and return once it serves."""
     settings = config.gateway
-    auth = Authenticator(key_hashes(config, environ), internal_token=secrets.token_urlsafe(32))
+    env = os.environ if environ is None else environ
+    # On Kubernetes the runtime pods are not the gateway's children: they share a token
+    # from a Secret (deploy/) instead of the one a gateway makes up for the pods it starts.
+    internal_token = env.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32)
+    auth = Authenticator(key_hashes(config, env), internal_token=internal_token)
     http_socket = _bind(settings.host, settings.http_port)
     grpc_server = grpc.aio.server(options=server_options())
     try:
