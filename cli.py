@@ -226,8 +226,13 @@ def _add_client_options(parser: argparse.ArgumentParser, default_url: str | None
 
 
 def _add_deploy_parser(commands: Any) -> None:
-    from toolmesh.deploy.names import DEFAULT_CLUSTER_DOMAIN, DEFAULT_NAMESPACE
-    from toolmesh.deploy.render import DEFAULT_IMAGE, DEFAULT_PROMETHEUS_URL, PROFILES
+    from toolmesh.deploy.names import (
+        DEFAULT_CLUSTER_DOMAIN,
+        DEFAULT_IMAGE,
+        DEFAULT_NAMESPACE,
+        DEFAULT_PROMETHEUS_URL,
+        PROFILES,
+    )
 
     deploy = commands.add_parser("deploy", help="run the mesh on Kubernetes")
     actions = deploy.add_subparsers(dest="deploy_command", required=True, metavar="ACTION")

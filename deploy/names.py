@@ -1,8 +1,17 @@
-"""The names toolmesh's Kubernetes objects go by, shared by the renderer and the kube-scaler."""
+"""The names and defaults of toolmesh's Kubernetes objects, shared by the renderer, the
+kube-scaler and the CLI (light: no YAML, nothing a pod would not load anyway)."""
 
 from __future__ import annotations
 
+from toolmesh import __version__
 from toolmesh.runtimes.pod import DEFAULT_METRICS_PORT, DEFAULT_PORT
+
+DEFAULT_IMAGE = f"toolmesh:{__version__}"
+#: Prometheus as the Prometheus Operator names it, in the "monitoring" namespace.
+DEFAULT_PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090"
+#: "prod": the autoscaled, guarded set of deploy/overlays/prod; "dev": deploy/base alone,
+#: one replica of everything.
+PROFILES = ("prod", "dev")
 
 #: The namespace of deploy/base, and `toolmesh deploy render`'s default.
 DEFAULT_NAMESPACE = "toolmesh"

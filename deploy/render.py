@@ -25,15 +25,17 @@ from typing import Any
 
 import yaml
 
-from toolmesh import __version__
 from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
 from toolmesh.deploy import toml_writer
 from toolmesh.deploy.names import (
     CONFIG_CHECKSUM,
     DEFAULT_CLUSTER_DOMAIN,
+    DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
+    DEFAULT_PROMETHEUS_URL,
     GATEWAY,
     MAX_NAME,
+    PROFILES,
     RUNTIME_LABEL,
     runtime_address,
     runtime_resource,
@@ -45,12 +47,6 @@ Manifest = dict[str, Any]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
-DEFAULT_IMAGE = f"toolmesh:{__version__}"
-#: Prometheus as the Prometheus Operator names it, in the "monitoring" namespace.
-DEFAULT_PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090"
-#: "prod": the autoscaled, guarded set of deploy/overlays/prod; "dev": deploy/base alone,
-#: one replica of everything.
-PROFILES = ("prod", "dev")
 #: The gateway metrics KEDA scales runtimes on (label `runtime`).
 PENDING_METRIC = "toolmesh_pending_requests"
 INFLIGHT_METRIC = "toolmesh_inflight_requests"
