@@ -9,7 +9,8 @@ STAMPS := .make
 # The package is installed editable in setuptools' "strict" mode (a tree of
 # links), which mypy can follow. Its file set is recorded so that adding or
 # removing a module re-links it; editing one needs nothing.
-PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py))
+PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py \
+                   deploy/*.py deploy/*/*.yaml deploy/*/*/*.yaml))
 
 .PHONY: help up runtime test lint format protos protos-check check-wheel bench clean FORCE
 

@@ -6,6 +6,7 @@
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
     toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
     toolmesh hash-key [KEY]
+    toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
 
 Imports happen inside each command so that starting a pod loads only what a pod needs.
 """
@@ -121,6 +122,32 @@ def _hash_key(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deploy_render(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolmesh.config import ConfigError, load_config
+    from toolmesh.deploy.render import RenderOptions, render, stream, write
+
+    options = RenderOptions(
+        image=args.image,
+        namespace=args.namespace,
+        cluster_domain=args.cluster_domain,
+        prometheus_url=args.prometheus_url,
+        profile=args.profile,
+    )
+    try:
+        files = render(load_config(args.config), options)
+    except ConfigError as exc:
+        print(f"toolmesh deploy render: {exc}", file=sys.stderr)
+        return 2
+    if args.output is None:
+        sys.stdout.write(stream(files))
+        return 0
+    written = write(files, Path(args.output), source=args.config or "the default config (examples/)")
+    print(f"wrote {len(written)} files to {args.output}; apply with: kubectl apply -k {args.output}")
+    return 0
+
+
 def _client(args: argparse.Namespace) -> Client:
     """A client for the gateway at --url; the API key's environment variable is read here, once."""
     from toolmesh.gateway.client import Client
@@ -216,6 +243,41 @@ def _add_client_options(parser: argparse.ArgumentParser, default_url: str | None
     parser.add_argument("--api-key", help=f"API key for the gateway (default: ${API_KEY_ENV})")
 
 
+def _add_deploy_parser(commands: Any) -> None:
+    from toolmesh.deploy.names import (
+        DEFAULT_CLUSTER_DOMAIN,
+        DEFAULT_IMAGE,
+        DEFAULT_NAMESPACE,
+        DEFAULT_PROMETHEUS_URL,
+        PROFILES,
+    )
+
+    deploy = commands.add_parser("deploy", help="run the mesh on Kubernetes")
+    actions = deploy.add_subparsers(dest="deploy_command", required=True, metavar="ACTION")
+    render = actions.add_parser(
+        "render",
+        help="write Kubernetes manifests for the runtimes in a config",
+        description="Write the gateway's and each runtime's Kubernetes objects (a kustomization "
+        "with --output, else one YAML stream on stdout) for the runtimes in a toolmesh.toml.",
+    )
+    render.add_argument("--config", "-c", help="toolmesh.toml (default: every module in examples/)")
+    render.add_argument("--image", default=DEFAULT_IMAGE, help="the toolmesh image (default %(default)s)")
+    render.add_argument("--namespace", "-n", default=DEFAULT_NAMESPACE, help="default %(default)s")
+    render.add_argument("--output", "-o", help="directory to write (default: print to stdout)")
+    render.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default="prod",
+        help="prod: KEDA scale-to-zero, HPA, PDBs, NetworkPolicies, monitors; dev: one replica each "
+        "(default %(default)s)",
+    )
+    render.add_argument("--cluster-domain", default=DEFAULT_CLUSTER_DOMAIN, help="default %(default)s")
+    render.add_argument(
+        "--prometheus-url", default=DEFAULT_PROMETHEUS_URL, help="KEDA's Prometheus (default %(default)s)"
+    )
+    render.set_defaults(handler=_deploy_render)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
     from toolmesh.config import DEFAULT_HTTP_PORT
@@ -238,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     hashing = commands.add_parser("hash-key", help="print the key_hash form of an API key for toolmesh.toml")
     hashing.add_argument("key", nargs="?", help="the key (prompted for when omitted)")
     hashing.set_defaults(handler=_hash_key)
+
+    _add_deploy_parser(commands)
 
     runtime = commands.add_parser("runtime", help="serve the functions of Python modules as a runtime pod")
     runtime.add_argument(

@@ -31,6 +31,10 @@
     aliases = { fast = "gpt-4.1-mini" }
     max_rounds = 4
 
+
+    [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
+    enabled = true
+
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
 
@@ -65,6 +69,12 @@ DEFAULT_CHAT_MAX_ROUNDS = 4
 DEFAULT_CHAT_TIMEOUT = 120.0
 DEFAULT_CHAT_NARROW_ABOVE = 128
 DEFAULT_CHAT_TOP_K = 16
+
+#: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+#: Seconds between two scale requests for the same runtime: a burst of calls makes one.
+DEFAULT_WAKE_INTERVAL = 5.0
+DEFAULT_KUBE_API_TIMEOUT = 5.0
 
 #: What `toolmesh up` serves when given no config: every example module.
 EXAMPLE_MODULES = (
@@ -109,6 +119,8 @@ class RuntimeConfig(_Section):
 
     name: str
     modules: tuple[str, ...] = ()
+    #: A running pod's "host:port", or any gRPC target, e.g. the headless Service of a
+    #: runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
     address: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
@@ -215,12 +227,34 @@ class ChatConfig(_Section):
         return self.upstream_url is not None
 
 
+class KubeScalerConfig(_Section):
+    """Optional, on a Kubernetes cluster: the gateway scales a sleeping runtime's Deployment
+    from 0 to 1 itself (scale subresource), instead of waiting for KEDA's next look at the
+    metrics. Needs the RBAC that `toolmesh deploy render` adds when this is enabled."""
+
+    enabled: bool = False
+    #: The runtimes' namespace; empty means the gateway pod's own (the `namespace` file
+    #: beside `token_path`, as the kubelet mounts it).
+    namespace: str = ""
+    #: The API server; empty means in-cluster (https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT).
+    api_url: str = ""
+    #: The service account's token (re-read on every request: the kubelet rotates it) and CA.
+    token_path: str = f"{SERVICE_ACCOUNT_DIR}/token"
+    ca_path: str = f"{SERVICE_ACCOUNT_DIR}/ca.crt"
+    #: Seconds between two scale requests for one runtime.
+    min_interval: float = Field(DEFAULT_WAKE_INTERVAL, ge=0)
+    #: Seconds one request to the API server may take.
+    timeout: float = Field(DEFAULT_KUBE_API_TIMEOUT, gt=0)
+
+
 class MeshConfig(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     runtimes: tuple[RuntimeConfig, ...] = ()
     keys: tuple[KeyConfig, ...] = ()
     mcp: McpConfig = Field(default_factory=McpConfig)
     chat: ChatConfig = Field(default_factory=ChatConfig)
+
+    kube_scaler: KubeScalerConfig = Field(default_factory=KubeScalerConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:

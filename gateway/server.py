@@ -36,7 +36,7 @@ from toolmesh.gateway.grpc_service import MeshServicer
 from toolmesh.gateway.mcp_server import McpEndpoint
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
-from toolmesh.gateway.pool import MeshAccess, Pool, RuntimePool
+from toolmesh.gateway.pool import MESH_TOKEN_ENV, MeshAccess, Pool, RuntimePool
 from toolmesh.gateway.tool_selection import ToolSelector
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -122,8 +122,12 @@ async def start_gateway(
     `selector` picks the tools the chat proxy offers when the catalog is large (default: all).
     """
     settings = config.gateway
-    auth = Authenticator(key_hashes(config, environ), internal_token=secrets.token_urlsafe(32))
-    upstream_key = chat_api_key(config.chat, environ) if config.chat.enabled else None
+    env = os.environ if environ is None else environ
+    # On Kubernetes the runtime pods are not the gateway's children: they share a token
+    # from a Secret (deploy/) instead of the one a gateway makes up for the pods it starts.
+    internal_token = env.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32)
+    auth = Authenticator(key_hashes(config, env), internal_token=internal_token)
+    upstream_key = chat_api_key(config.chat, env) if config.chat.enabled else None
     http_socket = _bind(settings.host, settings.http_port)
     grpc_server = grpc.aio.server(options=server_options())
     try:

@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 import pytest
@@ -23,6 +24,23 @@ from toolmesh.v1 import runtime_pb2_grpc
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
 ROOT = TESTS.parent
+#: Set by .ci/run: a test that needs a tool fails when it is missing, instead of skipping.
+REQUIRE_E2E = os.environ.get("TOOLMESH_REQUIRE_E2E") == "1"
+
+
+def missing(reason: str) -> NoReturn:
+    """Skip a test whose tool is not installed, or fail it under TOOLMESH_REQUIRE_E2E=1."""
+    if REQUIRE_E2E:
+        pytest.fail(f"{reason}, and TOOLMESH_REQUIRE_E2E=1 says it must run")
+    pytest.skip(reason)
+
+
+def require_tool(name: str, install: str = "") -> str:
+    """The path of a command-line tool the test needs (see `missing`)."""
+    path = shutil.which(name)
+    if path is None:
+        missing(f"{name} is not installed{f' ({install})' if install else ''}")
+    return path
 
 
 @pytest.fixture(autouse=True)
@@ -131,18 +149,3 @@ def pod_process() -> Iterator[Callable[..., PodProcess]]:
         if running.process.poll() is None:
             running.process.kill()
             running.process.communicate(timeout=10)
-
-
-#: Set by .ci/run: end-to-end tests fail instead of skipping when a system tool is missing.
-REQUIRE_E2E = os.environ.get("TOOLMESH_REQUIRE_E2E") == "1"
-
-
-def system_tool(name: str, install: str) -> str:
-    """The path of a system tool an end-to-end test needs; skip (or fail in CI) without it."""
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed ({install})"
-        if REQUIRE_E2E:
-            pytest.fail(f"{message}, and TOOLMESH_REQUIRE_E2E=1")
-        pytest.skip(message)
-    return path

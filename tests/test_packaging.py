@@ -68,6 +68,12 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path: Path) -> None
         run(venv / "bin" / "toolmesh", "functions", "--module", "my_tools", cwd=work, env=env)
     )
     assert listing["functions"][0]["name"] == "greet"
+    # The manifest templates ship as package data: `deploy render` works from the wheel.
+    (work / "toolmesh.toml").write_text('[[runtimes]]\nname = "mine"\nmodules = ["my_tools"]\n')
+    manifests = run(
+        venv / "bin" / "toolmesh", "deploy", "render", "--config", "toolmesh.toml", cwd=work, env=env
+    )
+    assert "name: toolmesh-runtime-mine" in manifests and "--module=my_tools" in manifests
 
     client = textwrap.dedent(
         """

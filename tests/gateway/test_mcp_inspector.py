@@ -14,8 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from ..conftest import missing  # type: ignore[import-not-found]
 from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +28,7 @@ def inspector() -> str:
     )
     if found:
         return found
-    reason = "the MCP Inspector is not installed (npm ci --prefix .ci, as .ci/run does)"
-    if os.environ.get("TOOLMESH_REQUIRE_E2E") == "1":
-        pytest.fail(reason + "; TOOLMESH_REQUIRE_E2E=1 requires it")
-    pytest.skip(reason)
+    missing("the MCP Inspector is not installed (npm ci --prefix .ci, as .ci/run does)")
 
 
 async def run_cli(url: str, *args: str) -> Any:

@@ -15,7 +15,7 @@ import pytest
 from toolmesh import AsyncClient
 from toolmesh.gateway.pool import Pool
 
-from ..conftest import system_tool  # type: ignore[import-not-found]
+from ..conftest import require_tool  # type: ignore[import-not-found]
 from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: StartGateway) -> None:
-    promtool = system_tool("promtool", INSTALL)
+    promtool = require_tool("promtool", INSTALL)
     gateway = await gateway_factory(runtime("tools", "pool_tools"))
     async with AsyncClient(gateway.url) as client:
         await client.invoke("wait", {})
@@ -56,7 +56,7 @@ async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str
 
 
 async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tmp_path: Path) -> None:
-    server = system_tool("prometheus", INSTALL)
+    server = require_tool("prometheus", INSTALL)
     gateway = await gateway_factory(runtime("tools", "pool_tools"))
     async with AsyncClient(gateway.url) as client:
         await client.invoke("wait", {})

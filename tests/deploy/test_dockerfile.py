@@ -1,0 +1,55 @@
+"""The Dockerfile agrees with the manifests (no Docker engine here to build it: these read it)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+
+from .conftest import DEPLOY, ROOT  # type: ignore[import-not-found]
+
+
+def _instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the final stage, continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "Dockerfile").read_text())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    instructions = [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+    last_from = max(i for i, (name, _) in enumerate(instructions) if name == "FROM")
+    return instructions[last_from:]
+
+
+def _base(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((DEPLOY / "base" / name).read_text())
+    return loaded
+
+
+def test_the_image_runs_as_the_user_the_pods_require() -> None:
+    (user,) = [args for name, args in _instructions() if name == "USER"]
+    for deployment in ("deployment-gateway.yaml", "deployment-runtime-examples.yaml"):
+        context = _base(deployment)["spec"]["template"]["spec"]["securityContext"]
+        assert user == f"{context['runAsUser']}:{context['runAsGroup']}" and context["runAsUser"] != 0
+
+
+def test_the_command_picks_the_role_and_the_ports_are_the_manifests() -> None:
+    final = dict(_instructions())
+    assert json.loads(final["ENTRYPOINT"]) == ["toolmesh"]
+    gateway = _base("deployment-gateway.yaml")["spec"]["template"]["spec"]
+    (container,) = gateway["containers"]
+    assert json.loads(final["CMD"]) == container["args"][:3]
+    mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["config"]
+    assert container["args"][2] == f"{mount}/toolmesh.toml"
+    (runtime,) = _base("deployment-runtime-examples.yaml")["spec"]["template"]["spec"]["containers"]
+    ports = {p["containerPort"] for c in (container, runtime) for p in c["ports"]}
+    assert {int(port) for port in final["EXPOSE"].split()} == ports
+
+
+def test_the_build_context_holds_what_the_image_copies() -> None:
+    ignored = {
+        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines() if line and line[0] != "#"
+    }
+    assert {".git", ".venv", "tests"} <= ignored
+    # The package (with deploy/'s templates), its README, and the examples the default runtime serves.
+    assert not {"deploy", "examples", "README.md", "pyproject.toml"} & ignored
+    assert "toolmesh router build" in (ROOT / "Dockerfile").read_text()

@@ -1,0 +1,330 @@
+"""Every way the manifests come out (each overlay, the kube-scaler component, `toolmesh deploy
+render` in both profiles) is valid and has the properties the mesh depends on."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolmesh.config import EXAMPLE_MODULES, MeshConfig, parse_config
+from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
+from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
+
+from .conftest import (  # type: ignore[import-not-found]
+    DEPLOY,
+    Manifest,
+    containers,
+    kustomize,
+    kustomize_rendered,
+    kustomize_with,
+    of_kind,
+    one,
+    validate,
+)
+
+#: Each build, by name: how to make it and the namespace everything must land in.
+BUILDS = ["base", "dev", "prod", "prod+kube-scaler", "render", "render-dev"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Manifest]]:
+    tmp = tmp_path_factory.mktemp("builds")
+    return {
+        "base": kustomize(DEPLOY / "base"),
+        "dev": kustomize(DEPLOY / "overlays" / "dev"),
+        "prod": kustomize(DEPLOY / "overlays" / "prod"),
+        "prod+kube-scaler": kustomize_with(
+            tmp / "scaler", [DEPLOY / "overlays" / "prod"], [DEPLOY / "components" / "kube-scaler"]
+        ),
+        "render": kustomize_rendered(render(MeshConfig(runtimes=_two_runtimes())), tmp / "render"),
+        "render-dev": kustomize_rendered(
+            render(MeshConfig(runtimes=_two_runtimes()), RenderOptions(profile="dev")), tmp / "render-dev"
+        ),
+    }
+
+
+def _two_runtimes() -> Any:
+    from toolmesh.config import RuntimeConfig
+
+    return (
+        RuntimeConfig(name="weather", modules=("examples.weather",), drain_grace=20),
+        RuntimeConfig(name="text", modules=("examples.text", "examples.arithmetic"), workers=4),
+    )
+
+
+@pytest.fixture(params=BUILDS)
+def objects(request: pytest.FixtureRequest, built: dict[str, list[Manifest]]) -> list[Manifest]:
+    found: list[Manifest] = built[request.param]
+    return found
+
+
+def _gateway_config(objects: list[Manifest]) -> tuple[str, MeshConfig]:
+    text: str = one(objects, "ConfigMap", GATEWAY)["data"]["toolmesh.toml"]
+    return text, parse_config(tomllib.loads(text), "the gateway's ConfigMap")
+
+
+def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def _pod_labels(deployment: Manifest) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def _runtimes(objects: list[Manifest]) -> list[Manifest]:
+    return [d for d in of_kind(objects, "Deployment") if RUNTIME_LABEL in _pod_labels(d)]
+
+
+def _flag(args: list[str], name: str) -> str:
+    (value,) = [arg.split("=", 1)[1] for arg in args if arg.startswith(f"--{name}=")]
+    return value
+
+
+def test_valid_for_kubernetes_and_the_crds(objects: list[Manifest]) -> None:
+    validate(objects)
+    namespaces = {m["metadata"]["name"] for m in of_kind(objects, "Namespace")}
+    assert len(namespaces) == 1
+    for manifest in objects:
+        if manifest["kind"] != "Namespace":
+            assert manifest["metadata"].get("namespace") in namespaces, manifest["metadata"]["name"]
+
+
+def test_selectors_match_the_pods_they_mean(objects: list[Manifest]) -> None:
+    deployments = of_kind(objects, "Deployment")
+    for deployment in deployments:
+        assert _matches(deployment["spec"]["selector"]["matchLabels"], _pod_labels(deployment))
+    for service in of_kind(objects, "Service"):
+        (target,) = [d for d in deployments if _matches(service["spec"]["selector"], _pod_labels(d))]
+        assert target["metadata"]["name"] == service["metadata"]["name"]
+    for budget in of_kind(objects, "PodDisruptionBudget"):
+        selector = budget["spec"]["selector"]["matchLabels"]
+        assert [d["metadata"]["name"] for d in deployments if _matches(selector, _pod_labels(d))] == [
+            budget["metadata"]["name"]
+        ]
+    for policy in of_kind(objects, "NetworkPolicy"):
+        assert any(
+            _matches(policy["spec"]["podSelector"]["matchLabels"], _pod_labels(d)) for d in deployments
+        )
+        for rule in policy["spec"]["ingress"]:
+            for source in rule.get("from", []):
+                if "podSelector" in source:
+                    gateway = one(objects, "Deployment", GATEWAY)
+                    assert _matches(source["podSelector"]["matchLabels"], _pod_labels(gateway))
+    for monitor in of_kind(objects, "ServiceMonitor"):
+        (service,) = [
+            s
+            for s in of_kind(objects, "Service")
+            if _matches(monitor["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])
+        ]
+        assert service["metadata"]["name"] == GATEWAY
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {
+            p["name"] for p in service["spec"]["ports"]
+        }
+    for monitor in of_kind(objects, "PodMonitor"):
+        scraped = [
+            d for d in deployments if _matches(monitor["spec"]["selector"]["matchLabels"], _pod_labels(d))
+        ]
+        assert scraped == _runtimes(objects)
+        for runtime in scraped:
+            ports = {p["name"] for c in containers(runtime) for p in c["ports"]}
+            assert {e["port"] for e in monitor["spec"]["podMetricsEndpoints"]} <= ports
+    names = {d["metadata"]["name"] for d in deployments}
+    for scaler in [*of_kind(objects, "HorizontalPodAutoscaler"), *of_kind(objects, "ScaledObject")]:
+        assert scaler["spec"]["scaleTargetRef"]["name"] in names
+
+
+def test_ports_agree_with_the_config_and_the_containers(objects: list[Manifest]) -> None:
+    _, config = _gateway_config(objects)
+    gateway = one(objects, "Deployment", GATEWAY)
+    (container,) = containers(gateway)
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container_ports == {"http": config.gateway.http_port, "grpc": config.gateway.grpc_port}
+    service = one(objects, "Service", GATEWAY)
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        "http": (config.gateway.http_port, "http"),
+        "grpc": (config.gateway.grpc_port, "grpc"),
+    }
+    assert config.gateway.host == "0.0.0.0"  # the pod IP, not loopback
+
+    namespace = gateway["metadata"]["namespace"]
+    runtimes = _runtimes(objects)
+    hosted = {r.name: r.address for r in config.runtimes}
+    assert sorted(hosted) == sorted(_pod_labels(d)[RUNTIME_LABEL] for d in runtimes)
+    for deployment in runtimes:
+        name = deployment["metadata"]["name"]
+        (container,) = containers(deployment)
+        grpc_port = {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"]
+        assert int(_flag(container["args"], "port")) == grpc_port
+        service = one(objects, "Service", name)
+        assert service["spec"]["clusterIP"] == "None"  # headless: DNS lists every ready pod
+        (port,) = service["spec"]["ports"]
+        assert (port["port"], port["targetPort"]) == (grpc_port, "grpc")
+        # The gateway reaches it by that Service's DNS name, on that port.
+        address = hosted[_pod_labels(deployment)[RUNTIME_LABEL]]
+        assert address == f"dns:///{name}.{namespace}.svc.cluster.local:{grpc_port}"
+        # ctx.invoke from the pod goes to the gateway's gRPC Service.
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert (
+            env["TOOLMESH_MESH_ADDRESS"]
+            == f"{GATEWAY}.{namespace}.svc.cluster.local:{config.gateway.grpc_port}"
+        )
+
+
+def test_probes(objects: list[Manifest]) -> None:
+    (gateway,) = containers(one(objects, "Deployment", GATEWAY))
+    assert gateway["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert gateway["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    for deployment in _runtimes(objects):
+        (container,) = containers(deployment)
+        grpc_port = {p["name"]: p["containerPort"] for p in container["ports"]}["grpc"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            # Native gRPC probes on grpc.health.v1.Health, which the pod serves.
+            assert container[probe]["grpc"]["port"] == grpc_port
+            assert container[probe]["grpc"]["service"] in ("", "toolmesh.v1.Runtime")
+        # A draining pod (NOT_SERVING) is never restarted before its drain ends.
+        liveness = container["livenessProbe"]
+        drain = float(_flag(container["args"], "drain-grace"))
+        assert liveness["periodSeconds"] * liveness["failureThreshold"] > drain
+
+
+def test_pods_are_locked_down(objects: list[Manifest]) -> None:
+    for deployment in of_kind(objects, "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] != 0
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in pod["containers"]:
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            for bound in ("requests", "limits"):
+                assert set(container["resources"][bound]) == {"cpu", "memory"}
+            # The root filesystem is read-only: /tmp is the one writable place.
+            assert "/tmp" in {mount["mountPath"] for mount in container["volumeMounts"]}
+
+
+def test_runtime_pods_outlive_their_drain(objects: list[Manifest]) -> None:
+    for deployment in _runtimes(objects):
+        (container,) = containers(deployment)
+        pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        drain = float(_flag(container["args"], "drain-grace"))
+        assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > pre_stop + drain
+
+
+def test_the_config_checksum_is_the_configs(objects: list[Manifest]) -> None:
+    text, _ = _gateway_config(objects)
+    template = one(objects, "Deployment", GATEWAY)["spec"]["template"]
+    expected = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    assert template["metadata"]["annotations"][CONFIG_CHECKSUM] == expected, (
+        "the gateway's config changed: set the checksum annotation to " + expected
+    )
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert volumes["config"]["configMap"]["name"] == GATEWAY
+
+
+def test_one_image_and_the_role_is_the_command(objects: list[Manifest]) -> None:
+    images = {c["image"] for d in of_kind(objects, "Deployment") for c in containers(d)}
+    assert len(images) == 1
+    (gateway,) = containers(one(objects, "Deployment", GATEWAY))
+    assert gateway["args"][:3] == ["up", "--config", "/etc/toolmesh/toolmesh.toml"]
+    for deployment in _runtimes(objects):
+        (container,) = containers(deployment)
+        assert container["args"][0] == "runtime" and _flag(container["args"], "host") == "0.0.0.0"
+
+
+def test_autoscaling_matches_the_profile(objects: list[Manifest]) -> None:
+    deployments = of_kind(objects, "Deployment")
+    scaled = of_kind(objects, "ScaledObject")
+    if not scaled:  # base, dev, render --profile dev: one replica each, no autoscaler at all
+        assert [d["spec"]["replicas"] for d in deployments] == [1] * len(deployments)
+        assert not of_kind(objects, "HorizontalPodAutoscaler")
+        return
+    assert all("replicas" not in d["spec"] for d in deployments)  # the autoscalers own the counts
+    (hpa,) = of_kind(objects, "HorizontalPodAutoscaler")
+    assert hpa["spec"]["scaleTargetRef"]["name"] == GATEWAY and hpa["spec"]["minReplicas"] >= 2
+    namespace = deployments[0]["metadata"]["namespace"]
+    runtimes = {d["metadata"]["name"]: _pod_labels(d)[RUNTIME_LABEL] for d in _runtimes(objects)}
+    assert sorted(s["spec"]["scaleTargetRef"]["name"] for s in scaled) == sorted(runtimes)
+    for scaled_object in scaled:
+        runtime = runtimes[scaled_object["spec"]["scaleTargetRef"]["name"]]
+        assert scaled_object["spec"]["minReplicaCount"] == 0
+        (trigger,) = scaled_object["spec"]["triggers"]
+        assert trigger["type"] == "prometheus"
+        query = trigger["metadata"]["query"]
+        selector = f'{{namespace="{namespace}",runtime="{runtime}"}}'
+        for metric in (PENDING_METRIC, INFLIGHT_METRIC):
+            assert f"sum({metric}{selector}) or vector(0)" in query
+        # Any held call (> 0) wakes it.
+        assert trigger["metadata"]["activationThreshold"] == "0"
+    budgets = {
+        b["spec"]["selector"]["matchLabels"].get(RUNTIME_LABEL)
+        for b in of_kind(objects, "PodDisruptionBudget")
+    }
+    assert budgets == {None, *runtimes.values()}
+    for budget in of_kind(objects, "PodDisruptionBudget"):
+        if RUNTIME_LABEL in budget["spec"]["selector"]["matchLabels"]:
+            assert "minAvailable" not in budget["spec"]  # a runtime at zero pods must not block drains
+
+
+def test_the_kube_scaler_gets_exactly_the_rights_it_needs(built: dict[str, list[Manifest]]) -> None:
+    objects = built["prod+kube-scaler"]
+    _, config = _gateway_config(objects)
+    assert config.kube_scaler.enabled
+    (role,) = of_kind(objects, "Role")
+    (rule,) = role["rules"]
+    assert rule == {
+        "apiGroups": ["apps"],
+        "resources": ["deployments/scale"],
+        "resourceNames": [d["metadata"]["name"] for d in _runtimes(objects)],
+        "verbs": ["get", "patch"],
+    }
+    (binding,) = of_kind(objects, "RoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": GATEWAY, "namespace": "toolmesh"}]
+    assert one(objects, "ServiceAccount", GATEWAY)["automountServiceAccountToken"] is True
+    assert (
+        one(objects, "Deployment", GATEWAY)["spec"]["template"]["spec"]["automountServiceAccountToken"]
+        is True
+    )
+    for others in ("prod", "render"):
+        assert not of_kind(built[others], "Role")
+        assert one(built[others], "ServiceAccount", GATEWAY)["automountServiceAccountToken"] is False
+
+
+def test_the_base_runtime_mirrors_the_default_examples_runtime(built: dict[str, list[Manifest]]) -> None:
+    (deployment,) = _runtimes(built["base"])
+    (container,) = containers(deployment)
+    modules = tuple(arg.split("=", 1)[1] for arg in container["args"] if arg.startswith("--module="))
+    assert modules == EXAMPLE_MODULES
+    assert deployment["metadata"]["name"] == "toolmesh-runtime-examples"
+
+
+def test_every_file_is_named_for_its_kind_and_commented() -> None:
+    files = sorted(DEPLOY.rglob("*.yaml"))
+    assert len(files) > 20
+    for path in files:
+        text = path.read_text()
+        assert text.startswith("#"), f"{path}: say what it is in a comment first"
+        if path.name in ("kustomization.yaml",) or path.name.startswith("patch-"):
+            continue
+        kinds = set(re.findall(r"^kind: (\w+)$", text, re.MULTILINE))
+        assert len(kinds) == 1, path
+        assert path.name.startswith(kinds.pop().lower() + "-"), f"{path}: name it <kind>-<component>.yaml"
+
+
+def test_each_overlay_lists_every_file_beside_it() -> None:
+    import yaml
+
+    for kustomization in DEPLOY.rglob("kustomization.yaml"):
+        document = yaml.safe_load(kustomization.read_text())
+        listed = {Path(p).name for p in document.get("resources", []) if not p.startswith("..")}
+        listed |= {Path(p["path"]).name for p in document.get("patches", [])}
+        present = {p.name for p in kustomization.parent.glob("*.yaml")} - {"kustomization.yaml"}
+        assert listed == present, f"{kustomization}: files not used or missing"

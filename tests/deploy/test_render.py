@@ -1,0 +1,233 @@
+"""`toolmesh deploy render`: a config's runtimes become the objects of deploy/, retargeted."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from toolmesh.cli import main
+from toolmesh.config import (
+    ConfigError,
+    KeyConfig,
+    KubeScalerConfig,
+    MeshConfig,
+    RuntimeConfig,
+    load_config,
+    parse_config,
+)
+from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY
+from toolmesh.deploy.render import RenderOptions, render, stream
+
+from .conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one  # type: ignore[import-not-found]
+
+TOML = """
+[gateway]
+host = "127.0.0.1"
+http_port = 9000
+grpc_port = 9001
+call_timeout = 12.5
+
+[[runtimes]]
+name = "weather"
+modules = ["examples.weather"]
+env = { WEATHER_API = "offline", TOOLMESH_MESH_ADDRESS = "elsewhere:1" }
+timeout = 7.5
+max_inflight = 64
+workers = 8
+drain_grace = 42
+
+[[runtimes]]
+name = "legacy"
+address = "10.0.0.7:50061"
+timeout = 3
+
+[[keys]]
+name = "chat"
+key_env = "CHAT_KEY"
+scopes = ["weather.*"]
+rate = 5
+
+[kube_scaler]
+enabled = true
+min_interval = 2
+"""
+
+
+def _toml(files: dict[str, Manifest]) -> dict[str, Any]:
+    return tomllib.loads(files["configmap-gateway.yaml"]["data"]["toolmesh.toml"])
+
+
+def _without_config_text(objects: list[Manifest]) -> list[Manifest]:
+    """The objects with the gateway's toml parsed and its checksum dropped (comments differ)."""
+    result = []
+    for manifest in objects:
+        manifest = yaml.safe_load(yaml.safe_dump(manifest))
+        if manifest["kind"] == "ConfigMap":
+            manifest["data"]["toolmesh.toml"] = tomllib.loads(manifest["data"]["toolmesh.toml"])
+        if manifest["kind"] == "Deployment":
+            manifest["spec"]["template"]["metadata"].get("annotations", {}).pop(CONFIG_CHECKSUM, None)
+        result.append(manifest)
+    return sorted(result, key=lambda m: (m["kind"], m["metadata"]["name"]))
+
+
+@pytest.mark.parametrize(("profile", "kustomization"), [("prod", "overlays/prod"), ("dev", "base")])
+def test_the_default_config_renders_what_deploy_holds(
+    profile: str, kustomization: str, tmp_path: Path
+) -> None:
+    """The templates and the renderer agree: rendering the default config (the examples
+    runtime) gives back deploy/'s own objects."""
+    reference = kustomize(DEPLOY / kustomization)
+    image = one(reference, "Deployment", GATEWAY)["spec"]["template"]["spec"]["containers"][0]["image"]
+    files = render(load_config(None), RenderOptions(image=image, profile=profile))
+    assert _without_config_text(kustomize_rendered(files, tmp_path)) == _without_config_text(reference)
+
+
+def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
+    config = parse_config(tomllib.loads(TOML))
+    files = render(config, RenderOptions(namespace="tools", image="reg.example/toolmesh:1.2"))
+    objects = kustomize_rendered(files, tmp_path)
+
+    # The gateway's config: module runtimes became their Services' DNS names, the rest is kept.
+    cluster = parse_config(_toml(files))
+    assert cluster.gateway.model_dump() == config.gateway.model_copy(update={"host": "0.0.0.0"}).model_dump()
+    assert [r.model_dump() for r in cluster.runtimes] == [
+        RuntimeConfig(
+            name="weather", address="dns:///toolmesh-runtime-weather.tools.svc.cluster.local:50061"
+        ).model_dump(),
+        config.runtimes[1].model_dump(),
+    ]
+    assert cluster.keys == config.keys and cluster.kube_scaler == config.kube_scaler
+
+    # Only the runtime with modules runs here; its settings are its pod's flags and environment.
+    deployments = {d["metadata"]["name"] for d in objects if d["kind"] == "Deployment"}
+    assert deployments == {GATEWAY, "toolmesh-runtime-weather"}
+    (runtime,) = containers(one(objects, "Deployment", "toolmesh-runtime-weather"))
+    assert runtime["image"] == "reg.example/toolmesh:1.2"
+    for flag in (
+        "--timeout=7.5",
+        "--max-inflight=64",
+        "--workers=8",
+        "--drain-grace=42",
+        "--module=examples.weather",
+    ):
+        assert flag in runtime["args"]
+    assert [a for a in runtime["args"] if a.startswith("--module")] == ["--module=examples.weather"]
+    env = {e["name"]: e.get("value") for e in runtime["env"]}
+    assert env["WEATHER_API"] == "offline"
+    assert env["TOOLMESH_MESH_ADDRESS"] == "elsewhere:1"  # the config's own value wins
+    assert [e["name"] for e in runtime["env"]].count("TOOLMESH_MESH_ADDRESS") == 1
+    grace = one(objects, "Deployment", "toolmesh-runtime-weather")["spec"]["template"]["spec"]
+    assert grace["terminationGracePeriodSeconds"] == 5 + 42 + 15
+
+    # key_env keys come from a Secret; the kube-scaler may scale exactly the weather runtime.
+    (gateway,) = containers(one(objects, "Deployment", GATEWAY))
+    assert {
+        "name": "CHAT_KEY",
+        "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "CHAT_KEY"}},
+    } in gateway["env"]
+    assert one(objects, "Role", "toolmesh-gateway-scaler")["rules"][0]["resourceNames"] == [
+        "toolmesh-runtime-weather"
+    ]
+    query = one(objects, "ScaledObject", "toolmesh-runtime-weather")["spec"]["triggers"][0]["metadata"][
+        "query"
+    ]
+    assert 'toolmesh_pending_requests{namespace="tools",runtime="weather"}' in query
+
+
+def test_the_checksum_follows_the_config() -> None:
+    config = MeshConfig(runtimes=(RuntimeConfig(name="tools", modules=("examples.text",)),))
+
+    def checksum(config: MeshConfig) -> str:
+        deployment = render(config)["deployment-gateway.yaml"]
+        value: str = deployment["spec"]["template"]["metadata"]["annotations"][CONFIG_CHECKSUM]
+        return value
+
+    changed = config.model_copy(update={"gateway": config.gateway.model_copy(update={"call_timeout": 5.0})})
+    assert checksum(config) == checksum(config)
+    assert checksum(changed) != checksum(config)
+    # A runtime setting that only its pods see does not roll the gateway.
+    workers = config.model_copy(update={"runtimes": (config.runtimes[0].model_copy(update={"workers": 2}),)})
+    assert checksum(workers) == checksum(config)
+
+
+@pytest.mark.parametrize(
+    ("config", "options", "message"),
+    [
+        (
+            MeshConfig(gateway={"http_port": 0}),
+            RenderOptions(),
+            "gateway.http_port: a Service needs a fixed port",
+        ),
+        (
+            MeshConfig(runtimes=(RuntimeConfig(name="x" * 47, modules=("m",)),)),
+            RenderOptions(),
+            "runtimes.0: name 'xxx",
+        ),
+        (MeshConfig(), RenderOptions(namespace="Tools"), "namespace 'Tools' must be a DNS label"),
+        (MeshConfig(), RenderOptions(profile="staging"), "profile must be one of prod, dev"),
+        (
+            MeshConfig(
+                runtimes=(RuntimeConfig(name="a", address="h:1"),), kube_scaler=KubeScalerConfig(enabled=True)
+            ),
+            RenderOptions(),
+            "nothing to scale",
+        ),
+    ],
+)
+def test_what_cannot_run_on_kubernetes_is_refused(
+    config: MeshConfig, options: RenderOptions, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        render(config, options)
+
+
+def test_the_longest_runtime_name_still_fits() -> None:
+    files = render(MeshConfig(runtimes=(RuntimeConfig(name="x" * 46, modules=("m",)),)))
+    assert len(files[f"service-runtime-{'x' * 46}.yaml"]["metadata"]["name"]) == 63
+
+
+def test_cli_writes_a_kustomization_or_a_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text(TOML)
+    out = tmp_path / "k8s"
+    assert main(["deploy", "render", "--config", str(config), "--output", str(out), "-n", "tools"]) == 0
+    assert f"kubectl apply -k {out}" in capsys.readouterr().out
+    kustomization = yaml.safe_load((out / "kustomization.yaml").read_text())
+    assert kustomization["namespace"] == "tools"
+    assert sorted(kustomization["resources"]) == sorted(
+        p.name for p in out.iterdir() if p.name != "kustomization.yaml"
+    )
+    assert (
+        (out / "deployment-runtime-weather.yaml")
+        .read_text()
+        .startswith("# Written by `toolmesh deploy render`")
+    )
+
+    assert main(["deploy", "render", "--config", str(config), "--profile", "dev"]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    expected = stream(render(parse_config(tomllib.loads(TOML)), RenderOptions(profile="dev")))
+    assert documents == list(yaml.safe_load_all(expected))
+    assert [d["kind"] for d in documents][:2] == ["Namespace", "ServiceAccount"]
+
+
+def test_cli_names_the_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text('[gateway]\ngrpc_port = 0\n[[runtimes]]\nname = "a"\nmodules = ["m"]\n')
+    assert main(["deploy", "render", "--config", str(config)]) == 2
+    assert (
+        "toolmesh deploy render: gateway.grpc_port: a Service needs a fixed port" in capsys.readouterr().err
+    )
+    assert main(["deploy", "render", "--config", str(tmp_path / "missing.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_keys_given_by_hash_need_no_secret() -> None:
+    key = KeyConfig(name="ci", key_hash="sha256:" + "0" * 64)
+    files = render(MeshConfig(runtimes=(RuntimeConfig(name="a", modules=("m",)),), keys=(key,)))
+    (gateway,) = containers(files["deployment-gateway.yaml"])
+    assert [e["name"] for e in gateway["env"]] == ["TOOLMESH_MESH_TOKEN"]
+    assert parse_config(_toml(files)).keys == (key,)
