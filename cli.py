@@ -165,8 +165,9 @@ def _refused(command: str, error: ToolmeshError) -> int:
 
 
 def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
-    from toolmesh.gateway.formats import openai_tool, spec_to_dict
+    from toolmesh.gateway.formats import openai_tool
     from toolmesh.runtimes.render import render_functions
+    from toolmesh.runtimes.spec import spec_to_dict
 
     if fmt == "text":
         print(render_functions(specs))

@@ -147,6 +147,9 @@ class RuntimeConfig(_Section):
     spawn: Literal["fork", "exec"] = "fork"
     #: The pods' log level; "warning" silences their per-call log lines.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    #: With `address`: a file listing the runtime's functions (`toolmesh functions --module ...
+    #: --format json`), so the gateway knows them while the runtime is scaled to zero.
+    catalog: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> RuntimeConfig:
@@ -154,6 +157,10 @@ class RuntimeConfig(_Section):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
         if bool(self.modules) == bool(self.address):
             raise ValueError("give either `modules` (pods the gateway starts) or `address` (a running pod)")
+        if self.catalog is not None and self.address is None:
+            raise ValueError(
+                "`catalog` is for runtimes given by `address`; pods from `modules` report theirs"
+            )
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
         return self

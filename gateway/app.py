@@ -24,11 +24,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
-from toolmesh.gateway.formats import parse_tool_format, spec_to_dict, tool_definition
+from toolmesh.gateway.formats import parse_tool_format, tool_definition
 from toolmesh.gateway.mesh import CallOptions, Mesh, raise_for_call_error
 from toolmesh.gateway.openapi import openapi_document
 from toolmesh.gateway.payloads import arguments_body, parse_json, read_body, result_json
 from toolmesh.gateway.toolcalls import parse_tool_calls, render_results
+from toolmesh.runtimes.spec import spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
 

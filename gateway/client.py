@@ -46,7 +46,7 @@ from toolmesh.errors import (
     from_code,
 )
 from toolmesh.runtimes.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.spec import Annotations, FunctionSpec
+from toolmesh.runtimes.spec import FunctionSpec, spec_from_dict
 
 #: Seconds a client waits for the gateway to answer one request.
 DEFAULT_TIMEOUT = 30.0
@@ -79,11 +79,11 @@ def _function_path(name: str) -> str:
 
 
 def _list_functions() -> _Request[list[FunctionSpec]]:
-    return _Request("GET", "/v1/functions", lambda body: [_spec(item) for item in body["functions"]])
+    return _Request("GET", "/v1/functions", lambda body: [spec_from_dict(item) for item in body["functions"]])
 
 
 def _get_function(name: str) -> _Request[FunctionSpec]:
-    return _Request("GET", _function_path(name), _spec)
+    return _Request("GET", _function_path(name), spec_from_dict)
 
 
 def _invoke(
@@ -182,30 +182,6 @@ def _retry_after(value: str | None) -> float | None:
         return None if value is None else float(value)
     except ValueError:
         return None  # an HTTP-date: toolmesh never sends one, and guessing clocks helps no one
-
-
-def _spec(item: Mapping[str, Any]) -> FunctionSpec:
-    # `name` is the qualified name; names never contain ".", so the split is exact.
-    namespace, _, name = str(item["name"]).rpartition(".")
-    hints = item.get("annotations") or {}
-    timeout = item.get("timeout")
-    return FunctionSpec(
-        name=name,
-        namespace=namespace,
-        description=item.get("description") or "",
-        input_schema=dict(item.get("parameters") or {}),
-        output_schema=item.get("output_schema"),
-        annotations=Annotations(
-            read_only=bool(hints.get("read_only")),
-            destructive=bool(hints.get("destructive")),
-            idempotent=bool(hints.get("idempotent")),
-            open_world=bool(hints.get("open_world")),
-            title=hints.get("title") or "",
-        ),
-        timeout=None if timeout is None else float(timeout),
-        version=item.get("version") or "",
-        streaming=bool(item.get("streaming")),
-    )
 
 
 def _compact(value: Any) -> bytes:

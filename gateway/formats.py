@@ -36,28 +36,6 @@ def parse_tool_format(value: str) -> ToolFormat:
         raise InvalidRequest(f"unknown tool format {value!r}; use one of {valid}", param="format") from None
 
 
-def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
-    """toolmesh's own JSON form of a spec (what `GET /v1/functions` returns)."""
-    annotations = spec.annotations
-    return {
-        "name": spec.qualified_name,
-        "namespace": spec.namespace,
-        "description": spec.description,
-        "parameters": spec.input_schema,
-        "output_schema": spec.output_schema,
-        "annotations": {
-            "read_only": annotations.read_only,
-            "destructive": annotations.destructive,
-            "idempotent": annotations.idempotent,
-            "open_world": annotations.open_world,
-            "title": annotations.title,
-        },
-        "timeout": spec.timeout,
-        "streaming": spec.streaming,
-        "version": spec.version,
-    }
-
-
 def openai_tool(spec: FunctionSpec, *, strict: bool = False) -> dict[str, Any]:
     """An OpenAI Chat Completions tool: ``{"type": "function", "function": {...}}``.
 

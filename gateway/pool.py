@@ -3,7 +3,8 @@
 Everything the gateway does with runtimes goes through a pool, so how pods are
 provisioned can change without touching the rest. `Pool` runs pods on demand
 for runtimes given as `modules` (a template process per runtime forks them;
-see replicas.py for scaling) and connects to runtimes given as an `address`.
+see replicas.py) and balances over the pods of runtimes given as an `address`
+(see remote.py; on Kubernetes, a headless Service that KEDA scales).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
 from toolmesh.gateway.launcher import Template
 from toolmesh.gateway.metrics import PoolMetrics
+from toolmesh.gateway.remote import RemoteRuntime, Waker
 from toolmesh.gateway.replicas import ReplicaSet
-from toolmesh.gateway.runtime_client import RuntimeClient
 from toolmesh.runtimes.executor import Call
 from toolmesh.runtimes.results import Content, Result
 from toolmesh.runtimes.spec import FunctionSpec, NamespaceSpec
@@ -69,12 +70,15 @@ class Pool:
         runtimes: Sequence[RuntimeConfig],
         mesh: MeshAccess | None = None,
         metrics: PoolMetrics | None = None,
+        waker: Waker | None = None,
     ) -> None:
         self._configs = {r.name: r for r in runtimes}
         self._mesh = mesh
         self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
+        #: Wakes remote runtimes scaled to zero (the Kubernetes scaler), if any.
+        self._waker = waker
         self.sets: dict[str, ReplicaSet] = {}
-        self._remotes: dict[str, RuntimeClient] = {}
+        self._remotes: dict[str, RemoteRuntime] = {}
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
@@ -85,7 +89,7 @@ class Pool:
             local = [c for c in self._configs.values() if c.address is None]
             for config in self._configs.values():
                 if config.address is not None:
-                    self._remotes[config.name] = RuntimeClient(config.name, config.address)
+                    self._remotes[config.name] = RemoteRuntime(config, self._metrics, self._waker)
             templates = await asyncio.gather(
                 *(Template.start(config, self._environment(config)) for config in local),
                 return_exceptions=True,
@@ -96,7 +100,8 @@ class Pool:
             for failure in templates:
                 if isinstance(failure, BaseException):
                     raise failure
-            await asyncio.gather(*(replicas.start() for replicas in self.sets.values()))
+            starting: list[ReplicaSet | RemoteRuntime] = [*self.sets.values(), *self._remotes.values()]
+            await asyncio.gather(*(runtime.start() for runtime in starting))
         except BaseException:
             await self.close()
             raise
@@ -110,30 +115,24 @@ class Pool:
         return env
 
     def readiness(self) -> Mapping[str, bool]:
-        ready = {name: replicas.ready for name, replicas in self.sets.items()}
-        ready.update({name: True for name in self._remotes})
-        return {name: ready.get(name, False) for name in self._configs}
+        found: dict[str, ReplicaSet | RemoteRuntime] = {**self.sets, **self._remotes}
+        return {name: name in found and found[name].ready for name in self._configs}
 
-    def _set(self, runtime: str) -> ReplicaSet | RuntimeClient:
+    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime:
         found = self.sets.get(runtime) or self._remotes.get(runtime)
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
-        target = self._set(runtime)
-        if isinstance(target, ReplicaSet):
-            return list(target.template.specs), list(target.template.namespaces)
-        return await target.list_functions()
+        found = self._runtime(runtime)
+        return list(found.specs), list(found.namespaces)
 
     async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
-        target = self._set(runtime)
-        if isinstance(target, ReplicaSet):
-            return await target.invoke(call, timeout, idempotent=idempotent)
-        return await target.invoke(call, timeout)
+        return await self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
 
     async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
-        async for event in self._set(runtime).stream(call, timeout):
+        async for event in self._runtime(runtime).stream(call, timeout):
             yield event
 
     async def close(self) -> None:
@@ -141,3 +140,5 @@ class Pool:
         sets, self.sets = list(self.sets.values()), {}
         remotes, self._remotes = list(self._remotes.values()), {}
         await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))
+        if self._waker is not None:
+            await self._waker.close()

@@ -32,9 +32,11 @@ from toolmesh.config import RuntimeConfig
 from toolmesh.errors import Overloaded, ToolmeshError, Unavailable
 from toolmesh.gateway.launcher import Template
 from toolmesh.gateway.metrics import PoolMetrics
+from toolmesh.gateway.remote import retry_is_safe
 from toolmesh.gateway.runtime_client import RuntimeClient
 from toolmesh.runtimes.executor import Call
 from toolmesh.runtimes.results import Content, Result
+from toolmesh.runtimes.spec import FunctionSpec, NamespaceSpec
 
 log = logging.getLogger("toolmesh.pool")
 
@@ -96,7 +98,15 @@ class ReplicaSet:
         template.on_template_exit = self._template_exited
         metrics.watch(self.name, self)
 
-    # -- what the metrics and readiness read ------------------------------------------------
+    # -- what the pool, the metrics and readiness read ---------------------------------------
+
+    @property
+    def specs(self) -> list[FunctionSpec]:
+        return self.template.specs
+
+    @property
+    def namespaces(self) -> list[NamespaceSpec]:
+        return self.template.namespaces
 
     @property
     def inflight(self) -> int:
@@ -152,11 +162,11 @@ class ReplicaSet:
             replica = await self._acquire(deadline)
             try:
                 return await replica.client.invoke(call, max(deadline - self._clock(), 0.001))
-            except Unavailable:
+            except Unavailable as exc:
                 self._suspect(replica)
-                if attempt == 2 or not idempotent:
+                if attempt == 2 or not retry_is_safe(exc, idempotent):
                     raise
-                log.info("retrying an idempotent call on another pod", extra={"runtime": self.name})
+                log.info("retrying a call on another pod", extra={"runtime": self.name})
             finally:
                 self._release(replica)
         raise AssertionError("unreachable")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import grpc
@@ -23,15 +24,33 @@ CHANNEL_OPTIONS: list[tuple[str, int]] = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
 ]
 
+#: For a runtime behind many addresses (a headless Service, an `ipv4:a,b,c` list): spread
+#: calls round robin over the pods that are up, skip pods whose health says NOT_SERVING
+#: (draining), and look the name up again at most every second when pods come and go.
+BALANCED_OPTIONS: list[tuple[str, int | str]] = [
+    *CHANNEL_OPTIONS,
+    ("grpc.dns_min_time_between_resolutions_ms", 1000),
+    (
+        "grpc.service_config",
+        json.dumps(
+            {
+                "loadBalancingConfig": [{"round_robin": {}}],
+                "healthCheckConfig": {"serviceName": "toolmesh.v1.Runtime"},
+            }
+        ),
+    ),
+]
+
 
 class RuntimeClient:
     """Calls one runtime over gRPC and speaks toolmesh's core types, not protobuf."""
 
-    def __init__(self, name: str, address: str) -> None:
+    def __init__(self, name: str, address: str, *, balanced: bool = False) -> None:
         self.name = name
         self.address = address
-        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-        self._stub = runtime_pb2_grpc.RuntimeStub(self._channel)
+        options = BALANCED_OPTIONS if balanced else CHANNEL_OPTIONS
+        self.channel = grpc.aio.insecure_channel(address, options=options)
+        self._stub = runtime_pb2_grpc.RuntimeStub(self.channel)
 
     async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         try:
@@ -44,16 +63,23 @@ class RuntimeClient:
         namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
         return specs, namespaces
 
-    async def invoke(self, call: Call, timeout: float) -> Result:
+    async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
         try:
-            reply = await self._stub.Invoke(wire.call_to_proto(call), timeout=timeout)
+            reply = await self._stub.Invoke(
+                wire.call_to_proto(call), timeout=timeout, wait_for_ready=wait_for_ready
+            )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"runtime {self.name!r}") from None
         return wire.result_from_proto(reply)
 
-    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+    async def stream(
+        self, call: Call, timeout: float, *, wait_for_ready: bool = False
+    ) -> AsyncIterator[list[Content] | Result]:
         try:
-            async for event in self._stub.InvokeStream(wire.call_to_proto(call), timeout=timeout):
+            request = wire.call_to_proto(call)
+            async for event in self._stub.InvokeStream(
+                request, timeout=timeout, wait_for_ready=wait_for_ready
+            ):
                 if event.WhichOneof("event") == "content":
                     yield [wire.content_from_proto(event.content)]
                 else:
@@ -62,4 +88,4 @@ class RuntimeClient:
             raise from_rpc_error(exc, f"runtime {self.name!r}") from None
 
     async def close(self) -> None:
-        await self._channel.close(grace=None)
+        await self.channel.close(grace=None)

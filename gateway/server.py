@@ -33,6 +33,7 @@ from toolmesh.gateway.chat import ChatProxy
 from toolmesh.gateway.chat_routes import chat_routes
 from toolmesh.gateway.chat_upstream import Upstream
 from toolmesh.gateway.grpc_service import MeshServicer
+from toolmesh.gateway.kube_scaler import KubeScaler
 from toolmesh.gateway.mcp_server import McpEndpoint
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
@@ -128,6 +129,7 @@ async def start_gateway(
     internal_token = env.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32)
     auth = Authenticator(key_hashes(config, env), internal_token=internal_token)
     upstream_key = chat_api_key(config.chat, env) if config.chat.enabled else None
+    waker = KubeScaler.from_config(config.kube_scaler, env) if config.kube_scaler.enabled else None
     http_socket = _bind(settings.host, settings.http_port)
     grpc_server = grpc.aio.server(options=server_options())
     try:
@@ -141,7 +143,7 @@ async def start_gateway(
     metrics = GatewayMetrics()
     if pool is None:
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
-        pool = Pool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token), pool_metrics)
+        pool = Pool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token), pool_metrics, waker)
     try:
         await pool.start()
         catalog = await Catalog.load(pool)

@@ -39,6 +39,9 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_INFLIGHT = 256
 DEFAULT_WORKERS = 32
 DEFAULT_MAX_DEPTH = 8
+#: In an Unavailable error's details: the pod turned the call away before running any of it,
+#: so sending it to another pod is safe whether or not the function is idempotent.
+REFUSED = "refused"
 
 Emit = Callable[[list[Content]], Awaitable[None]]
 
@@ -224,7 +227,11 @@ class Executor:
         if not nested and (self._draining or self._inflight >= self.config.max_inflight):
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
             if self._draining:
-                raise Unavailable("runtime is shutting down; send the call to another replica", retry_after=0)
+                raise Unavailable(
+                    "runtime is shutting down; send the call to another replica",
+                    retry_after=0,
+                    details={REFUSED: True},
+                )
             raise Overloaded(
                 f"runtime is at its limit of {self.config.max_inflight} calls in flight", retry_after=1.0
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,3 +85,50 @@ class NamespaceSpec:
 
     name: str
     description: str = ""
+
+
+def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
+    """toolmesh's own JSON form of a spec (what `GET /v1/functions` returns)."""
+    annotations = spec.annotations
+    return {
+        "name": spec.qualified_name,
+        "namespace": spec.namespace,
+        "description": spec.description,
+        "parameters": spec.input_schema,
+        "output_schema": spec.output_schema,
+        "annotations": {
+            "read_only": annotations.read_only,
+            "destructive": annotations.destructive,
+            "idempotent": annotations.idempotent,
+            "open_world": annotations.open_world,
+            "title": annotations.title,
+        },
+        "timeout": spec.timeout,
+        "streaming": spec.streaming,
+        "version": spec.version,
+    }
+
+
+def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
+    """The inverse of `spec_to_dict`."""
+    # `name` is the qualified name; names never contain ".", so the split is exact.
+    namespace, _, name = str(item["name"]).rpartition(".")
+    hints = item.get("annotations") or {}
+    timeout = item.get("timeout")
+    return FunctionSpec(
+        name=name,
+        namespace=namespace,
+        description=item.get("description") or "",
+        input_schema=dict(item.get("parameters") or {}),
+        output_schema=item.get("output_schema"),
+        annotations=Annotations(
+            read_only=bool(hints.get("read_only")),
+            destructive=bool(hints.get("destructive")),
+            idempotent=bool(hints.get("idempotent")),
+            open_world=bool(hints.get("open_world")),
+            title=hints.get("title") or "",
+        ),
+        timeout=None if timeout is None else float(timeout),
+        version=item.get("version") or "",
+        streaming=bool(item.get("streaming")),
+    )

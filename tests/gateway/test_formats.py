@@ -13,9 +13,9 @@ from pydantic import BaseModel, TypeAdapter
 
 import toolmesh
 from toolmesh.errors import InvalidRequest
-from toolmesh.gateway.formats import ToolFormat, parse_tool_format, spec_to_dict, tool_definition
+from toolmesh.gateway.formats import ToolFormat, parse_tool_format, tool_definition
 from toolmesh.runtimes.discovery import host_function
-from toolmesh.runtimes.spec import FunctionSpec, from_tool_name
+from toolmesh.runtimes.spec import FunctionSpec, from_tool_name, spec_to_dict
 
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
