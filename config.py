@@ -115,12 +115,15 @@ class GatewayConfig(_Section):
 
 
 class RuntimeConfig(_Section):
-    """One runtime: modules the gateway starts pods for, or the address of a pod already running."""
+    """One runtime: modules the gateway starts pods for, or the address of pods someone else runs."""
 
     name: str
+    #: The modules the runtime serves. Without `address` the gateway runs pods for them; with
+    #: one, it only reads their functions (in a child process, never serving them itself),
+    #: so it knows the catalog while the pods at `address` are scaled to zero.
     modules: tuple[str, ...] = ()
-    #: A running pod's "host:port", or any gRPC target, e.g. the headless Service of a
-    #: runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
+    #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
+    #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
     address: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
@@ -147,19 +150,19 @@ class RuntimeConfig(_Section):
     spawn: Literal["fork", "exec"] = "fork"
     #: The pods' log level; "warning" silences their per-call log lines.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    #: With `address`: a file listing the runtime's functions (`toolmesh functions --module ...
-    #: --format json`), so the gateway knows them while the runtime is scaled to zero.
+    #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh
+    #: functions --module ... --format json`); without either, the gateway asks the pods at start.
     catalog: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> RuntimeConfig:
         if not _RUNTIME_NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
-        if bool(self.modules) == bool(self.address):
-            raise ValueError("give either `modules` (pods the gateway starts) or `address` (a running pod)")
-        if self.catalog is not None and self.address is None:
+        if not self.modules and not self.address:
+            raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
+        if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(
-                "`catalog` is for runtimes given by `address`; pods from `modules` report theirs"
+                "`catalog` goes with `address` alone; with `modules` the functions are read from them"
             )
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")

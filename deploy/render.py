@@ -114,13 +114,13 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         if getattr(config.gateway, field) == 0:
             problems.append(f"gateway.{field}: a Service needs a fixed port, not 0")
     for index, runtime in enumerate(config.runtimes):
-        if runtime.modules and len(runtime_resource(runtime.name)) > MAX_NAME:
+        if runtime.address is None and len(runtime_resource(runtime.name)) > MAX_NAME:
             limit = MAX_NAME - len(runtime_resource(""))
             problems.append(
                 f"runtimes.{index}: name {runtime.name!r} is too long for Kubernetes "
                 f"(at most {limit} characters, as {runtime_resource('')}<name> names a Service)"
             )
-    if config.kube_scaler.enabled and not any(r.modules for r in config.runtimes):
+    if config.kube_scaler.enabled and not any(r.address is None for r in config.runtimes):
         problems.append("kube_scaler: enabled, but no runtime has `modules`: there is nothing to scale")
     if problems:
         raise ConfigError("; ".join(problems))
@@ -132,8 +132,14 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
     gateway = config.gateway.model_dump(mode="json", exclude_defaults=True)
     gateway.update(host="0.0.0.0", http_port=config.gateway.http_port, grpc_port=config.gateway.grpc_port)
     runtimes = [
-        {"name": r.name, "address": runtime_address(r.name, options.namespace, options.cluster_domain)}
-        if r.modules
+        {
+            "name": r.name,
+            "address": runtime_address(r.name, options.namespace, options.cluster_domain),
+            # The gateway reads the functions from the modules (its image has them), so it
+            # knows the catalog while KEDA keeps the runtime at zero pods.
+            "modules": list(r.modules),
+        }
+        if r.address is None
         else r.model_dump(mode="json", exclude_defaults=True)
         for r in config.runtimes
     ]
@@ -276,7 +282,7 @@ def render(config: MeshConfig, options: RenderOptions | None = None) -> dict[str
     namespace["metadata"]["name"] = options.namespace
     files: dict[str, Manifest] = {f"namespace-{options.namespace}.yaml": namespace}
     files.update(_gateway(config, options, toml_text))
-    hosted = [r for r in config.runtimes if r.modules]
+    hosted = [r for r in config.runtimes if r.address is None]
     for runtime in hosted:
         files.update(_runtime(runtime, config, options))
     if options.profile == "prod":

@@ -100,8 +100,10 @@ class Pool:
             for failure in templates:
                 if isinstance(failure, BaseException):
                     raise failure
-            starting: list[ReplicaSet | RemoteRuntime] = [*self.sets.values(), *self._remotes.values()]
-            await asyncio.gather(*(runtime.start() for runtime in starting))
+            await asyncio.gather(
+                *(s.start() for s in self.sets.values()),
+                *(r.start(self._environment(r.config)) for r in self._remotes.values()),
+            )
         except BaseException:
             await self.close()
             raise

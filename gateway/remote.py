@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -23,6 +24,7 @@ import grpc
 
 from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.errors import FunctionTimeout, Overloaded, Unavailable
+from toolmesh.gateway.launcher import TEMPLATE_START_TIMEOUT
 from toolmesh.gateway.metrics import PoolMetrics
 from toolmesh.gateway.runtime_client import RuntimeClient
 from toolmesh.runtimes.executor import REFUSED, Call
@@ -78,8 +80,12 @@ class RemoteRuntime:
     def ready(self) -> bool:
         return True  # with no pod up, calls are held while one starts
 
-    async def start(self) -> None:
-        """Learn the functions: from the catalog file when given (the runtime may be asleep), else ask."""
+    async def start(self, env: Mapping[str, str]) -> None:
+        """Learn the functions without waking the runtime (it may be scaled to zero): from its
+        modules, read in a child process with `env`, or its catalog file; else ask its pods."""
+        if self.config.modules:
+            self.specs = await read_modules(self.config, env)
+            return
         if self.config.catalog is not None:
             self.specs = load_catalog(self.config.catalog)
             return
@@ -164,10 +170,35 @@ class RemoteRuntime:
             self._cold_since = None
 
 
+def _specs(document: str) -> list[FunctionSpec]:
+    """The specs in what `toolmesh functions --format json` prints."""
+    return [spec_from_dict(item) for item in json.loads(document)["functions"]]
+
+
 def load_catalog(path: str) -> list[FunctionSpec]:
-    """The specs in a `toolmesh functions --format json` file."""
     try:
-        document = json.loads(Path(path).read_text())
-        return [spec_from_dict(item) for item in document["functions"]]
+        return _specs(Path(path).read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"catalog file {path}: {exc}") from None
+
+
+async def read_modules(config: RuntimeConfig, env: Mapping[str, str]) -> list[FunctionSpec]:
+    """The functions `config.modules` offer, read by `toolmesh functions` in a child process so
+    that the user's modules never run inside the gateway."""
+    command = [sys.executable, "-m", "toolmesh", "functions", "--format", "json"]
+    for module in config.modules:
+        command += ["--module", module]
+    process = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), TEMPLATE_START_TIMEOUT)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise ConfigError(
+            f"runtimes.{config.name}: reading its modules took over {TEMPLATE_START_TIMEOUT:g} s"
+        ) from None
+    if process.returncode != 0:
+        raise ConfigError(f"runtimes.{config.name}: cannot read its modules: {err.decode().strip()[-500:]}")
+    return _specs(out.decode())

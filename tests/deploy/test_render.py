@@ -91,12 +91,15 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
     files = render(config, RenderOptions(namespace="tools", image="reg.example/toolmesh:1.2"))
     objects = kustomize_rendered(files, tmp_path)
 
-    # The gateway's config: module runtimes became their Services' DNS names, the rest is kept.
+    # The gateway's config: module runtimes got their Services' DNS names, the rest is kept.
     cluster = parse_config(_toml(files))
     assert cluster.gateway.model_dump() == config.gateway.model_copy(update={"host": "0.0.0.0"}).model_dump()
     assert [r.model_dump() for r in cluster.runtimes] == [
         RuntimeConfig(
-            name="weather", address="dns:///toolmesh-runtime-weather.tools.svc.cluster.local:50061"
+            name="weather",
+            address="dns:///toolmesh-runtime-weather.tools.svc.cluster.local:50061",
+            # Kept so the gateway knows the functions while the runtime is at zero pods.
+            modules=("examples.weather",),
         ).model_dump(),
         config.runtimes[1].model_dump(),
     ]

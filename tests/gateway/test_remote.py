@@ -17,11 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-from toolmesh import AsyncClient
+from toolmesh import AsyncClient, Unavailable
+from toolmesh.config import RuntimeConfig
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.spec import spec_to_dict
 
-from ..conftest import PodProcess  # type: ignore[import-not-found]
+from ..conftest import PodProcess, pod_env  # type: ignore[import-not-found]
 from .conftest import StartGateway  # type: ignore[import-not-found]
 from .test_pool import eventually, metric, scrape  # type: ignore[import-not-found]
 
@@ -46,11 +47,9 @@ def catalog(tmp_path: Path, module: str) -> str:
     return str(path)
 
 
-def remote(name: str, ports: list[int], catalog_file: str, **settings: Any) -> Any:
-    from toolmesh.config import RuntimeConfig
-
+def remote(name: str, ports: list[int], **settings: Any) -> RuntimeConfig:
     address = "ipv4:" + ",".join(f"127.0.0.1:{port}" for port in ports)
-    return RuntimeConfig(name=name, address=address, catalog=catalog_file, **settings)
+    return RuntimeConfig(name=name, address=address, **settings)
 
 
 async def test_calls_follow_pods_as_they_stop_and_start(
@@ -62,7 +61,7 @@ async def test_calls_follow_pods_as_they_stop_and_start(
         for port in ports[:2]
     ]
     first, second = await asyncio.gather(*start)
-    gateway = await gateway_factory(remote("tools", ports, catalog(tmp_path, "pool_tools")))
+    gateway = await gateway_factory(remote("tools", ports, catalog=catalog(tmp_path, "pool_tools")))
     served: list[int] = []
     stop = asyncio.Event()
 
@@ -93,7 +92,10 @@ async def test_a_runtime_with_no_pod_holds_calls_until_one_is_up(
     gateway_factory: StartGateway, pod_process: Callable[..., PodProcess], tmp_path: Path
 ) -> None:
     (port,) = free_ports(1)
-    gateway = await gateway_factory(remote("asleep", [port], catalog(tmp_path, "pool_tools")))
+    # The gateway reads the functions from the modules (as on Kubernetes, where its image has them).
+    gateway = await gateway_factory(
+        remote("asleep", [port], modules=("pool_tools",), env={"PYTHONPATH": pod_env()["PYTHONPATH"]})
+    )
     async with httpx.AsyncClient() as http:
         ready = await http.get(f"{gateway.url}/readyz")
     assert ready.status_code == 200, "a runtime scaled to zero is ready: calls wait for it"
@@ -121,7 +123,7 @@ async def test_held_calls_give_up_cleanly_when_no_pod_comes(
 ) -> None:
     (port,) = free_ports(1)
     gateway = await gateway_factory(
-        remote("asleep", [port], catalog(tmp_path, "pool_tools"), startup_timeout=0.5)
+        remote("asleep", [port], catalog=catalog(tmp_path, "pool_tools"), startup_timeout=0.5)
     )
     async with httpx.AsyncClient() as http:
         answer = await http.post(f"{gateway.url}/v1/functions/wait/invoke", json={})
@@ -133,9 +135,6 @@ async def test_held_calls_give_up_cleanly_when_no_pod_comes(
 async def test_an_unreachable_runtime_without_a_catalog_fails_start_up_clearly(
     gateway_factory: StartGateway,
 ) -> None:
-    from toolmesh import Unavailable
-    from toolmesh.config import RuntimeConfig
-
     (port,) = free_ports(1)
     with pytest.raises(Unavailable, match="give it a `catalog` file"):
         await gateway_factory(RuntimeConfig(name="gone", address=f"127.0.0.1:{port}", startup_timeout=0.3))

@@ -72,7 +72,7 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
             '[[runtimes]]\nname = "Bad Name"\nmodules = ["x"]\n',
             "runtimes.0: name 'Bad Name' must be lowercase",
         ),
-        ('[[runtimes]]\nname = "r"\n', "runtimes.0: give either `modules`"),
+        ('[[runtimes]]\nname = "r"\n', "runtimes.0: give `modules`"),
         ('[[keys]]\nname = "k"\nkey_hash = "md5:abc"\n', "keys.0: key_hash must look like 'sha256:"),
         ('[[keys]]\nname = "k"\n', "keys.0: give exactly one of"),
         ("[gateway]\nport = 1\n", "gateway.port: Extra inputs are not permitted"),
