@@ -12,6 +12,7 @@ once. Held calls go out as soon as a pod is ready.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -23,7 +24,8 @@ from typing import Protocol
 import grpc
 
 from toolmesh.config import ConfigError, RuntimeConfig
-from toolmesh.errors import FunctionTimeout, Overloaded, Unavailable
+from toolmesh.errors import FunctionTimeout, Unavailable
+from toolmesh.gateway.activator import HeldCalls
 from toolmesh.gateway.launcher import TEMPLATE_START_TIMEOUT
 from toolmesh.gateway.metrics import PoolMetrics
 from toolmesh.gateway.runtime_client import RuntimeClient
@@ -53,11 +55,9 @@ class RemoteRuntime:
         self.config = config
         self.name = config.name
         self.client = RuntimeClient(config.name, config.address, balanced=True)
-        self._metrics = metrics
         self._waker = waker
         self._inflight = 0
-        self._pending = 0
-        self._cold_since: float | None = None
+        self._held = HeldCalls(self.name, config.max_queue, metrics)
         self._wakes: set[asyncio.Task[None]] = set()
         self.specs: list[FunctionSpec] = []
         self.namespaces: list[NamespaceSpec] = []
@@ -69,7 +69,7 @@ class RemoteRuntime:
 
     @property
     def pending(self) -> int:
-        return self._pending
+        return self._held.waiting
 
     def replica_counts(self) -> Mapping[str, int]:
         # Pods elsewhere are counted by whoever runs them; this is whether any is reachable.
@@ -133,41 +133,22 @@ class RemoteRuntime:
         state = channel.get_state(try_to_connect=True)
         if state is grpc.ChannelConnectivity.READY:
             return
-        if self._pending >= self.config.max_queue:
-            raise Overloaded(
-                f"runtime {self.name!r} already has {self.config.max_queue} calls waiting for a pod",
-                retry_after=1.0,
-            )
-        arrived = time.monotonic()
-        if self._cold_since is None:
-            self._cold_since = arrived
-            self._metrics.cold_starts.labels(self.name).inc()
-        self._pending += 1
-        if self._waker is not None:
-            wake = asyncio.ensure_future(self._waker.wake(self.name))
-            self._wakes.add(wake)
-            wake.add_done_callback(self._wakes.discard)
-        limit = min(deadline, arrived + self.config.startup_timeout)
-        try:
+        with self._held.hold(cold=True) as arrived:
+            if self._waker is not None:
+                wake = asyncio.ensure_future(self._waker.wake(self.name))
+                self._wakes.add(wake)
+                wake.add_done_callback(self._wakes.discard)
+            limit = min(deadline, arrived + self.config.startup_timeout)
             while state is not grpc.ChannelConnectivity.READY:
                 remaining = limit - time.monotonic()
                 if remaining <= 0:
                     raise Unavailable(
                         f"no pod of runtime {self.name!r} at {self.config.address} is up", retry_after=1.0
                     )
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(channel.wait_for_state_change(state), remaining)
-                except TimeoutError:
-                    continue
                 state = channel.get_state(try_to_connect=True)
-        finally:
-            self._pending -= 1
-            self._metrics.queue_wait_seconds.labels(self.name).observe(time.monotonic() - arrived)
-            if self._pending == 0 and state is not grpc.ChannelConnectivity.READY:
-                self._cold_since = None  # every held call gave up; the next one starts over
-        if self._cold_since is not None:
-            self._metrics.cold_start_seconds.labels(self.name).observe(time.monotonic() - self._cold_since)
-            self._cold_since = None
+        self._held.pod_ready()
 
 
 def _specs(document: str) -> list[FunctionSpec]:

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
-from toolmesh.errors import Overloaded, ToolmeshError, Unavailable
+from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.gateway.activator import HeldCalls
 from toolmesh.gateway.launcher import Template
 from toolmesh.gateway.metrics import PoolMetrics
 from toolmesh.gateway.remote import retry_is_safe
@@ -84,13 +85,12 @@ class ReplicaSet:
         self._by_pid: dict[int, Replica] = {}
         self._starting = 0
         self._inflight = 0
-        self._pending = 0
+        self._held = HeldCalls(self.name, config.max_queue, metrics, clock)
         self._changed = asyncio.Event()
         self._failures = 0
         self._last_failure = -math.inf
         self._backoff_until = 0.0
         self._retry_timer: asyncio.TimerHandle | None = None
-        self._cold_since: float | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -114,7 +114,7 @@ class ReplicaSet:
 
     @property
     def pending(self) -> int:
-        return self._pending
+        return self._held.waiting
 
     def replica_counts(self) -> Mapping[str, int]:
         counts = {STARTING: self._starting, READY: 0, DRAINING: 0}
@@ -198,7 +198,7 @@ class ReplicaSet:
         replica.inflight += 1
         self._inflight += 1
         if (
-            self._inflight + self._pending
+            self._inflight + self._held.waiting
             > (self._ready_count() + self._starting) * self.config.target_concurrency
         ):
             self._reconcile()
@@ -210,31 +210,18 @@ class ReplicaSet:
         replica.last_used = self._clock()
         if replica.state == GONE and replica.inflight == 0:
             self._spawn_task(replica.client.close())
-        elif self._pending:
+        elif self._held.waiting:
             self._notify()  # a held call may fit now
 
     async def _hold(self, deadline: float) -> Replica:
         """Wait for a pod to take the call: the activator."""
-        if self._pending >= self.config.max_queue:
-            raise Overloaded(
-                f"runtime {self.name!r} already has {self.config.max_queue} calls waiting for a pod",
-                retry_after=1.0,
-            )
-        arrived = self._clock()
-        if self._cold_since is None and self._ready_count() == 0:
-            self._cold_since = arrived
-            self._metrics.cold_starts.labels(self.name).inc()
-        self._pending += 1
-        try:
+        with self._held.hold(cold=self._ready_count() == 0) as arrived:
             self._reconcile()
             limit = min(deadline, arrived + self.config.startup_timeout)
             while (replica := self._pick()) is None:
                 self._raise_if_failing()
                 await self._wait_for_change(limit)
             return replica
-        finally:
-            self._pending -= 1
-            self._metrics.queue_wait_seconds.labels(self.name).observe(self._clock() - arrived)
 
     async def _wait_for_change(self, limit: float) -> None:
         remaining = limit - self._clock()
@@ -270,7 +257,7 @@ class ReplicaSet:
         return sum(1 for r in self.replicas if r.state == READY)
 
     def _wanted(self) -> int:
-        demand = math.ceil((self._inflight + self._pending) / self.config.target_concurrency)
+        demand = math.ceil((self._inflight + self._held.waiting) / self.config.target_concurrency)
         return max(self.config.min_replicas, min(self.config.max_replicas, demand))
 
     def _reconcile(self) -> None:
@@ -318,9 +305,7 @@ class ReplicaSet:
         self.replicas.append(replica)
         self._by_pid[replica.pid] = replica
         self._metrics.replica_start_seconds.labels(self.name).observe(now - began)
-        if self._cold_since is not None:
-            self._metrics.cold_start_seconds.labels(self.name).observe(now - self._cold_since)
-            self._cold_since = None
+        self._held.pod_ready()
         log.info("pod ready", extra={"runtime": self.name, "pid": replica.pid, "address": replica.address})
         self._notify()
 

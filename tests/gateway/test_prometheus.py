@@ -14,6 +14,8 @@ import pytest
 
 from toolmesh import AsyncClient
 from toolmesh.gateway.pool import Pool
+from toolmesh.gateway.replicas import Replica
+from toolmesh.gateway.server import Gateway
 
 from ..conftest import require_tool  # type: ignore[import-not-found]
 from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
@@ -28,13 +30,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: StartGateway) -> None:
-    promtool = require_tool("promtool", INSTALL)
+async def after_a_cold_start(gateway_factory: StartGateway) -> tuple[Gateway, Replica]:
+    """A gateway whose one runtime went from zero pods to one for a call, and that pod."""
     gateway = await gateway_factory(runtime("tools", "pool_tools"))
     async with AsyncClient(gateway.url) as client:
         await client.invoke("wait", {})
     assert isinstance(gateway.pool, Pool)
     (pod,) = gateway.pool.sets["tools"].replicas
+    return gateway, pod
+
+
+async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: StartGateway) -> None:
+    promtool = require_tool("promtool", INSTALL)
+    gateway, pod = await after_a_cold_start(gateway_factory)
     async with httpx.AsyncClient() as http:
         expositions = {
             "gateway": (await http.get(f"{gateway.url}/metrics")).text,
@@ -57,11 +65,7 @@ async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str
 
 async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tmp_path: Path) -> None:
     server = require_tool("prometheus", INSTALL)
-    gateway = await gateway_factory(runtime("tools", "pool_tools"))
-    async with AsyncClient(gateway.url) as client:
-        await client.invoke("wait", {})
-    assert isinstance(gateway.pool, Pool)
-    (pod,) = gateway.pool.sets["tools"].replicas
+    gateway, pod = await after_a_cold_start(gateway_factory)
     port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(

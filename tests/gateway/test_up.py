@@ -24,21 +24,26 @@ def alive(pid: int) -> bool:
     return True
 
 
-@pytest.mark.slow
-def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
+def toolmesh_up(tmp_path: Path, runtimes: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """`toolmesh up` on free ports with these [[runtimes]], as a user starts it."""
     config = tmp_path / "toolmesh.toml"
-    config.write_text(
-        "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n"
-        '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\n'
-        '[[runtimes]]\nname = "weather"\nmodules = ["examples.weather"]\n'
-    )
-    process = subprocess.Popen(
+    config.write_text("[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n" + runtimes)
+    return subprocess.Popen(
         [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env=pod_env(),
         cwd=ROOT,
+    )
+
+
+@pytest.mark.slow
+def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
+    process = toolmesh_up(
+        tmp_path,
+        '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\n'
+        '[[runtimes]]\nname = "weather"\nmodules = ["examples.weather"]\n',
     )
     try:
         assert process.stdout is not None
@@ -134,18 +139,10 @@ def descendants(pid: int) -> set[int]:
 
 @pytest.mark.slow
 def test_a_gateway_killed_outright_leaves_no_orphans(tmp_path: Path) -> None:
-    config = tmp_path / "toolmesh.toml"
-    config.write_text(
-        '[gateway]\nhttp_port = 0\ngrpc_port = 0\n[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\n'
-        "min_replicas = 2\n"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
-        stdout=subprocess.PIPE,
+    process = toolmesh_up(
+        tmp_path,
+        '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\nmin_replicas = 2\n',
         stderr=subprocess.DEVNULL,
-        text=True,
-        env=pod_env(),
-        cwd=ROOT,
     )
     assert process.stdout is not None
     json.loads(process.stdout.readline())
