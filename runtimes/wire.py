@@ -108,11 +108,12 @@ def content_from_proto(message: invoke_pb2.Content) -> Content:
 def result_to_proto(result: Result) -> invoke_pb2.InvokeResponse:
     response = invoke_pb2.InvokeResponse(
         is_error=result.is_error,
-        content=[content_to_proto(item) for item in result.content],
         structured=result.structured_json or b"",
         timing=invoke_pb2.Timing(queued_ms=result.queued_ms, duration_ms=result.duration_ms),
         request_id=result.request_id,
     )
+    if result.content:
+        response.content.extend(content_to_proto(item) for item in result.content)
     if result.error is not None:
         e = result.error
         response.error.CopyFrom(
