@@ -53,12 +53,13 @@ def _runtime(args: argparse.Namespace) -> int:
         mesh_address=os.environ.get(MESH_ADDRESS_ENV) or None,
         mesh_token=os.environ.get(MESH_TOKEN_ENV, ""),
         ready_fd=args.ready_fd,
+        socket_path=args.socket_path,
         ready_tag={"spawn": args.spawn_id} if args.spawn_id else {},
     )
     try:
         if args.template:
             exec_argv = _runtime_argv(args) if args.template == "exec" else None
-            return run_template(config, exec_argv)
+            return run_template(config, exec_argv, args.socket_dir)
         return run(config)
     except DefinitionError as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
@@ -353,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     runtime.add_argument("--template", choices=["fork", "exec"], help=argparse.SUPPRESS)
     runtime.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     runtime.add_argument("--spawn-id", help=argparse.SUPPRESS)
+    runtime.add_argument("--socket-path", help=argparse.SUPPRESS)
+    runtime.add_argument("--socket-dir", help=argparse.SUPPRESS)
     runtime.set_defaults(handler=_runtime)
 
     functions = commands.add_parser(

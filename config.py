@@ -148,6 +148,9 @@ class RuntimeConfig(_Section):
     #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
     #: cannot survive a fork, e.g. ones that start threads at import).
     spawn: Literal["fork", "exec"] = "fork"
+    #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
+    #: same messages, see runtimes/socket_protocol.py) or over gRPC like everyone else.
+    transport: Literal["socket", "grpc"] = "socket"
     #: The pods' log level; "warning" silences their per-call log lines.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh

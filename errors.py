@@ -279,6 +279,14 @@ def from_code(code: str, message: str, **kwargs: Any) -> ToolmeshError:
     return cls(message, **kwargs)
 
 
+def rebuild(code: str, message: str, extra: Mapping[str, Any]) -> ToolmeshError:
+    """An error from its code, message and the extra fields `grpc_trailers` carries."""
+    details = dict(extra)
+    param = details.pop("param", None)
+    retry_after = details.pop("retry_after", None)
+    return from_code(code, message, param=param, retry_after=retry_after, details=details)
+
+
 def from_grpc_status(
     status: grpc.StatusCode, message: str, trailers: Sequence[tuple[str, str | bytes]] = ()
 ) -> ToolmeshError:
@@ -288,10 +296,7 @@ def from_grpc_status(
     code = found.get(GRPC_CODE_KEY)
     if isinstance(code, str):
         raw = found.get(GRPC_DETAILS_KEY, b"{}")
-        extra: dict[str, Any] = json.loads(raw) if isinstance(raw, bytes) else {}
-        param = extra.pop("param", None)
-        retry_after = extra.pop("retry_after", None)
-        return from_code(code, message, param=param, retry_after=retry_after, details=extra)
+        return rebuild(code, message, json.loads(raw) if isinstance(raw, bytes) else {})
     cls = _BY_GRPC_STATUS.get(status, InternalError)
     return cls(message or status.name.lower())
 

@@ -12,8 +12,10 @@ import itertools
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,8 @@ class Spawned:
     pid: int
     address: str
     metrics_port: int | None
+    #: The pod's Unix socket for unary calls, when the runtime uses that transport.
+    socket: str | None
 
 
 ExitHandler = Callable[[int, int], None]
@@ -53,9 +57,11 @@ class Template:
         process: asyncio.subprocess.Process,
         specs: list[FunctionSpec],
         namespaces: list[NamespaceSpec],
+        socket_dir: str,
     ) -> None:
         self.config = config
         self.process = process
+        self._socket_dir = socket_dir
         self.specs = specs
         self.namespaces = namespaces
         self.on_exit: ExitHandler = lambda pid, status: None
@@ -73,22 +79,35 @@ class Template:
         command += ["--timeout", str(config.timeout), "--max-inflight", str(config.max_inflight)]
         command += ["--workers", str(config.workers), "--drain-grace", str(config.drain_grace)]
         command += ["--log-level", config.log_level]
+        socket_dir = tempfile.mkdtemp(prefix=f"toolmesh-{config.name}-")
+        if config.transport == "socket":
+            command += ["--socket-dir", socket_dir]
         for module in config.modules:
             command += ["--module", module]
-        process = await asyncio.create_subprocess_exec(
-            *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=LINE_LIMIT
-        )
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+                limit=LINE_LIMIT,
+            )
+        except BaseException:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
         assert process.stdout is not None
         try:
             line = await asyncio.wait_for(process.stdout.readline(), TEMPLATE_START_TIMEOUT)
         except TimeoutError:
             process.kill()
             await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
             raise Unavailable(
                 f"runtime {config.name!r} did not load its modules within {TEMPLATE_START_TIMEOUT:g} s"
             ) from None
         if not line:
             code = await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
             raise Unavailable(
                 f"runtime {config.name!r} exited with status {code} while loading its modules (see its log)"
             )
@@ -99,7 +118,7 @@ class Template:
         log.info(
             "template started", extra={"runtime": config.name, "pid": process.pid, "functions": len(specs)}
         )
-        return cls(config, process, specs, namespaces)
+        return cls(config, process, specs, namespaces, socket_dir)
 
     @property
     def alive(self) -> bool:
@@ -158,7 +177,7 @@ class Template:
             return
         if kind == "ready":
             port, metrics = int(event["grpc_port"]), event.get("metrics_port")
-            waiting.set_result(Spawned(int(event["pid"]), f"127.0.0.1:{port}", metrics))
+            waiting.set_result(Spawned(int(event["pid"]), f"127.0.0.1:{port}", metrics, event.get("socket")))
         elif kind == "failed":
             waiting.set_exception(
                 Unavailable(f"runtime {self.config.name!r} could not start a pod: {event.get('error')}")
@@ -176,3 +195,4 @@ class Template:
             await self.process.wait()
         with contextlib.suppress(asyncio.CancelledError):
             await self._reader
+        shutil.rmtree(self._socket_dir, ignore_errors=True)

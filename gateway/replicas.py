@@ -35,6 +35,7 @@ from toolmesh.gateway.launcher import Template
 from toolmesh.gateway.metrics import PoolMetrics
 from toolmesh.gateway.remote import retry_is_safe
 from toolmesh.gateway.runtime_client import RuntimeClient
+from toolmesh.gateway.socket_client import SocketClient
 from toolmesh.runtimes.executor import Call
 from toolmesh.runtimes.results import Content, Result
 from toolmesh.runtimes.spec import FunctionSpec, NamespaceSpec
@@ -60,10 +61,17 @@ class Replica:
     address: str
     metrics_port: int | None
     client: RuntimeClient
+    #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
+    socket: SocketClient | None
     started_at: float
     state: str = READY
     inflight: int = 0
     last_used: float = field(default=0.0)
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+        await self.client.close()
 
 
 class ReplicaSet:
@@ -151,7 +159,7 @@ class ReplicaSet:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.template.close()
         for replica in self.replicas:
-            await replica.client.close()
+            await replica.close()
         self.replicas.clear()
 
     # -- calls ------------------------------------------------------------------------------
@@ -161,7 +169,8 @@ class ReplicaSet:
         for attempt in (1, 2):
             replica = await self._acquire(deadline)
             try:
-                return await replica.client.invoke(call, max(deadline - self._clock(), 0.001))
+                remaining = max(deadline - self._clock(), 0.001)
+                return await (replica.socket or replica.client).invoke(call, remaining)
             except Unavailable as exc:
                 self._suspect(replica)
                 if attempt == 2 or not retry_is_safe(exc, idempotent):
@@ -209,7 +218,7 @@ class ReplicaSet:
         self._inflight -= 1
         replica.last_used = self._clock()
         if replica.state == GONE and replica.inflight == 0:
-            self._spawn_task(replica.client.close())
+            self._spawn_task(replica.close())
         elif self._held.waiting:
             self._notify()  # a held call may fit now
 
@@ -294,13 +303,14 @@ class ReplicaSet:
             spawned.address,
             spawned.metrics_port,
             RuntimeClient(self.name, spawned.address),
+            SocketClient(self.name, spawned.socket) if spawned.socket else None,
             started_at=now,
             last_used=now,
         )
         if self._closed:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(replica.pid, signal.SIGTERM)
-            await replica.client.close()
+            await replica.close()
             return
         self.replicas.append(replica)
         self._by_pid[replica.pid] = replica
@@ -348,7 +358,7 @@ class ReplicaSet:
             self.replicas.remove(replica)
         replica.state = GONE
         if replica.inflight == 0:
-            self._spawn_task(replica.client.close())
+            self._spawn_task(replica.close())
         if not asked and not self._closed:
             self._metrics.restarts.labels(self.name).inc()
             lived = self._clock() - replica.started_at

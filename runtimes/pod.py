@@ -10,6 +10,7 @@ exits 0.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -31,6 +32,7 @@ from toolmesh.runtimes.metrics import PodMetrics, serve_metrics
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.remote import MeshInvoker
 from toolmesh.runtimes.server import RuntimeServicer
+from toolmesh.runtimes.socket_protocol import serve_socket
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
 DEFAULT_HOST = "127.0.0.1"
@@ -55,6 +57,8 @@ class PodConfig:
     #: The gateway's gRPC address and token, so ctx.invoke reaches the whole mesh.
     mesh_address: str | None = None
     mesh_token: str = ""
+    #: A Unix socket to also serve Invoke on, for the gateway that started this pod.
+    socket_path: str | None = None
     #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
     ready_fd: int | None = None
     #: Extra fields for the ready line, e.g. the spawn id a template process asked for.
@@ -93,6 +97,7 @@ class Pod:
         self.port = 0
         self.metrics_port: int | None = None
         self._metrics_server: asyncio.Server | None = None
+        self._socket_server: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
@@ -115,6 +120,8 @@ class Pod:
         self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         await server.start()
         self.server = server
+        if self.config.socket_path is not None:
+            self._socket_server = await serve_socket(self.executor, self.config.socket_path)
         if self.config.metrics_port is not None:
             self._metrics_server = await serve_metrics(
                 self.metrics_registry, self.config.host, self.config.metrics_port
@@ -131,6 +138,10 @@ class Pod:
         await self.health.enter_graceful_shutdown()
         if self.executor is not None:
             await self.executor.drain(grace)
+        if self._socket_server is not None:
+            self._socket_server.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self.config.socket_path or "")
         if self.server is not None:
             # Whatever still runs after the grace period is cancelled here.
             await self.server.stop(0)
@@ -168,6 +179,7 @@ async def serve(config: PodConfig, registry: Registry | None = None) -> int:
         "grpc_port": pod.port,
         "metrics_port": pod.metrics_port,
         "functions": len(registry),
+        "socket": config.socket_path,
         **config.ready_tag,
     }
     announce(ready, config.ready_fd)

@@ -54,8 +54,16 @@ KILL_MARGIN = 2.0
 
 
 class Template:
-    def __init__(self, config: PodConfig, registry: Registry, exec_argv: Sequence[str] | None) -> None:
+    def __init__(
+        self,
+        config: PodConfig,
+        registry: Registry,
+        exec_argv: Sequence[str] | None,
+        socket_dir: str | None = None,
+    ) -> None:
         self.config = config
+        #: Where pods put the Unix socket the gateway calls them on (see socket_protocol.py).
+        self.socket_dir = socket_dir
         self.registry = registry
         #: When set, each pod is a fresh interpreter running this `toolmesh runtime` command
         #: (slow; for comparison and for modules that cannot survive a fork).
@@ -143,11 +151,15 @@ class Template:
             os.dup2(devnull, 0)
             os.close(devnull)
             die_with_parent(os.getppid())
+            socket = f"{self.socket_dir}/pod-{os.getpid()}.sock" if self.socket_dir else None
             if self.exec_argv is not None:
                 os.set_inheritable(self._control, True)
                 argv = [*self.exec_argv, "--ready-fd", str(self._control), "--spawn-id", spawn]
+                argv += ["--socket-path", socket] if socket else []
                 os.execv(sys.executable, [sys.executable, *argv])
-            config = dataclasses.replace(self.config, ready_fd=self._control, ready_tag={"spawn": spawn})
+            config = dataclasses.replace(
+                self.config, ready_fd=self._control, ready_tag={"spawn": spawn}, socket_path=socket
+            )
             code = run(config, self.registry)
         except BaseException as exc:  # a forked child must always reach os._exit
             traceback.print_exc()
@@ -186,9 +198,11 @@ class Template:
             time.sleep(0.01)
 
 
-def run_template(config: PodConfig, exec_argv: Sequence[str] | None = None) -> int:
+def run_template(
+    config: PodConfig, exec_argv: Sequence[str] | None = None, socket_dir: str | None = None
+) -> int:
     """Load the modules, report them, then fork pods on request until stdin closes."""
     use_working_directory()
     die_with_parent(os.getppid())
     registry = Registry.from_modules(config.modules)
-    return Template(config, registry, exec_argv).serve()
+    return Template(config, registry, exec_argv, socket_dir).serve()
