@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import struct
+from typing import cast
 
 from toolmesh.errors import ToolmeshError, rebuild
 from toolmesh.runtimes import wire
@@ -58,8 +59,8 @@ class FrameReader(asyncio.Protocol):
         self._buffer = bytearray()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, but have its methods.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
