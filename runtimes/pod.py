@@ -10,7 +10,6 @@ exits 0.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import json
 import logging
@@ -32,7 +31,7 @@ from toolmesh.runtimes.metrics import PodMetrics, serve_metrics
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.remote import MeshInvoker
 from toolmesh.runtimes.server import RuntimeServicer
-from toolmesh.runtimes.socket_protocol import serve_socket
+from toolmesh.runtimes.socket_protocol import SocketServer
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
 DEFAULT_HOST = "127.0.0.1"
@@ -97,7 +96,7 @@ class Pod:
         self.port = 0
         self.metrics_port: int | None = None
         self._metrics_server: asyncio.Server | None = None
-        self._socket_server: asyncio.AbstractServer | None = None
+        self._socket_server: SocketServer | None = None
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
@@ -121,7 +120,8 @@ class Pod:
         await server.start()
         self.server = server
         if self.config.socket_path is not None:
-            self._socket_server = await serve_socket(self.executor, self.config.socket_path)
+            self._socket_server = SocketServer(self.executor, self.config.socket_path)
+            await self._socket_server.start()
         if self.config.metrics_port is not None:
             self._metrics_server = await serve_metrics(
                 self.metrics_registry, self.config.host, self.config.metrics_port
@@ -139,9 +139,8 @@ class Pod:
         if self.executor is not None:
             await self.executor.drain(grace)
         if self._socket_server is not None:
+            # Whatever still runs after the grace period is cancelled here (and below for gRPC).
             self._socket_server.close()
-            with contextlib.suppress(OSError):
-                os.unlink(self.config.socket_path or "")
         if self.server is not None:
             # Whatever still runs after the grace period is cancelled here.
             await self.server.stop(0)

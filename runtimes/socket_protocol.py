@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import struct
+from collections.abc import Callable
 from typing import cast
 
 from toolmesh.errors import ToolmeshError, rebuild
@@ -85,9 +86,10 @@ class FrameReader(asyncio.Protocol):
 class PodConnection(FrameReader):
     """The pod's end of one gateway connection: runs INVOKE frames on the executor."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, closed: Callable[[PodConnection], None]) -> None:
         super().__init__()
         self._executor = executor
+        self._closed = closed
         self._calls: dict[int, asyncio.Task[None]] = {}
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
@@ -113,14 +115,43 @@ class PodConnection(FrameReader):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(data)
 
+    def close(self) -> None:
+        """Stop the calls still running (the drain is over) and hang up."""
+        for task in list(self._calls.values()):
+            task.cancel()
+        if self.transport is not None:
+            self.transport.close()
+
     def connection_lost(self, exc: Exception | None) -> None:
         # The gateway went away: nobody will read these answers.
         for task in list(self._calls.values()):
             task.cancel()
+        self._closed(self)
 
 
-async def serve_socket(executor: Executor, path: str) -> asyncio.AbstractServer:
-    """Listen on the Unix socket `path` for the gateway's calls."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    return await asyncio.get_running_loop().create_unix_server(lambda: PodConnection(executor), path)
+class SocketServer:
+    """A pod's socket for the gateway; `close` ends its connections and any calls still running."""
+
+    def __init__(self, executor: Executor, path: str) -> None:
+        self._executor = executor
+        self.path = path
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[PodConnection] = set()
+
+    def _connection(self) -> PodConnection:
+        connection = PodConnection(self._executor, self._connections.discard)
+        self._connections.add(connection)
+        return connection
+
+    async def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        self._server = await asyncio.get_running_loop().create_unix_server(self._connection, self.path)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)

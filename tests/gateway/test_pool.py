@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from toolmesh import AsyncClient, Unavailable
+from toolmesh import AsyncClient, FunctionTimeout, Unavailable
 from toolmesh.gateway.pool import Pool
 from toolmesh.gateway.replicas import ReplicaSet
 from toolmesh.gateway.server import Gateway
@@ -239,3 +239,17 @@ async def test_stopping_the_gateway_stops_templates_and_pods(
     pids = [*ready_pids(gateway), replicas(gateway).template.process.pid]
     await gateway.stop(grace=0)
     await eventually(lambda: not any(alive(pid) for pid in pids))
+
+
+@pytest.mark.parametrize("transport", ["socket", "grpc"])
+async def test_both_transports_to_pods_serve_calls_and_their_failures(
+    gateway_factory: StartGateway, client: Any, transport: str
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "pool_tools", "sample_tools", transport=transport))
+    (await client(gateway).invoke("wait", {}))
+    (replica,) = replicas(gateway).replicas
+    assert (replica.socket is not None) == (transport == "socket")
+    failed = await client(gateway).invoke("fail", {"message": "broken"})
+    assert failed.is_error and "broken" in failed.text
+    with pytest.raises(FunctionTimeout):
+        await client(gateway).invoke("sleepy", {"seconds": 5})
