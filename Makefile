@@ -60,6 +60,8 @@ test: $(STAMPS)/dev protos-check lint
 
 bench: $(STAMPS)/dev
 	$(BIN)/python bench/runtime_invoke.py
+	$(BIN)/python bench/gateway_invoke.py
+	$(BIN)/python bench/cold_start.py
 
 clean:
 	rm -rf $(VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
