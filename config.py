@@ -20,6 +20,11 @@
     rate = 10                   # calls per second, refilled continuously
     burst = 20
 
+    [router]                    # free-text routing, tool retrieval, /v1/execute and sessions
+    enabled = true
+    quantized = true            # the int8 model; false for fp32
+    threshold = 0.5             # fused score below which no function fits
+
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
 
@@ -53,6 +58,31 @@ EXAMPLE_MODULES = (
     "examples.knowledge",
     "examples.streaming",
 )
+
+DEFAULT_ROUTER_K = 5
+#: Fused score (cosine + lexical bonus) the best function needs to count as a match;
+#: calibrated on the BFCL routing set (see bench/RESULTS.md).
+DEFAULT_ROUTER_THRESHOLD = 0.5
+DEFAULT_ROUTER_MAX_TOKENS = 256
+DEFAULT_SESSION_TTL = 24 * 3600.0
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_SESSION_TURNS = 50
+DEFAULT_LLM_TIMEOUT = 20.0
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    return Path(os.environ.get(variable) or Path.home() / fallback) / "toolmesh"
+
+
+def default_cache_dir() -> Path:
+    """Where built models live: ``$XDG_CACHE_HOME/toolmesh`` (``~/.cache/toolmesh``)."""
+    return _xdg("XDG_CACHE_HOME", ".cache")
+
+
+def default_data_dir() -> Path:
+    """Where sessions and cached function embeddings live: ``~/.local/share/toolmesh``."""
+    return _xdg("XDG_DATA_HOME", ".local/share")
+
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -128,10 +158,55 @@ class KeyConfig(_Section):
         return self
 
 
+class LlmConfig(_Section):
+    """An OpenAI-compatible chat endpoint that extracts arguments when the rules cannot."""
+
+    base_url: str
+    model: str
+    #: Environment variable holding the API key (read once at start-up); none for open endpoints.
+    api_key_env: str | None = None
+    timeout: float = Field(DEFAULT_LLM_TIMEOUT, gt=0)
+
+
+class RouterConfig(_Section):
+    """The embedding router: model, threshold, sessions."""
+
+    #: Off: /v1/route, /v1/execute and ?query= answer 503 and no model is loaded.
+    enabled: bool = True
+    #: Built models, keyed by the source weights' hash.
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    #: Sessions and cached function embeddings.
+    data_dir: Path = Field(default_factory=default_data_dir)
+    #: The int8 model (default) or the fp32 one.
+    quantized: bool = True
+    #: Your own ONNX sentence-embedding model and its tokenizer.json, instead of the built one.
+    model: Path | None = None
+    tokenizer: Path | None = None
+    max_tokens: int = Field(DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
+    threshold: float = DEFAULT_ROUTER_THRESHOLD
+    #: Candidates returned when the request does not say.
+    k: int = Field(DEFAULT_ROUTER_K, ge=1, le=100)
+    #: Seconds a session lives after its last use, and how many are kept at most.
+    session_ttl: float = Field(DEFAULT_SESSION_TTL, gt=0)
+    max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1)
+    #: Turns remembered per session (older ones are dropped).
+    session_turns: int = Field(DEFAULT_SESSION_TURNS, ge=1)
+    llm: LlmConfig | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> RouterConfig:
+        if (self.model is None) != (self.tokenizer is None):
+            raise ValueError(
+                "give both `model` (an .onnx file) and `tokenizer` (its tokenizer.json), or neither"
+            )
+        return self
+
+
 class MeshConfig(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     runtimes: tuple[RuntimeConfig, ...] = ()
     keys: tuple[KeyConfig, ...] = ()
+    router: RouterConfig = Field(default_factory=RouterConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:

@@ -3,7 +3,8 @@
 GET  /v1/functions                    the catalog (what the key may call)
 GET  /v1/functions/{name}             one function
 POST /v1/functions/{name}/invoke      call it; the body is the arguments object
-GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions
+GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
+POST /v1/route, POST /v1/execute      free-text routing and execution (gateway/routing.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
 GET  /openapi.json, /healthz, /readyz, /metrics
@@ -23,12 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from toolmesh.config import RouterConfig
 from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
 from toolmesh.gateway.formats import parse_tool_format, spec_to_dict, tool_definition
 from toolmesh.gateway.mesh import CallOptions, Mesh, raise_for_call_error
 from toolmesh.gateway.openapi import openapi_document
 from toolmesh.gateway.payloads import arguments_body, parse_json, read_body, result_json
+from toolmesh.gateway.routing import router_routes, tools_for_query
 from toolmesh.gateway.toolcalls import parse_tool_calls, render_results
+from toolmesh.router.service import RouterService
 
 log = logging.getLogger("toolmesh.gateway")
 
@@ -59,9 +63,13 @@ def _options(request: Request) -> CallOptions:
     return CallOptions(request_id=headers.get("x-request-id", ""), session_id=headers.get("x-session-id", ""))
 
 
-def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None) -> Starlette:
-    """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness."""
+def create_app(
+    mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None, router: RouterService | None = None
+) -> Starlette:
+    """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
+    `router` serves the routing endpoints (without one they answer 503)."""
     config = mesh.config
+    router = router or RouterService(RouterConfig(enabled=False))
 
     async def body(request: Request) -> bytes:
         return await read_body(request.stream(), request.headers.get("content-length"), config.max_body_bytes)
@@ -88,6 +96,10 @@ def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None
         caller = principal(request)
         fmt = parse_tool_format(request.query_params.get("format", "openai"))
         strict = _flag(request, "strict")
+        query = request.query_params.get("query")
+        if query is not None:
+            k = request.query_params.get("k")
+            return _json(tools_for_query(mesh, router, caller, query, k, fmt, strict))
         definitions = [tool_definition(spec, fmt, strict=strict) for spec in mesh.functions(caller)]
         return _json({"tools": definitions})
 
@@ -156,6 +168,7 @@ def create_app(mesh: Mesh, ready: Callable[[], Mapping[str, bool]] | None = None
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *router_routes(mesh, router, body, principal, _options),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         ToolmeshError: toolmesh_error,

@@ -32,6 +32,8 @@ from toolmesh.gateway.catalog import Catalog
 from toolmesh.gateway.grpc_service import MeshServicer
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.pool import LocalPool, MeshAccess, RuntimePool
+from toolmesh.gateway.routing import spec_documents
+from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -83,6 +85,7 @@ class Gateway:
     http_port: int
     grpc_port: int
     _http_task: asyncio.Task[None] = field(repr=False)
+    router: RouterService | None = None
 
     @property
     def url(self) -> str:
@@ -94,6 +97,8 @@ class Gateway:
             await self._http_task
         await self.grpc_server.stop(grace)
         await self.pool.close()
+        if self.router is not None:
+            await self.router.aclose()
 
 
 async def start_gateway(
@@ -121,9 +126,12 @@ async def start_gateway(
         await pool.close()
         raise
     mesh = Mesh(catalog, pool, auth, settings)
+    # Loads a cached model here (fast); a missing one is built in the background.
+    router = RouterService(config.router, environ=dict(environ) if environ is not None else None)
+    await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)
+    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh, router), grpc_server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
     reflection.enable_server_reflection(
         (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
@@ -132,7 +140,7 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    app = create_app(mesh, ready=pool.readiness)
+    app = create_app(mesh, ready=pool.readiness, router=router)
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )
@@ -160,7 +168,7 @@ async def start_gateway(
             "functions": len(catalog),
         },
     )
-    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task)
+    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, router)
 
 
 async def serve(config: MeshConfig) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RuntimeConfig
+from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RouterConfig, RuntimeConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 
 from ..conftest import pod_env  # type: ignore[import-not-found]
@@ -35,12 +35,15 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
         *runtimes: RuntimeConfig,
         keys: Sequence[KeyConfig] = (),
         environ: dict[str, str] | None = None,
+        router: RouterConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
             gateway=GatewayConfig(http_port=0, grpc_port=0, **settings),
             runtimes=runtimes or (runtime(),),
             keys=tuple(keys),
+            # The router has its own tests (tests/router, tests/gateway/test_routing.py).
+            router=router or RouterConfig(enabled=False),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
