@@ -19,10 +19,16 @@ from typing import Any, Literal
 import numpy as np
 
 from toolmesh.router.embedder import Embedder
-from toolmesh.router.index import FunctionIndex
+from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.text import Document
 
 Match = Literal["id", "name"]
+
+#: The calibrated threshold is the highest that still keeps this share of correct top matches.
+KEEP_TARGET = 0.95
+#: For calibration, a query's "no fit" twin is the same query with its function, every
+#: function of the same name and every near-duplicate (cosine at least this) removed.
+NEAR_DUPLICATE = 0.6
 
 
 class EvalInputError(Exception):
@@ -51,6 +57,9 @@ class EvalReport:
     latency_p50_ms: float
     latency_p95_ms: float
     index_build_s: float
+    #: Highest threshold keeping KEEP_TARGET of correct matches, and the share of "no fit" twins it rejects.
+    threshold: float
+    threshold_rejects: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +75,8 @@ class EvalReport:
             ("route p50 (ms)", f"{self.latency_p50_ms:.2f}"),
             ("route p95 (ms)", f"{self.latency_p95_ms:.2f}"),
             ("index build (s)", f"{self.index_build_s:.2f}"),
+            (f"threshold (keeps {100 * KEEP_TARGET:.0f}%)", f"{self.threshold:.3f}"),
+            ("  rejects no-fit", f"{100 * self.threshold_rejects:.1f}%"),
         ]
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
@@ -124,6 +135,33 @@ def load_queries(path: Path) -> list[Query]:
     return queries
 
 
+def _first_hit(ranked: Sequence[Candidate], query: Query, match: Match, k: int, names: dict[str, str]) -> int:
+    """1-based rank of the first accepted candidate within the top k (0: none). With
+    match="name", entries sharing a name count once: a tool list cannot hold two of them."""
+    seen: set[str] = set()
+    rank = 0
+    for candidate in ranked:
+        name = names[candidate.key] if match == "name" else candidate.key
+        if name in seen:
+            continue
+        seen.add(name)
+        rank += 1
+        if rank > k:
+            return 0
+        if query.accepts(candidate.key, match):
+            return rank
+    return 0
+
+
+def calibrate(positives: Sequence[float], negatives: Sequence[float]) -> tuple[float, float]:
+    """The highest threshold that keeps KEEP_TARGET of `positives`, and the share of `negatives` below it."""
+    if not positives:
+        return 0.0, 0.0
+    threshold = float(np.quantile(np.array(positives), 1.0 - KEEP_TARGET))
+    rejected = float(np.mean(np.array(negatives) < threshold)) if negatives else 0.0
+    return threshold, rejected
+
+
 def evaluate(
     embedder: Embedder,
     pool: Sequence[Document],
@@ -138,21 +176,39 @@ def evaluate(
     index = index or FunctionIndex(embedder)
     index.sync(pool)
     build = time.perf_counter() - started
+    names = {doc.key: doc.name for doc in pool}
+    slot_keys = index.slot_keys()
+    depth = 4 * k if match == "name" else k
     hits_1 = hits_k = 0
     reciprocal = 0.0
     latencies = []
+    positives: list[float] = []
+    negatives: list[float] = []
     for query in queries:
         began = time.perf_counter()
-        ranked = index.search(query.prompt, k)
+        vector = embedder.embed([query.prompt])[0]
+        ranked = index.search(query.prompt, depth, query_vector=vector)
         latencies.append(time.perf_counter() - began)
-        for rank, candidate in enumerate(ranked, 1):
-            if query.accepts(candidate.key, match):
-                hits_1 += rank == 1
-                hits_k += 1
-                reciprocal += 1.0 / rank
-                break
+        rank = _first_hit(ranked, query, match, k, names)
+        if rank:
+            hits_1 += rank == 1
+            hits_k += 1
+            reciprocal += 1.0 / rank
+        if rank == 1:
+            positives.append(ranked[0].score)
+        if query.expected in index:
+            gone = index.similar(query.expected, NEAR_DUPLICATE)
+            fused = index.score_all(query.prompt, vector)[0]
+            remaining = [
+                float(score)
+                for key, score in zip(slot_keys, fused, strict=True)
+                if key is not None and key not in gone and not query.accepts(key, "name")
+            ]
+            if remaining:
+                negatives.append(max(remaining))
     n = max(len(queries), 1)
     ms = np.array(latencies or [0.0]) * 1000
+    threshold, rejects = calibrate(positives, negatives)
     return EvalReport(
         functions=len(pool),
         queries=len(queries),
@@ -164,4 +220,6 @@ def evaluate(
         latency_p50_ms=float(np.percentile(ms, 50)),
         latency_p95_ms=float(np.percentile(ms, 95)),
         index_build_s=build,
+        threshold=threshold,
+        threshold_rejects=rejects,
     )

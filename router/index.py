@@ -6,12 +6,13 @@ changed ones, taking vectors from the on-disk `EmbeddingCache` when it has them.
 
 Fusion (tuned on the BFCL pool, see bench/RESULTS.md)::
 
-    score = cosine(query, function) + LEXICAL_WEIGHT * bm25 / (bm25 + LEXICAL_HALF)
+    score = cosine(query, function) + LEXICAL_WEIGHT * bm25(query, function)
 
-The lexical part saturates, so it lifts functions that share rare words with the
-prompt without letting a long prompt's many matches swamp the embedding, and
-the score stays on one absolute scale, which is what makes a fixed "no function
-fits" threshold meaningful across prompts and catalogs.
+A weighted sum of the raw scores beat reciprocal-rank fusion, per-query z-score
+or max normalisation, and a saturating lexical term on that set; it also keeps
+the score on one absolute scale (a cosine plus a bonus for shared rare words),
+which is what lets one calibrated "no function fits" threshold serve every
+prompt and catalog.
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from toolmesh.router.embcache import EmbeddingCache
 from toolmesh.router.embedder import Embedder, Vectors
 from toolmesh.router.text import Document, terms
 
-LEXICAL_WEIGHT = 0.3
-LEXICAL_HALF = 8.0
+LEXICAL_WEIGHT = 0.015
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +54,10 @@ class Fusion:
     """How the two scores combine; the defaults are the tuned ones."""
 
     lexical_weight: float = LEXICAL_WEIGHT
-    lexical_half: float = LEXICAL_HALF
 
     def fuse(self, dense: NDArray[np.float32], lexical: NDArray[np.float32]) -> NDArray[np.float32]:
-        saturated = lexical / (lexical + self.lexical_half)
-        return (dense + self.lexical_weight * saturated).astype(np.float32)
+        fused: NDArray[np.float32] = (dense + self.lexical_weight * lexical).astype(np.float32)
+        return fused
 
 
 class FunctionIndex:
@@ -155,6 +154,19 @@ class FunctionIndex:
         removed = self.remove([key for key in self._slots if key not in wanted])
         report = self.upsert(wanted.values())
         return SyncReport(report.added, report.updated, removed, report.embedded)
+
+    def slot_keys(self) -> list[str | None]:
+        """The key in each slot of `score_all`'s arrays (None for a free slot)."""
+        keys: list[str | None] = [None] * len(self._used)
+        for key, slot in self._slots.items():
+            keys[slot] = key
+        return keys
+
+    def similar(self, key: str, min_cosine: float) -> set[str]:
+        """Functions whose embedding is at least this close to `key`'s (itself included)."""
+        size = len(self._used)
+        cosines = self._vectors[:size] @ self._vectors[self._slots[key]]
+        return {k for k, slot in self._slots.items() if cosines[slot] >= min_cosine}
 
     # -- ranking -----------------------------------------------------------------------------
 
