@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,8 @@ _PLACE_WORDS = words("city location place country destination address town regio
 _TEXT_WORDS = words(
     "text query q message content expression question prompt body search keyword keywords topic term"
 )
+_EMAIL_HINTS = {"email", "mail"}
+_URL_HINTS = {"url", "link", "website", "uri", "href"}
 _FROM_WORDS = words("origin source from departure start")
 _TO_WORDS = words("destination to arrival end target")
 
@@ -62,6 +64,16 @@ class Param:
     @property
     def about(self) -> str:
         return f"{split_identifier(self.name)} {self.schema.get('description') or ''}".lower()
+
+    @property
+    def about_words(self) -> set[str]:
+        return set(re.findall(r"[a-z]+", self.about))
+
+    def wants(self, formats: tuple[str, ...], hints: set[str]) -> bool:
+        """Whether the schema's format, the name, or the head of the description ("Recipient
+        email address", not "Subject line of the email") asks for this kind of value."""
+        head = re.findall(r"[a-z]+", str(self.schema.get("description") or "").lower())[:3]
+        return self.schema.get("format") in formats or bool((self.tokens | set(head)) & hints)
 
     @property
     def type(self) -> str:
@@ -125,13 +137,20 @@ def _target_unit(param: Param) -> str:
 
 
 def _cue_score(param: Param, text: _Text, number: v.Number) -> float:
-    context = text.before(number.start) | {number.unit}
-    after = re.findall(r"[a-z]+", text.text[number.end :].lower())[:2]
-    cues = {w for w in param.tokens if w not in STOPWORDS} | {w.rstrip("s") for w in param.tokens}
-    score = len(cues & (context | set(after))) + len(cues & {w.rstrip("s") for w in context | set(after)})
-    if number.unit and number.unit in v.UNITS and _target_unit(param):
-        score += 1 if v.UNITS[number.unit][0] == v.UNITS[_target_unit(param)][0] else -2
-    if number.unit == "%" and ("percent" in param.about or "rate" in param.about):
+    """How strongly the words around a number point at this parameter: its name just
+    before the number counts double ("height of 5"), just after it once ("5 days")."""
+
+    def fold(words: Iterable[str]) -> set[str]:
+        return {w.rstrip("s") for w in words if w not in STOPWORDS}
+
+    cues = fold(param.tokens)
+    before = fold(text.before(number.start))
+    after = fold(re.findall(r"[a-z]+", text.text[number.end :].lower())[:2]) | fold([number.unit])
+    score = 2.0 * len(cues & before) + len(cues & after)
+    target = _target_unit(param)
+    if number.unit in v.UNITS and target:
+        score += 1 if v.UNITS[number.unit][0] == v.UNITS[target][0] else -2
+    if number.unit == "%" and ({"percent", "percentage", "rate"} & param.about_words):
         score += 1
     return score
 
@@ -165,9 +184,12 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
             out.arguments[param.name], out.sources[param.name] = value, "number"
             used.add(number.start)
             text.take(number.start, number.end)
-    # Numbers nobody's name claimed go, in order, to required numeric parameters.
+    # Numbers nobody's name claimed go, in order, to required numeric parameters, or to
+    # the one optional numeric parameter left ("order 2 tents": quantity).
     rest = [n for n in found if n.start not in used and text.free(n.start, n.end)]
-    for param in (p for p in numeric if p.required and p.name not in out.arguments):
+    open_params = [p for p in numeric if p.name not in out.arguments]
+    takers = [p for p in open_params if p.required] or (open_params if len(open_params) == 1 else [])
+    for param in takers:
         while rest:
             number = rest.pop(0)
             value = _number_value(param, number)
@@ -238,7 +260,7 @@ def _identifier(param: Param, text: _Text) -> str | None:
     for m in re.finditer(r"#?([A-Za-z]*[-_]?\d[\w-]*)", text.text):
         if not text.free(m.start(), m.end()):
             continue
-        if not cues or text.before(m.start(), 3) & {c.rstrip("s") for c in cues} | set(cues):
+        if not cues or text.before(m.start(), 3) & ({c.rstrip("s") for c in cues} | set(cues)):
             text.take(m.start(), m.end())
             return m.group(1)
     return None
@@ -256,10 +278,11 @@ def _free_text(text: _Text) -> str | None:
 def _string(param: Param, text: _Text, quotes: list[v.Span], today: dt.date) -> str | None:
     fmt = str(param.schema.get("format") or "")
     tokens = param.tokens
-    if fmt == "email" or "email" in tokens:
-        return _first(v.spans(v.EMAIL, text.text), text)
-    if fmt in ("uri", "url") or tokens & {"url", "link", "website", "uri", "href"}:
-        return _first(v.spans(v.URL, text.text), text)
+    for pattern, formats, hints in ((v.EMAIL, ("email",), _EMAIL_HINTS), (v.URL, ("uri", "url"), _URL_HINTS)):
+        if param.wants(formats, hints):
+            found = _first(v.spans(pattern, text.text), text)
+            if found is not None:
+                return found
     if fmt in ("date", "date-time") or tokens & {"date", "day", "when", "datetime", "deadline"}:
         return _date_value(param, text, today)
     if fmt == "time" or "time" in tokens:
@@ -300,14 +323,11 @@ def extract_arguments(
     text = _Text(prompt)
     out = Extraction()
     params = parameters(schema)
-    # URLs and emails first, so their digits and words are not read as anything else.
-    for pattern in (v.URL, v.EMAIL):
-        for span in v.spans(pattern, prompt):
-            if not any(
-                p.schema.get("format") in ("uri", "url", "email")
-                or p.tokens & {"url", "link", "email", "website"}
-                for p in params
-            ):
+    # URLs and emails no parameter wants are set aside, so their digits and words are
+    # not read as anything else.
+    for pattern, formats, hints in ((v.URL, ("uri", "url"), _URL_HINTS), (v.EMAIL, ("email",), _EMAIL_HINTS)):
+        if not any(p.wants(formats, hints) for p in params):
+            for span in v.spans(pattern, prompt):
                 text.take(span.start, span.end)
     quotes = v.spans(v.QUOTED, prompt)
 

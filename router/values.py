@@ -125,9 +125,8 @@ def numbers(text: str) -> list[Number]:
 
 # A place is a run of capitalised words after a preposition ("in New York", "to São Paulo"),
 # or, in an all-lowercase prompt, up to three words after one.
-_PLACE = re.compile(
-    r"\b(in|for|at|to|from|near|around|of)\s+((?:[^\W\d_][\w'.-]*)(?:(?:\s+|,\s*)[^\W\d_][\w'.-]*){0,3})"
-)
+_PREPOSITION = re.compile(r"\b(in|for|at|to|from|near|around|of)\s+(?=[^\W\d_])", re.I)
+_PLACE_WORD = re.compile(r"[^\W\d_][\w'.-]*")
 _PLACE_STOP = words(
     "a an the and or but with without on at by for to from in of this that next today tomorrow tonight "
     "yesterday please now then week weeks day days hours minutes celsius fahrenheit me my our their"
@@ -135,22 +134,30 @@ _PLACE_STOP = words(
 
 
 def places(text: str) -> list[tuple[str, Span]]:
-    """(preposition, place) pairs in order of appearance."""
-    found = []
-    for m in _PLACE.finditer(text):
-        words = re.split(r"(\s+|,\s*)", m.group(2))
-        kept: list[str] = []
-        capitalised = m.group(2)[0].isupper()
-        for word in words[::2]:
-            bare = word.rstrip(".")
+    """(preposition, place) pairs in order of appearance; capitalised ones only, if there are any."""
+    found: list[tuple[str, Span, bool]] = []
+    for m in _PREPOSITION.finditer(text):
+        kept: list[re.Match[str]] = []
+        position = m.end()
+        capitalised = text[position].isupper()
+        while len(kept) < 4:
+            word = _PLACE_WORD.match(text, position)
+            if word is None:
+                break
+            bare = word.group(0).rstrip(".")
             if bare.lower() in _PLACE_STOP or (capitalised and not bare[:1].isupper()):
                 break
-            kept.append(bare)
-        if not kept:
-            continue
-        place = " ".join(kept)
-        found.append((m.group(1).lower(), Span(m.start(2), m.start(2) + len(place), place)))
-    return found
+            kept.append(word)
+            gap = re.match(r"\s+|,\s*", text[word.end() :])
+            if gap is None:
+                break
+            position = word.end() + gap.end()
+        if kept and (capitalised or len(kept) <= 3):
+            end = kept[-1].start() + len(kept[-1].group(0).rstrip("."))
+            found.append((m.group(1).lower(), Span(m.end(), end, text[m.end() : end]), capitalised))
+    if any(capital for _, _, capital in found):
+        found = [entry for entry in found if entry[2]]
+    return [(prep, span) for prep, span, _ in found]
 
 
 def enum_match(text: str, options: Sequence[object], cutoff: float = 0.8) -> tuple[object, Span] | None:

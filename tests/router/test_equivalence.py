@@ -22,10 +22,7 @@ REFERENCE = json.loads((Path(__file__).parent / "reference" / "reference_embeddi
 def cosines(embedder: OnnxEmbedder, one_at_a_time: bool) -> np.ndarray:
     sentences = REFERENCE["sentences"]
     expected = np.array(REFERENCE["embeddings"], np.float32)
-    if one_at_a_time:
-        got = np.vstack([embedder.embed([s]) for s in sentences])
-    else:
-        got = embedder.embed(sentences)
+    got = np.vstack([embedder.embed([s]) for s in sentences]) if one_at_a_time else embedder.embed(sentences)
     return (got * expected).sum(axis=1)
 
 

@@ -104,7 +104,7 @@ def test_a_user_model_from_config_is_used_as_given(built_model: BuiltModel, tmp_
     assert embedder.embed(["hello"]).shape == (1, 384)
     assert not (tmp_path / "models").exists(), "a user model needs no build"
     missing = RouterConfig(model=tmp_path / "nope.onnx", tokenizer=built_model.tokenizer)
-    with pytest.raises(FileNotFoundError, match="nope.onnx"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.onnx"):
         open_embedder(missing)
 
 
