@@ -53,11 +53,12 @@ def _eval(args: argparse.Namespace) -> int:
     try:
         pool = load_pool(Path(args.catalog))
         queries = load_queries(Path(args.queries))
-        embedder = open_embedder(_config(args), progress=_progress)
+        config = _config(args)
+        embedder = open_embedder(config, progress=_progress)
     except (ConfigError, EvalInputError, ModelUnavailable, OSError, ValueError) as exc:
         print(f"toolmesh router eval: {exc}", file=sys.stderr)
         return 2
-    report = evaluate(embedder, pool, queries, k=args.k, match=args.match)
+    report = evaluate(embedder, pool, queries, k=args.k, match=args.match, threshold=config.threshold)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
     return 0
 

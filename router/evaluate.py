@@ -11,23 +11,23 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from toolmesh.config import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedder import Embedder
 from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.text import Document
 
 Match = Literal["id", "name"]
 
-#: The calibrated threshold is the highest that still keeps this share of correct top matches.
-KEEP_TARGET = 0.95
-#: For calibration, a query's "no fit" twin is the same query with its function, every
-#: function of the same name and every near-duplicate (cosine at least this) removed.
+#: A query's "no fit" twin is the same query with its function, every function of the same
+#: name and every near-duplicate (embedding cosine at least this) taken out of the catalog:
+#: the threshold should turn it away.
 NEAR_DUPLICATE = 0.6
 
 
@@ -57,8 +57,10 @@ class EvalReport:
     latency_p50_ms: float
     latency_p95_ms: float
     index_build_s: float
-    #: Highest threshold keeping KEEP_TARGET of correct matches, and the share of "no fit" twins it rejects.
+    #: The "no function fits" threshold evaluated, the share of correct top matches that clear
+    #: it, and the share of "no fit" twins it turns away.
     threshold: float
+    threshold_keeps: float
     threshold_rejects: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,8 +77,9 @@ class EvalReport:
             ("route p50 (ms)", f"{self.latency_p50_ms:.2f}"),
             ("route p95 (ms)", f"{self.latency_p95_ms:.2f}"),
             ("index build (s)", f"{self.index_build_s:.2f}"),
-            (f"threshold (keeps {100 * KEEP_TARGET:.0f}%)", f"{self.threshold:.3f}"),
-            ("  rejects no-fit", f"{100 * self.threshold_rejects:.1f}%"),
+            ("threshold", f"{self.threshold:.3f}"),
+            ("  keeps correct matches", f"{100 * self.threshold_keeps:.1f}%"),
+            ("  rejects no-fit twins", f"{100 * self.threshold_rejects:.1f}%"),
         ]
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
@@ -153,13 +156,8 @@ def _first_hit(ranked: Sequence[Candidate], query: Query, match: Match, k: int, 
     return 0
 
 
-def calibrate(positives: Sequence[float], negatives: Sequence[float]) -> tuple[float, float]:
-    """The highest threshold that keeps KEEP_TARGET of `positives`, and the share of `negatives` below it."""
-    if not positives:
-        return 0.0, 0.0
-    threshold = float(np.quantile(np.array(positives), 1.0 - KEEP_TARGET))
-    rejected = float(np.mean(np.array(negatives) < threshold)) if negatives else 0.0
-    return threshold, rejected
+def _share(values: Sequence[float], accept: Callable[[float], bool]) -> float:
+    return sum(1 for v in values if accept(v)) / len(values) if values else 0.0
 
 
 def evaluate(
@@ -169,6 +167,7 @@ def evaluate(
     *,
     k: int = 5,
     match: Match = "name",
+    threshold: float = DEFAULT_ROUTER_THRESHOLD,
     index: FunctionIndex | None = None,
 ) -> EvalReport:
     """Index `pool` (timed), route every query one at a time (timed), and score the rankings."""
@@ -208,7 +207,6 @@ def evaluate(
                 negatives.append(max(remaining))
     n = max(len(queries), 1)
     ms = np.array(latencies or [0.0]) * 1000
-    threshold, rejects = calibrate(positives, negatives)
     return EvalReport(
         functions=len(pool),
         queries=len(queries),
@@ -221,5 +219,6 @@ def evaluate(
         latency_p95_ms=float(np.percentile(ms, 95)),
         index_build_s=build,
         threshold=threshold,
-        threshold_rejects=rejects,
+        threshold_keeps=_share(positives, lambda score: score >= threshold),
+        threshold_rejects=_share(negatives, lambda score: score < threshold),
     )

@@ -19,7 +19,7 @@ def python_snippet(base_url: str, function: str, arguments: Mapping[str, Any], *
         "",
         f"mesh = toolmesh.Client({base_url!r}{key})",
         f"result = mesh.invoke({function!r}, {dict(arguments)!r})",
-        "print(result.structured if result.structured is not None else result.content)",
+        "print(result.value)",
     ]
     return "\n".join(lines)
 

@@ -110,3 +110,52 @@ def test_function_embeddings_are_cached_on_disk_by_text_hash(
     assert restarted.search("rain tomorrow?", 1)[0].key == "get_weather"
     edited = Document("send_email", "send_email", "Send an email message with attachments.")
     assert restarted.sync([*DOCS[:3], edited]).embedded == 1
+
+
+# Short prompts for the functions `toolmesh up` serves (examples/ and the test tools), and
+# prompts none of them fits: the default threshold was chosen to split these (bench/RESULTS.md).
+FITS = [
+    "What's the weather like in Oslo?",
+    "weather in Rome",
+    "add 2 and 3",
+    "What is 2 ** 10 / 4",
+    "order 2 tents",
+    "track order ord-1001",
+    "cancel my order ord-1002",
+    "set a timer for 5 minutes",
+    "email bob@example.com",
+    "book a flight from Oslo to Rome tomorrow",
+    "will it rain in Paris this week",
+    "what should I pack for Tokyo",
+    "convert 30 celsius to fahrenheit",
+    "divide 10 by 4",
+    "count down from 10",
+    "summarise this text: the cat sat on the mat",
+]
+NO_FIT = [
+    "bake a chocolate cake",
+    "tell me a joke",
+    "hello",
+    "who won the world cup in 2018",
+    "play some jazz music",
+    "what's the meaning of life",
+    "how tall is Mount Everest",
+    "turn off the living room lights",
+    "call my mom",
+    "recommend a good novel",
+    "how do I fix a flat bicycle tire",
+    "thanks!",
+]
+
+
+def test_the_default_threshold_splits_fitting_from_unrelated_prompts(int8_embedder: OnnxEmbedder) -> None:
+    from toolmesh.config import EXAMPLE_MODULES
+    from toolmesh.gateway.routing import spec_documents
+    from toolmesh.runtimes.registry import Registry
+
+    index = FunctionIndex(int8_embedder)
+    index.sync(spec_documents(Registry.from_modules(["router_tools", *EXAMPLE_MODULES]).specs()))
+    router = Router(index, DEFAULT_ROUTER_THRESHOLD)
+    matched = sum(router.route(p, 1).match is not None for p in FITS)
+    refused = sum(router.route(p, 1).match is None for p in NO_FIT)
+    assert matched >= 0.9 * len(FITS) and refused >= 0.9 * len(NO_FIT)
