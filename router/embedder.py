@@ -69,6 +69,8 @@ class OnnxEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Inputs change shape with every text: a memory arena would only grow.
+        options.enable_cpu_mem_arena = False
         self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         if "input_ids" not in self._inputs:
