@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_HTTP_PORT = 8080
@@ -192,6 +192,11 @@ class RouterConfig(_Section):
     #: Turns remembered per session (older ones are dropped).
     session_turns: int = Field(DEFAULT_SESSION_TURNS, ge=1)
     llm: LlmConfig | None = None
+
+    @field_validator("cache_dir", "data_dir", "model", "tokenizer")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser()
 
     @model_validator(mode="after")
     def _check(self) -> RouterConfig:

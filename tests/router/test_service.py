@@ -71,3 +71,23 @@ async def test_a_disabled_or_broken_router_explains_itself(tmp_path: Path) -> No
     with pytest.raises(toolmesh.Unavailable, match=r"no\.onnx") as caught:
         broken.router()
     assert caught.value.retry_after is None, "retrying will not help"
+
+
+def test_the_router_section_of_the_config(tmp_path: Path) -> None:
+    from toolmesh.config import ConfigError, parse_config
+
+    config = parse_config(
+        {
+            "router": {
+                "cache_dir": "~/models",
+                "threshold": 0.4,
+                "llm": {"base_url": "http://x/v1", "model": "m"},
+            }
+        }
+    ).router
+    assert config.cache_dir == Path.home() / "models" and config.threshold == 0.4 and config.quantized
+    assert config.llm is not None and config.llm.timeout == 20.0 and config.k == 5
+    with pytest.raises(ConfigError, match="give both `model`"):
+        parse_config({"router": {"model": "mine.onnx"}})
+    with pytest.raises(ConfigError, match=r"router\.k"):
+        parse_config({"router": {"k": 0}})
