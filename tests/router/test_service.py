@@ -91,3 +91,13 @@ def test_the_router_section_of_the_config(tmp_path: Path) -> None:
         parse_config({"router": {"model": "mine.onnx"}})
     with pytest.raises(ConfigError, match=r"router\.k"):
         parse_config({"router": {"k": 0}})
+
+
+def test_the_public_surface_of_toolmesh_router() -> None:
+    import toolmesh.router
+
+    for name in toolmesh.router.__all__:
+        assert getattr(toolmesh.router, name).__module__.startswith("toolmesh.router."), name
+    assert {"Embedder", "FunctionIndex", "Router", "RouterService", "extract_arguments"} <= set(
+        toolmesh.router.__all__
+    )
