@@ -64,6 +64,9 @@ DEFAULT_ROUTER_K = 5
 #: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
 DEFAULT_ROUTER_THRESHOLD = 0.3
 DEFAULT_ROUTER_MAX_TOKENS = 256
+#: onnxruntime threads per prompt. One: a second one barely shortens a short prompt on two
+#: cores, and its spinning takes CPU from everything else in the process (bench/RESULTS.md).
+DEFAULT_ROUTER_THREADS = 1
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
@@ -183,6 +186,7 @@ class RouterConfig(_Section):
     model: Path | None = None
     tokenizer: Path | None = None
     max_tokens: int = Field(DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
+    threads: int = Field(DEFAULT_ROUTER_THREADS, ge=1, le=64)
     threshold: float = DEFAULT_ROUTER_THRESHOLD
     #: Candidates returned when the request does not say.
     k: int = Field(DEFAULT_ROUTER_K, ge=1, le=100)

@@ -10,8 +10,8 @@ or by hand, in any venv that has toolmesh[bench] and the model package:
 The catalog is the shared BFCL pool, topped up to --functions with renamed copies
 (a namespace per copy, so every function is distinct). Function embeddings are cached
 under --data-dir, so only the first run pays for indexing. Both sides see the same
-prompts (BFCL queries), one at a time, after a warm-up; the router runs on one
-onnxruntime thread, torch on its default threads.
+prompts (BFCL queries), one at a time, after a warm-up; onnxruntime uses --threads
+([router] threads, 1 by default), torch its default threads.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def main() -> int:
     parser.add_argument("--queries", default=str(SHARED / "bfcl_pool_queries.jsonl"))
     parser.add_argument("--cache-dir", help="model cache (default: the [router] default)")
     parser.add_argument("--data-dir", default=str(Path(tempfile.gettempdir()) / "toolmesh-bench-router"))
+    parser.add_argument("--threads", type=int, help="onnxruntime threads (default: [router] threads)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -75,7 +76,10 @@ def main() -> int:
     from toolmesh.router.routing import Router
     from toolmesh.router.service import open_embedder
 
-    config = RouterConfig(**({"cache_dir": Path(args.cache_dir)} if args.cache_dir else {}))
+    settings: dict[str, object] = {"cache_dir": Path(args.cache_dir)} if args.cache_dir else {}
+    if args.threads:
+        settings["threads"] = args.threads
+    config = RouterConfig.model_validate(settings)
     embedder = open_embedder(config, progress=lambda step: print(f"model: {step}", file=sys.stderr))
     pool = load_pool(Path(args.pool))
     docs = list(pool)
@@ -120,6 +124,7 @@ def main() -> int:
         "cores": os.cpu_count(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "onnxruntime_threads": config.threads,
         "latency_ms": {
             name: {
                 "p50": round(percentile(v, 0.5), 3),

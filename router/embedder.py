@@ -52,7 +52,12 @@ class OnnxEmbedder:
     """An ONNX Runtime session plus a Hugging Face `tokenizers` tokenizer."""
 
     def __init__(
-        self, model: Path, tokenizer: Path, *, max_tokens: int = DEFAULT_MAX_TOKENS, threads: int = 1
+        self,
+        model: Path,
+        tokenizer: Path,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        threads: int = 1,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -65,7 +70,7 @@ class OnnxEmbedder:
         )
         self._tokenizer.enable_truncation(max_tokens)
         options = ort.SessionOptions()
-        # One request is one short text: threads would cost more in hand-offs than they save.
+        # One prompt is a small job: more than two threads cost more in hand-offs than they save.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL

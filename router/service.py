@@ -49,9 +49,12 @@ def open_embedder(config: RouterConfig, progress: Callable[[str], None] | None =
         for path in (config.model, config.tokenizer):
             if not path.is_file():
                 raise FileNotFoundError(f"[router] {path}: no such file")
-        return OnnxEmbedder(config.model, config.tokenizer, max_tokens=config.max_tokens)
+        return OnnxEmbedder(
+            config.model, config.tokenizer, max_tokens=config.max_tokens, threads=config.threads
+        )
     built = ensure_model(config.cache_dir, progress=progress)
-    return OnnxEmbedder(built.path(config.quantized), built.tokenizer, max_tokens=config.max_tokens)
+    path = built.path(config.quantized)
+    return OnnxEmbedder(path, built.tokenizer, max_tokens=config.max_tokens, threads=config.threads)
 
 
 def model_is_ready(config: RouterConfig) -> bool:
