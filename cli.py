@@ -7,6 +7,7 @@
     toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
     toolmesh hash-key [KEY]
     toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
+    toolmesh router build | eval ...   (see toolmesh/router/cli.py)
 
 Imports happen inside each command so that starting a pod loads only what a pod needs.
 """
@@ -389,6 +390,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_client_options(tools, default_url)
     tools.set_defaults(handler=_tools)
+
+    from toolmesh.router.cli import add_router_commands
+
+    add_router_commands(commands)
     return parser
 
 

@@ -35,6 +35,11 @@
     [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
     enabled = true
 
+    [router]                    # free-text routing, tool retrieval, /v1/execute and sessions
+    enabled = true
+    quantized = true            # the int8 model; false for fp32
+    threshold = 0.3             # fused score below which no function fits
+
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
 
@@ -49,7 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_HTTP_PORT = 8080
@@ -85,6 +90,34 @@ EXAMPLE_MODULES = (
     "examples.knowledge",
     "examples.streaming",
 )
+
+DEFAULT_ROUTER_K = 5
+#: Fused score (cosine + lexical bonus) the best function needs to count as a match;
+#: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
+DEFAULT_ROUTER_THRESHOLD = 0.3
+DEFAULT_ROUTER_MAX_TOKENS = 256
+#: onnxruntime threads per prompt. One: a second one barely shortens a short prompt on two
+#: cores, and its spinning takes CPU from everything else in the process (bench/RESULTS.md).
+DEFAULT_ROUTER_THREADS = 1
+DEFAULT_SESSION_TTL = 24 * 3600.0
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_SESSION_TURNS = 50
+DEFAULT_LLM_TIMEOUT = 20.0
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    return Path(os.environ.get(variable) or Path.home() / fallback) / "toolmesh"
+
+
+def default_cache_dir() -> Path:
+    """Where built models live: ``$XDG_CACHE_HOME/toolmesh`` (``~/.cache/toolmesh``)."""
+    return _xdg("XDG_CACHE_HOME", ".cache")
+
+
+def default_data_dir() -> Path:
+    """Where sessions and cached function embeddings live: ``~/.local/share/toolmesh``."""
+    return _xdg("XDG_DATA_HOME", ".local/share")
+
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -260,14 +293,64 @@ class KubeScalerConfig(_Section):
     timeout: float = Field(DEFAULT_KUBE_API_TIMEOUT, gt=0)
 
 
+class LlmConfig(_Section):
+    """An OpenAI-compatible chat endpoint that extracts arguments when the rules cannot."""
+
+    base_url: str
+    model: str
+    #: Environment variable holding the API key (read once at start-up); none for open endpoints.
+    api_key_env: str | None = None
+    timeout: float = Field(DEFAULT_LLM_TIMEOUT, gt=0)
+
+
+class RouterConfig(_Section):
+    """The embedding router: model, threshold, sessions."""
+
+    #: Off: /v1/route, /v1/execute and ?query= answer 503 and no model is loaded.
+    enabled: bool = True
+    #: Built models, keyed by the source weights' hash.
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+    #: Sessions and cached function embeddings.
+    data_dir: Path = Field(default_factory=default_data_dir)
+    #: The int8 model (default) or the fp32 one.
+    quantized: bool = True
+    #: Your own ONNX sentence-embedding model and its tokenizer.json, instead of the built one.
+    model: Path | None = None
+    tokenizer: Path | None = None
+    max_tokens: int = Field(DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
+    threads: int = Field(DEFAULT_ROUTER_THREADS, ge=1, le=64)
+    threshold: float = DEFAULT_ROUTER_THRESHOLD
+    #: Candidates returned when the request does not say.
+    k: int = Field(DEFAULT_ROUTER_K, ge=1, le=100)
+    #: Seconds a session lives after its last use, and how many are kept at most.
+    session_ttl: float = Field(DEFAULT_SESSION_TTL, gt=0)
+    max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1)
+    #: Turns remembered per session (older ones are dropped).
+    session_turns: int = Field(DEFAULT_SESSION_TURNS, ge=1)
+    llm: LlmConfig | None = None
+
+    @field_validator("cache_dir", "data_dir", "model", "tokenizer")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser()
+
+    @model_validator(mode="after")
+    def _check(self) -> RouterConfig:
+        if (self.model is None) != (self.tokenizer is None):
+            raise ValueError(
+                "give both `model` (an .onnx file) and `tokenizer` (its tokenizer.json), or neither"
+            )
+        return self
+
+
 class MeshConfig(_Section):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     runtimes: tuple[RuntimeConfig, ...] = ()
     keys: tuple[KeyConfig, ...] = ()
     mcp: McpConfig = Field(default_factory=McpConfig)
     chat: ChatConfig = Field(default_factory=ChatConfig)
-
     kube_scaler: KubeScalerConfig = Field(default_factory=KubeScalerConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:

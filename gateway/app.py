@@ -3,7 +3,8 @@
 GET  /v1/functions                    the catalog (what the key may call)
 GET  /v1/functions/{name}             one function
 POST /v1/functions/{name}/invoke      call it; the body is the arguments object
-GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions
+GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
+POST /v1/route, POST /v1/execute      free-text routing and execution (gateway/routing.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
 GET  /openapi.json, /healthz, /readyz, /metrics
@@ -23,12 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from toolmesh.config import RouterConfig
 from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
 from toolmesh.gateway.formats import parse_tool_format, tool_definition
 from toolmesh.gateway.mesh import CallOptions, Mesh, raise_for_call_error
 from toolmesh.gateway.openapi import openapi_document
 from toolmesh.gateway.payloads import arguments_body, parse_json, read_body, result_json
+from toolmesh.gateway.routing import router_routes, tools_for_query
 from toolmesh.gateway.toolcalls import parse_tool_calls, render_results
+from toolmesh.router.service import RouterService
 from toolmesh.runtimes.spec import spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
@@ -63,11 +67,14 @@ def _options(request: Request) -> CallOptions:
 def create_app(
     mesh: Mesh,
     ready: Callable[[], Mapping[str, bool]] | None = None,
+    router: RouterService | None = None,
     extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
-    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy)."""
+    `router` serves the routing endpoints (without one they answer 503); `extra_routes` adds
+    other surfaces (the MCP endpoint, the chat proxy)."""
     config = mesh.config
+    router = router or RouterService(RouterConfig(enabled=False))
 
     async def body(request: Request) -> bytes:
         return await read_body(request.stream(), request.headers.get("content-length"), config.max_body_bytes)
@@ -94,6 +101,10 @@ def create_app(
         caller = principal(request)
         fmt = parse_tool_format(request.query_params.get("format", "openai"))
         strict = _flag(request, "strict")
+        query = request.query_params.get("query")
+        if query is not None:
+            k = request.query_params.get("k")
+            return _json(tools_for_query(mesh, router, caller, query, k, fmt, strict))
         definitions = [tool_definition(spec, fmt, strict=strict) for spec in mesh.functions(caller)]
         return _json({"tools": definitions})
 
@@ -162,6 +173,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *router_routes(mesh, router, body, principal, _options),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

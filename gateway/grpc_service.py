@@ -6,9 +6,12 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from toolmesh.config import RouterConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.auth import Principal
 from toolmesh.gateway.mesh import CallOptions, Mesh, raise_for_call_error
+from toolmesh.gateway.routing import parse_route_request, route
+from toolmesh.router.service import RouterService
 from toolmesh.runtimes import wire
 from toolmesh.runtimes.results import Result
 from toolmesh.runtimes.spec import NamespaceSpec
@@ -34,8 +37,9 @@ def _options(request: invoke_pb2.InvokeRequest, context: Context) -> CallOptions
 
 
 class MeshServicer(mesh_pb2_grpc.MeshServicer):
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: Mesh, router: RouterService | None = None) -> None:
         self._mesh = mesh
+        self._router = router or RouterService(RouterConfig(enabled=False))
 
     def _principal(self, context: Context) -> Principal:
         return self._mesh.authenticate(_authorization(context))
@@ -95,7 +99,12 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             await wire.abort(context, exc)
 
     async def Route(self, request: mesh_pb2.RouteRequest, context: Context) -> mesh_pb2.RouteResponse:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED, "routing needs the embedding router, not built yet"
-        )
-        raise AssertionError("unreachable")
+        try:
+            principal = self._principal(context)
+            parsed = parse_route_request(request.prompt, request.k, request.session_id, self._router.config.k)
+            ranked = route(self._router, principal, parsed)
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        candidates = [mesh_pb2.RouteCandidate(name=c.key, score=c.score) for c in ranked.candidates]
+        return mesh_pb2.RouteResponse(match=ranked.match or "", candidates=candidates)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolmesh.errors import ERROR_CLASSES
+from toolmesh.gateway.routing import router_paths
 
 _REF = "#/components/schemas/"
 
@@ -193,6 +194,13 @@ def openapi_document() -> dict[str, Any]:
                         "schema": {"enum": ["openai", "responses", "cloudflare", "mcp"], "default": "openai"},
                     },
                     {"name": "strict", "in": "query", "schema": {"type": "boolean", "default": False}},
+                    {
+                        "name": "query",
+                        "in": "query",
+                        "description": "Only the router's top tools for this text (503 without a router).",
+                        "schema": {"type": "string"},
+                    },
+                    {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
                 ],
                 "responses": {
                     "200": _json_body(
@@ -271,6 +279,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Metrics"}}}
         },
     }
+    paths.update(router_paths(_json_body, _errors))
     return {
         "openapi": "3.1.0",
         "info": {

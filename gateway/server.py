@@ -38,7 +38,9 @@ from toolmesh.gateway.mcp_server import McpEndpoint
 from toolmesh.gateway.mesh import Mesh
 from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
 from toolmesh.gateway.pool import MESH_TOKEN_ENV, MeshAccess, Pool, RuntimePool
+from toolmesh.gateway.routing import RouterToolSelector, spec_documents
 from toolmesh.gateway.tool_selection import ToolSelector
+from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -92,6 +94,7 @@ class Gateway:
     _http_task: asyncio.Task[None] = field(repr=False)
     mcp: McpEndpoint | None = field(default=None, repr=False)
     chat: ChatProxy | None = field(default=None, repr=False)
+    router: RouterService | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -109,6 +112,8 @@ class Gateway:
             await self.chat.close()
         await self.grpc_server.stop(grace)
         await self.pool.close()
+        if self.router is not None:
+            await self.router.aclose()
 
 
 async def start_gateway(
@@ -152,9 +157,12 @@ async def start_gateway(
         await pool.close()
         raise
     mesh = Mesh(catalog, pool, auth, settings, metrics)
+    # Loads a cached model here (fast); a missing one is built in the background.
+    router = RouterService(config.router, environ=dict(environ) if environ is not None else None)
+    await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)
+    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh, router), grpc_server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
     reflection.enable_server_reflection(
         (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
@@ -168,9 +176,10 @@ async def start_gateway(
         await mcp.start()
     chat = None
     if config.chat.enabled:
-        chat = ChatProxy(mesh, config.chat, Upstream(config.chat, upstream_key), selector)
+        upstream = Upstream(config.chat, upstream_key)
+        chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
-    app = create_app(mesh, ready=pool.readiness, extra_routes=routes)
+    app = create_app(mesh, ready=pool.readiness, router=router, extra_routes=routes)
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )
@@ -198,7 +207,9 @@ async def start_gateway(
             "functions": len(catalog),
         },
     )
-    return Gateway(config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, mcp, chat)
+    return Gateway(
+        config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, mcp, chat, router
+    )
 
 
 async def serve(config: MeshConfig) -> int:

@@ -149,3 +149,23 @@ def pod_process() -> Iterator[Callable[..., PodProcess]]:
         if running.process.poll() is None:
             running.process.kill()
             running.process.communicate(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def router_build_log() -> list[str]:
+    """The progress lines of the session's one model build."""
+    return []
+
+
+@pytest.fixture(scope="session")
+def router_cache(tmp_path_factory: pytest.TempPathFactory, router_build_log: list[str]) -> Path:
+    """A model cache holding the default router model, built once per test session from the package.
+
+    Every router test (and every gateway started with the router) shares it, so the
+    suite builds the ONNX model exactly once.
+    """
+    from toolmesh.router.model import ensure_model
+
+    cache = tmp_path_factory.mktemp("router-cache")
+    ensure_model(cache, progress=router_build_log.append)
+    return cache

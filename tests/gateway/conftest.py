@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from toolmesh.config import ChatConfig, GatewayConfig, KeyConfig, McpConfig, MeshConfig, RuntimeConfig
+from toolmesh.config import (
+    ChatConfig,
+    GatewayConfig,
+    KeyConfig,
+    McpConfig,
+    MeshConfig,
+    RouterConfig,
+    RuntimeConfig,
+)
 from toolmesh.gateway.server import Gateway, start_gateway
 
 from ..conftest import pod_env  # type: ignore[import-not-found]
@@ -40,6 +48,7 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
         environ: dict[str, str] | None = None,
         mcp: McpConfig | None = None,
         chat: ChatConfig | None = None,
+        router: RouterConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -48,6 +57,8 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
             keys=tuple(keys),
             mcp=mcp or McpConfig(),
             chat=chat or ChatConfig(),
+            # The router has its own tests (tests/router, tests/gateway/test_routing.py).
+            router=router or RouterConfig(enabled=False),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)

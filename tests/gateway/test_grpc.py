@@ -72,7 +72,7 @@ async def test_errors_map_to_status_codes_from_the_same_table(gateway_factory: S
         slow = await failure(mesh.Invoke(request("block", seconds=5)))
         assert isinstance(slow, toolmesh.FunctionTimeout)
         route = await failure(mesh.Route(mesh_pb2.RouteRequest(prompt="weather in Paris")))
-        assert isinstance(route, toolmesh.InternalError)
+        assert isinstance(route, toolmesh.Unavailable) and "disabled" in route.message
 
 
 async def test_scopes_and_rate_limits_hold_on_grpc(gateway_factory: StartGateway) -> None:

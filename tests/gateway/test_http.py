@@ -232,6 +232,8 @@ def test_every_gateway_route_is_in_the_openapi_document() -> None:
         "/v1/tool_calls",
         "/v1/namespaces",
         "/v1/chat/completions",
+        "/v1/route",
+        "/v1/execute",
         "/healthz",
         "/readyz",
         "/metrics",

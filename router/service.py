@@ -1,0 +1,165 @@
+"""The router as a server holds it: built from `[router]` config, loaded without blocking start-up.
+
+The router is optional: the gateway always starts. With a cached model the
+router loads during start-up (a fraction of a second); without one the model
+is built in a background thread and the routing endpoints answer 503
+``unavailable`` (with Retry-After) until it is ready. If it cannot be built at
+all, they keep answering 503 with the reason, and everything else still works.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from enum import StrEnum
+from pathlib import Path
+
+from toolmesh.config import RouterConfig
+from toolmesh.errors import Unavailable
+from toolmesh.router.embcache import EmbeddingCache
+from toolmesh.router.embedder import Embedder, OnnxEmbedder
+from toolmesh.router.execution import Executor
+from toolmesh.router.index import FunctionIndex
+from toolmesh.router.llm import LlmExtractor
+from toolmesh.router.model import cached_model, ensure_model
+from toolmesh.router.routing import Router
+from toolmesh.router.sessions import SessionStore
+from toolmesh.router.text import Document
+
+log = logging.getLogger("toolmesh.router")
+
+EMBEDDINGS_FILE = "embeddings.sqlite3"
+SESSIONS_FILE = "sessions.sqlite3"
+#: What Retry-After says while the model is being built.
+BUILD_RETRY_AFTER = 5.0
+
+
+class State(StrEnum):
+    DISABLED = "disabled"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+def open_embedder(config: RouterConfig, progress: Callable[[str], None] | None = None) -> OnnxEmbedder:
+    """The configured model (yours, or the default one, built into the cache if it is not there)."""
+    if config.model is not None and config.tokenizer is not None:
+        for path in (config.model, config.tokenizer):
+            if not path.is_file():
+                raise FileNotFoundError(f"[router] {path}: no such file")
+        return OnnxEmbedder(
+            config.model, config.tokenizer, max_tokens=config.max_tokens, threads=config.threads
+        )
+    built = ensure_model(config.cache_dir, progress=progress)
+    path = built.path(config.quantized)
+    return OnnxEmbedder(path, built.tokenizer, max_tokens=config.max_tokens, threads=config.threads)
+
+
+def model_is_ready(config: RouterConfig) -> bool:
+    """Whether opening the model needs no build (so it can happen during start-up)."""
+    if config.model is not None:
+        return True
+    try:
+        return cached_model(config.cache_dir) is not None
+    except Exception:  # a missing package: let the loader report it
+        return True
+
+
+class RouterService:
+    """Holds the router and its state for a gateway; `executor()` raises Unavailable until ready."""
+
+    def __init__(
+        self,
+        config: RouterConfig,
+        *,
+        embedder: Embedder | None = None,
+        environ: dict[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.state = State.LOADING if config.enabled else State.DISABLED
+        self.reason = (
+            "" if config.enabled else "the router is disabled in the config ([router] enabled = false)"
+        )
+        self._embedder = embedder
+        self._executor: Executor | None = None
+        self._closables: list[EmbeddingCache | SessionStore] = []
+        self._lock = threading.Lock()
+        self._pending: list[Document] | None = None
+        llm = config.llm
+        self._llm: LlmExtractor | None = None
+        if llm is not None:
+            env = os.environ if environ is None else environ
+            key = env.get(llm.api_key_env) if llm.api_key_env else None
+            self._llm = LlmExtractor(llm.base_url, llm.model, key, llm.timeout)
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def load(self, docs: Iterable[Document]) -> None:
+        """Open the model, the caches and the index of `docs`; records failure instead of raising."""
+        try:
+            embedder = self._embedder or open_embedder(
+                self.config, progress=lambda s: log.info("router: %s", s)
+            )
+            data = Path(self.config.data_dir)
+            cache = EmbeddingCache(data / EMBEDDINGS_FILE)
+            sessions = SessionStore(
+                data / SESSIONS_FILE,
+                ttl=self.config.session_ttl,
+                max_sessions=self.config.max_sessions,
+                max_turns=self.config.session_turns,
+            )
+            self._closables += [cache, sessions]
+            router = Router(FunctionIndex(embedder, cache), self.config.threshold, sessions)
+            report = router.sync(docs)
+            with self._lock:
+                if self._pending is not None:  # the catalog changed while we were loading
+                    router.sync(self._pending)
+                    self._pending = None
+                self._executor = Executor(router, self._llm)
+                self.state = State.READY
+            log.info("router ready", extra={"functions": len(router.index), "embedded": report.embedded})
+        except Exception as exc:
+            self.state = State.FAILED
+            self.reason = f"the router could not load its model: {exc}"
+            log.warning("router unavailable: %s", exc)
+
+    def start(self, docs: Iterable[Document]) -> threading.Thread | None:
+        """Load now when the model is cached; otherwise build it in a background thread (returned)."""
+        if self.state is State.DISABLED:
+            return None
+        docs = list(docs)
+        if self._embedder is not None or model_is_ready(self.config):
+            self.load(docs)
+            return None
+        self.reason = "the router's model is being built; try again shortly"
+        thread = threading.Thread(target=self.load, args=(docs,), name="router-build", daemon=True)
+        thread.start()
+        return thread
+
+    # -- use ----------------------------------------------------------------------------------
+
+    def executor(self) -> Executor:
+        executor = self._executor
+        if executor is None:
+            retry = BUILD_RETRY_AFTER if self.state is State.LOADING else None
+            raise Unavailable(self.reason, retry_after=retry)
+        return executor
+
+    def router(self) -> Router:
+        return self.executor().router
+
+    def sync(self, docs: Iterable[Document]) -> None:
+        """Follow a catalog change (before the router is ready, it is applied once loading ends)."""
+        with self._lock:
+            if self._executor is None:
+                self._pending = list(docs)
+                return
+        self._executor.router.sync(docs)
+
+    async def aclose(self) -> None:
+        if self._llm is not None:
+            await self._llm.aclose()
+        for closable in self._closables:
+            closable.close()
