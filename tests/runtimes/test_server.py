@@ -152,11 +152,12 @@ async def test_async_generator_streams_json_items(pod: InProcessPod) -> None:
 
 
 async def test_items_arrive_while_the_generator_runs(pod: InProcessPod) -> None:
-    started = time.monotonic()
     arrivals = []
     async for _ in pod.stub.InvokeStream(request("ticks", {"n": 3, "delay": 0.1})):
-        arrivals.append(time.monotonic() - started)
-    assert arrivals[0] < 0.25 < arrivals[2], f"first item waited for the whole stream: {arrivals}"
+        arrivals.append(time.monotonic())
+    # Items are 0.1 s apart at the source; collected and sent at the end, they would arrive together.
+    # (Only the spread is checked: when the first arrives depends on how busy the machine is.)
+    assert arrivals[2] - arrivals[0] > 0.15, f"the items arrived together: {arrivals}"
 
 
 async def test_unary_invoke_collects_a_generator(pod: InProcessPod) -> None:
@@ -238,10 +239,10 @@ async def test_max_inflight_answers_resource_exhausted(pod_factory: Any) -> None
 
 async def test_sync_functions_run_concurrently_in_threads(pod: InProcessPod) -> None:
     started = time.monotonic()
-    calls = [invoke(pod, "sync_sleep", {"seconds": 0.3}) for _ in range(4)]
+    calls = [invoke(pod, "sync_sleep", {"seconds": 0.5}) for _ in range(4)]
     results = await asyncio.gather(*calls)
     assert [r.text for r in results] == ["slept"] * 4
-    assert time.monotonic() - started < 1.0, "four 0.3 s sync calls should overlap"
+    assert time.monotonic() - started < 1.5, "four 0.5 s sync calls should overlap (2 s one after another)"
 
 
 # -- composition ----------------------------------------------------------------------------
