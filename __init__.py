@@ -17,9 +17,9 @@ Serve a module with ``toolmesh runtime --module my_tools``; call a gateway with
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from toolmesh._lazy import lazy_attributes
 from toolmesh.errors import (
     Cancelled,
     DefinitionError,
@@ -93,22 +93,13 @@ __all__ = [
 ]
 
 # Every runtime pod imports toolmesh, and pods need neither httpx nor the gateway:
-# the clients are imported on first use (PEP 562).
-_LAZY = {
-    "AsyncClient": "toolmesh.gateway.client",
-    "Client": "toolmesh.gateway.client",
-    "GrpcClient": "toolmesh.gateway.grpc_client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+# the clients are imported on first use.
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "AsyncClient": "toolmesh.gateway.client",
+        "Client": "toolmesh.gateway.client",
+        "GrpcClient": "toolmesh.gateway.grpc_client",
+    },
+    globals(),
+)

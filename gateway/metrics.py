@@ -68,9 +68,11 @@ class PoolMetrics(Collector):
     def __init__(self, registry: CollectorRegistry, runtimes: Sequence[str]) -> None:
         label = ["runtime"]
         self.cold_starts = Counter(
-            "toolmesh_cold_starts", "Calls that arrived when their runtime had no pod ready.", label,
+            "toolmesh_cold_starts",
+            "Calls that arrived when their runtime had no pod ready.",
+            label,
             registry=registry,
-        )  # fmt: skip
+        )
         self.cold_start_seconds = Histogram(
             "toolmesh_cold_start_seconds",
             "From a call arriving for a runtime with no pod ready to a pod ready to serve it.",
@@ -93,13 +95,17 @@ class PoolMetrics(Collector):
             registry=registry,
         )
         self.restarts = Counter(
-            "toolmesh_pod_restarts", "Pods that ended without being asked to (crashed or killed).", label,
+            "toolmesh_pod_restarts",
+            "Pods that ended without being asked to (crashed or killed).",
+            label,
             registry=registry,
-        )  # fmt: skip
+        )
         self.start_failures = Counter(
-            "toolmesh_pod_start_failures", "Pods that failed to start (died, or too slow).", label,
+            "toolmesh_pod_start_failures",
+            "Pods that failed to start (died, or too slow).",
+            label,
             registry=registry,
-        )  # fmt: skip
+        )
         for name in runtimes:
             # Every series exists from the start, so rate() sees the first event.
             for family in (self.cold_starts, self.restarts, self.start_failures):

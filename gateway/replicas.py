@@ -25,7 +25,7 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
@@ -66,7 +66,7 @@ class Replica:
     started_at: float
     state: str = READY
     inflight: int = 0
-    last_used: float = field(default=0.0)
+    last_used: float = 0.0
 
     async def close(self) -> None:
         if self.socket is not None:

@@ -12,8 +12,9 @@ Transport-free: the gateway's HTTP routes and gRPC servicer adapt it (gateway/ro
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolmesh._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from toolmesh.router.embedder import Embedder, OnnxEmbedder
@@ -26,35 +27,32 @@ if TYPE_CHECKING:
     from toolmesh.router.sessions import SessionStore, Turn
     from toolmesh.router.text import Document
 
-#: Where each public name lives. They load on first use: `toolmesh router ...` is registered in
-#: every `toolmesh` command line, pods included, which must not pay for numpy and onnxruntime.
-_HOMES = {
-    "Embedder": "embedder",
-    "OnnxEmbedder": "embedder",
-    "Execution": "execution",
-    "Executor": "execution",
-    "Invoker": "execution",
-    "Extraction": "extract",
-    "extract_arguments": "extract",
-    "Candidate": "index",
-    "FunctionIndex": "index",
-    "BuiltModel": "model",
-    "ModelUnavailable": "model",
-    "ensure_model": "model",
-    "Router": "routing",
-    "RouteResult": "routing",
-    "RouterService": "service",
-    "SessionStore": "sessions",
-    "Turn": "sessions",
-    "Document": "text",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'toolmesh.router' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"toolmesh.router.{home}"), name)
+# Loaded on first use: `toolmesh router ...` is registered in every `toolmesh` command
+# line, pods included, which must not pay for numpy and onnxruntime.
+__getattr__, __dir__ = lazy_attributes(
+    __name__,
+    {
+        "Embedder": "toolmesh.router.embedder",
+        "OnnxEmbedder": "toolmesh.router.embedder",
+        "Execution": "toolmesh.router.execution",
+        "Executor": "toolmesh.router.execution",
+        "Invoker": "toolmesh.router.execution",
+        "Extraction": "toolmesh.router.extract",
+        "extract_arguments": "toolmesh.router.extract",
+        "Candidate": "toolmesh.router.index",
+        "FunctionIndex": "toolmesh.router.index",
+        "BuiltModel": "toolmesh.router.model",
+        "ModelUnavailable": "toolmesh.router.model",
+        "ensure_model": "toolmesh.router.model",
+        "Router": "toolmesh.router.routing",
+        "RouteResult": "toolmesh.router.routing",
+        "RouterService": "toolmesh.router.service",
+        "SessionStore": "toolmesh.router.sessions",
+        "Turn": "toolmesh.router.sessions",
+        "Document": "toolmesh.router.text",
+    },
+    globals(),
+)
 
 
 __all__ = [

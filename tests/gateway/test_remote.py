@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from toolmesh import AsyncClient, Unavailable
-from toolmesh.config import RuntimeConfig
+from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.spec import spec_to_dict
 
@@ -138,3 +138,14 @@ async def test_an_unreachable_runtime_without_a_catalog_fails_start_up_clearly(
     (port,) = free_ports(1)
     with pytest.raises(Unavailable, match="give it a `catalog` file"):
         await gateway_factory(RuntimeConfig(name="gone", address=f"127.0.0.1:{port}", startup_timeout=0.3))
+
+
+async def test_a_missing_or_broken_catalog_file_fails_start_up_naming_it(
+    gateway_factory: StartGateway, tmp_path: Path
+) -> None:
+    (port,) = free_ports(1)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"functions": [')
+    for path in (tmp_path / "missing.json", broken):
+        with pytest.raises(ConfigError, match=f"catalog file {path}"):
+            await gateway_factory(remote("asleep", [port], catalog=str(path)))

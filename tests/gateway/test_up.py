@@ -78,6 +78,18 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
             "runtimes.0: name 'Bad Name' must be lowercase",
         ),
         ('[[runtimes]]\nname = "r"\n', "runtimes.0: give `modules`"),
+        (
+            '[[runtimes]]\nname = "r"\nmodules = ["x"]\nmin_replicas = 3\nmax_replicas = 2\n',
+            "runtimes.0: min_replicas (3) exceeds max_replicas (2)",
+        ),
+        (
+            '[[runtimes]]\nname = "r"\nmodules = ["x"]\ncatalog = "c.json"\n',
+            "runtimes.0: `catalog` goes with `address` alone",
+        ),
+        (
+            '[[runtimes]]\nname = "r"\nmodules = ["x"]\ntransport = "smoke"\n',
+            "runtimes.0.transport: Input should be",
+        ),
         ('[[keys]]\nname = "k"\nkey_hash = "md5:abc"\n', "keys.0: key_hash must look like 'sha256:"),
         ('[[keys]]\nname = "k"\n', "keys.0: give exactly one of"),
         ("[gateway]\nport = 1\n", "gateway.port: Extra inputs are not permitted"),
