@@ -96,9 +96,10 @@ DEFAULT_ROUTER_K = 5
 #: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
 DEFAULT_ROUTER_THRESHOLD = 0.3
 DEFAULT_ROUTER_MAX_TOKENS = 256
-#: onnxruntime threads per prompt. One: a second one barely shortens a short prompt on two
-#: cores, and its spinning takes CPU from everything else in the process (bench/RESULTS.md).
-DEFAULT_ROUTER_THREADS = 1
+#: onnxruntime threads per prompt. Two cut a prompt's embedding by about a fifth; more
+#: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
+#: runs (bench/RESULTS.md).
+DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50

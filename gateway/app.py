@@ -104,7 +104,7 @@ def create_app(
         query = request.query_params.get("query")
         if query is not None:
             k = request.query_params.get("k")
-            return _json(tools_for_query(mesh, router, caller, query, k, fmt, strict))
+            return _json(await tools_for_query(mesh, router, caller, query, k, fmt, strict))
         definitions = [tool_definition(spec, fmt, strict=strict) for spec in mesh.functions(caller)]
         return _json({"tools": definitions})
 

@@ -102,7 +102,7 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         try:
             principal = self._principal(context)
             parsed = parse_route_request(request.prompt, request.k, request.session_id, self._router.config.k)
-            ranked = route(self._router, principal, parsed)
+            ranked = await route(self._router, principal, parsed)
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise

@@ -92,13 +92,19 @@ def _object(document: Any, allowed: set[str]) -> Mapping[str, Any]:
     return document
 
 
-def route(service: RouterService, principal: Principal, request: RouteRequest) -> RouteResult:
-    """Rank the functions `principal` may call for the prompt."""
+async def route(service: RouterService, principal: Principal, request: RouteRequest) -> RouteResult:
+    """Rank the functions `principal` may call for the prompt.
+
+    In a worker thread: embedding the prompt takes milliseconds of onnxruntime work,
+    which must not stall the event loop's other requests (onnxruntime releases the GIL).
+    """
     router = service.router()
-    return router.route(request.prompt, request.k, session_id=request.session_id, allowed=principal.allows)
+    return await asyncio.to_thread(
+        router.route, request.prompt, request.k, session_id=request.session_id, allowed=principal.allows
+    )
 
 
-def tools_for_query(
+async def tools_for_query(
     mesh: Mesh,
     service: RouterService,
     principal: Principal,
@@ -109,7 +115,7 @@ def tools_for_query(
 ) -> dict[str, Any]:
     """Only the top-k tools for `query`, in `fmt`, with their scores."""
     request = parse_route_request(query, k, None, service.config.k)
-    ranked = route(service, principal, request)
+    ranked = await route(service, principal, request)
     specs = [mesh.catalog.resolve(c.key) for c in ranked.candidates]
     return {
         "tools": [tool_definition(spec, fmt, strict=strict) for spec in specs],
@@ -132,7 +138,7 @@ def router_routes(
         parsed = parse_route_request(
             document.get("prompt"), document.get("k"), _session(document, request), service.config.k
         )
-        return _json(route(service, caller, parsed).to_dict())
+        return _json((await route(service, caller, parsed)).to_dict())
 
     async def execute_endpoint(request: Request) -> Response:
         caller = principal(request)

@@ -24,8 +24,10 @@ class BM25:
         self._docs: dict[int, Counter[str]] = {}
         self._lengths = np.zeros(0, np.float32)
         self._total_length = 0
-        # Per-term numpy views of the postings, rebuilt only for terms that changed.
-        self._arrays: dict[str, tuple[NDArray[np.int64], NDArray[np.float32]]] = {}
+        # Per term: its slots and each slot's BM25 contribution. These depend on the document
+        # count and average length too, so any change to the corpus makes them all stale;
+        # they are recomputed per term, on first use after a change.
+        self._weights: dict[str, tuple[NDArray[np.int64], NDArray[np.float32]]] = {}
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -43,7 +45,7 @@ class BM25:
         self._total_length += len(terms)
         for term, count in counts.items():
             self._postings.setdefault(term, {})[slot] = count
-            self._arrays.pop(term, None)
+        self._weights.clear()
 
     def remove(self, slot: int) -> None:
         counts = self._docs.pop(slot, None)
@@ -56,34 +58,30 @@ class BM25:
             del posting[slot]
             if not posting:
                 del self._postings[term]
-            self._arrays.pop(term, None)
+        self._weights.clear()
 
-    def _array(self, term: str) -> tuple[NDArray[np.int64], NDArray[np.float32]] | None:
-        found = self._arrays.get(term)
+    def _term_weights(self, term: str) -> tuple[NDArray[np.int64], NDArray[np.float32]] | None:
+        found = self._weights.get(term)
         if found is None:
             posting = self._postings.get(term)
             if posting is None:
                 return None
-            found = (
-                np.fromiter(posting.keys(), np.int64, len(posting)),
-                np.fromiter(posting.values(), np.float32, len(posting)),
-            )
-            self._arrays[term] = found
+            n = len(self._docs)
+            average = self._total_length / n or 1.0
+            slots = np.fromiter(posting.keys(), np.int64, len(posting))
+            tf = np.fromiter(posting.values(), np.float32, len(posting))
+            idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
+            norm = self.k1 * (1.0 - self.b + self.b * self._lengths[slots] / average)
+            found = slots, (idf * tf * (self.k1 + 1.0) / (tf + norm)).astype(np.float32)
+            self._weights[term] = found
         return found
 
     def scores(self, query_terms: Sequence[str], size: int) -> NDArray[np.float32]:
         """BM25 of every slot below `size` for the query (0 where nothing matches)."""
         result = np.zeros(size, np.float32)
-        n = len(self._docs)
-        if n == 0:
-            return result
-        average = self._total_length / n or 1.0
         for term in set(query_terms):
-            found = self._array(term)
-            if found is None:
-                continue
-            slots, tf = found
-            idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
-            norm = self.k1 * (1.0 - self.b + self.b * self._lengths[slots] / average)
-            result[slots] += idf * tf * (self.k1 + 1.0) / (tf + norm)
+            found = self._term_weights(term)
+            if found is not None:
+                slots, weights = found
+                result[slots] += weights
         return result

@@ -8,6 +8,7 @@ arguments the prompt did not give; both carry the candidates.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import re
 from collections.abc import Callable, Mapping
@@ -101,7 +102,8 @@ class Executor:
         base_url: str = "http://127.0.0.1:8080",
         with_key: bool = False,
     ) -> Execution:
-        route = self.router.route(prompt, k, session_id=session_id, allowed=allowed)
+        # In a worker thread, as gateway.routing.route does: the embedding is milliseconds of work.
+        route = await asyncio.to_thread(self.router.route, prompt, k, session_id=session_id, allowed=allowed)
         history = self.router.history(session_id)
         previous = next((t for t in reversed(history) if t.function), None)
         if previous is not None and previous.function not in self.router.index:

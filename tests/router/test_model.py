@@ -35,10 +35,10 @@ def test_the_built_graph_is_a_bert_encoder_in_standard_onnx(built_model: BuiltMo
     assert {"LayerNormalization", "Softmax", "Erf", "MatMul"} <= ops
     quantized = onnx.load(str(built_model.int8))
     int8_ops = [node.op_type for node in quantized.graph.node]
-    # Per-channel int8 for the attention and first feed-forward projections; the six
-    # down-projections are block-quantized MatMulNBits with their bias folded in.
-    assert int8_ops.count("MatMulInteger") == 6 * 5
-    assert int8_ops.count("MatMulNBits") == 6
+    # All 36 projections are per-channel int8, each input smoothed by one Mul first
+    # (one for the query, key and value projections, which read the same input).
+    assert int8_ops.count("MatMulInteger") == 6 * 6
+    assert len([n for n in quantized.graph.node if n.name.endswith("_smooth")]) == 6 * 4
     weights = {tensor.name for tensor in quantized.graph.initializer}
     assert not [n for n in quantized.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
     assert built_model.int8.stat().st_size < 0.8 * built_model.fp32.stat().st_size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from toolmesh.router.bm25 import BM25
 from toolmesh.router.text import Document, split_identifier, terms
 
@@ -55,3 +57,24 @@ def test_bm25_prefers_rare_shared_terms_and_forgets_removed_documents() -> None:
     assert index.scores(terms("weather"), 3).max() == 0
     index.add(1, terms("weather radar images"))  # a slot is reused
     assert index.scores(terms("radar"), 3).argmax() == 1 and len(index) == 3
+
+
+def test_bm25_scores_follow_every_change_to_the_corpus() -> None:
+    """Per-term weights are cached; a change anywhere (count, lengths) must refresh them all."""
+    documents = {
+        0: "convert currency amount",
+        1: "get the weather for a city",
+        2: "weather alerts and weather warnings for a region",
+    }
+    index = BM25()
+    for slot, text in documents.items():
+        index.add(slot, terms(text))
+    query = terms("weather warnings")
+    index.scores(query, 4)  # fills the cache
+    index.add(3, terms("a very long description of a weather station network and its sensors"))
+    index.remove(0)
+    fresh = BM25()
+    for slot, text in [(1, documents[1]), (2, documents[2])]:
+        fresh.add(slot, terms(text))
+    fresh.add(3, terms("a very long description of a weather station network and its sensors"))
+    np.testing.assert_allclose(index.scores(query, 4), fresh.scores(query, 4), rtol=1e-6)
