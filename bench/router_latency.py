@@ -137,6 +137,7 @@ def worker(args: argparse.Namespace, prompts: list[str]) -> int:
 
 class Worker:
     def __init__(self, side: str, argv: list[str]) -> None:
+        self.side = side
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--worker", side, *argv],
             stdin=subprocess.PIPE,
@@ -149,7 +150,7 @@ class Worker:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
-            raise SystemExit(f"the {self.process.args[3]} worker died (exit {self.process.wait()})")
+            raise SystemExit(f"the {self.side} worker died (exit {self.process.wait()})")
         return json.loads(line)
 
     def block(self, start: int, end: int) -> dict[str, list[float]]:

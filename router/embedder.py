@@ -78,7 +78,7 @@ class OnnxEmbedder:
         # One prompt is a small job: more than two threads cost more in hand-offs than they save.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        # Workers spin between the graph's ~150 small nodes (waking a sleeping thread per node
+        # Workers spin between the graph's many small nodes (waking a sleeping thread per node
         # would cost more than the node), but stop as soon as a run returns: between prompts
         # they would only burn the cores the gateway's event loop and the pods need.
         options.add_session_config_entry("session.force_spinning_stop", "1")

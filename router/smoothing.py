@@ -111,14 +111,14 @@ def activation_peaks(model: onnx.ModelProto, tokenizer: Path, texts: Iterable[st
     inputs = {i.name for i in session.get_inputs()}
     encoder = Tokenizer.from_file(str(tokenizer))
     encoder.no_padding()
-    peaks = {name: np.zeros(0, np.float32) for name in names}
+    peaks: Peaks = {}
     for text in texts:
         ids = np.array([encoder.encode(text).ids], np.int64)
         feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
         values = session.run(names, {k: v for k, v in feeds.items() if k in inputs})
         for name, value in zip(names, values, strict=True):
             channel_peak = np.abs(value).reshape(-1, value.shape[-1]).max(axis=0)
-            peaks[name] = np.maximum(peaks[name], channel_peak) if peaks[name].size else channel_peak
+            peaks[name] = np.maximum(peaks.get(name, channel_peak), channel_peak)
     return peaks
 
 
