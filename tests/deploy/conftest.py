@@ -21,7 +21,7 @@ import yaml
 
 from toolmesh.deploy.render import write
 
-from ..conftest import ROOT, missing, require_tool  # type: ignore[import-not-found]
+from ..conftest import ROOT, missing, require_tool
 
 Manifest = dict[str, Any]
 

@@ -15,7 +15,7 @@ from toolmesh.config import EXAMPLE_MODULES, MeshConfig, parse_config
 from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
 from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
 
-from .conftest import (  # type: ignore[import-not-found]
+from .conftest import (
     DEPLOY,
     Manifest,
     containers,

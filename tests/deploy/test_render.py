@@ -22,7 +22,7 @@ from toolmesh.config import (
 from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY
 from toolmesh.deploy.render import RenderOptions, render, stream
 
-from .conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one  # type: ignore[import-not-found]
+from .conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one
 
 TOML = """
 [gateway]

@@ -18,7 +18,7 @@ from toolmesh.config import (
 )
 from toolmesh.gateway.server import Gateway, start_gateway
 
-from ..conftest import pod_env  # type: ignore[import-not-found]
+from ..conftest import pod_env
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from toolmesh.config import ChatConfig, KeyConfig
 from toolmesh.gateway.server import Gateway
 
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from .conftest import StartGateway, runtime
 
 MODEL = "scripted-model"
 

@@ -16,8 +16,8 @@ import pytest_asyncio
 from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, hash_key
 from toolmesh.gateway.server import Gateway, start_gateway
 
-from ..conftest import pod_env  # type: ignore[import-not-found]
-from .conftest import runtime  # type: ignore[import-not-found]
+from ..conftest import pod_env
+from .conftest import runtime
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

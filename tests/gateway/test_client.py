@@ -48,7 +48,7 @@ from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, hash_key
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.runtimes.results import ErrorInfo
 
-from .conftest import runtime  # type: ignore[import-not-found]
+from .conftest import runtime
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

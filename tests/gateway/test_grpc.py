@@ -20,8 +20,8 @@ from toolmesh.gateway.server import Gateway
 from toolmesh.runtimes import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
-from ..conftest import pod_env  # type: ignore[import-not-found]
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from ..conftest import pod_env
+from .conftest import StartGateway, runtime
 
 
 def request(function: str, **arguments: Any) -> invoke_pb2.InvokeRequest:

@@ -12,7 +12,7 @@ import pytest
 
 from toolmesh.config import KeyConfig, hash_key
 
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from .conftest import StartGateway, runtime
 
 
 async def client(gateway_factory: StartGateway, *runtimes: Any, **settings: Any) -> httpx.AsyncClient:

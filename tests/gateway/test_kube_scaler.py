@@ -30,7 +30,7 @@ from starlette.routing import Route
 from toolmesh.config import ConfigError, KubeScalerConfig
 from toolmesh.gateway.kube_scaler import KubeScaler
 
-from ..conftest import require_tool  # type: ignore[import-not-found]
+from ..conftest import require_tool
 
 NAMESPACE = "tools"
 TOKEN = "token-1"

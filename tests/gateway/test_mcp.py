@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from toolmesh.config import GatewayConfig, KeyConfig, McpConfig, MeshConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from .conftest import StartGateway, runtime
 
 ERAS = ["auto", "legacy"]  # 2026-07-28 per-request envelope, and the 2025 initialize handshake
 

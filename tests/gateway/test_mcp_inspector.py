@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..conftest import missing  # type: ignore[import-not-found]
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from ..conftest import missing
+from .conftest import StartGateway, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,8 +15,8 @@ import toolmesh
 from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RuntimeConfig, hash_key
 from toolmesh.gateway.server import start_gateway
 
-from ..conftest import pod_env  # type: ignore[import-not-found]
-from .conftest import runtime  # type: ignore[import-not-found]
+from ..conftest import pod_env
+from .conftest import runtime
 
 
 def _free_port() -> int:

@@ -18,7 +18,7 @@ from toolmesh.gateway.pool import Pool
 from toolmesh.gateway.replicas import ReplicaSet
 from toolmesh.gateway.server import Gateway
 
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from .conftest import StartGateway, runtime
 
 
 def replicas(gateway: Gateway, name: str = "tools") -> ReplicaSet:

@@ -17,8 +17,8 @@ from toolmesh.gateway.pool import Pool
 from toolmesh.gateway.replicas import Replica
 from toolmesh.gateway.server import Gateway
 
-from ..conftest import require_tool  # type: ignore[import-not-found]
-from .conftest import StartGateway, runtime  # type: ignore[import-not-found]
+from ..conftest import require_tool
+from .conftest import StartGateway, runtime
 
 pytestmark = pytest.mark.slow
 INSTALL = "apt-get install prometheus"

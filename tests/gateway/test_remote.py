@@ -22,9 +22,9 @@ from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.runtimes.registry import Registry
 from toolmesh.runtimes.spec import spec_to_dict
 
-from ..conftest import PodProcess, pod_env  # type: ignore[import-not-found]
-from .conftest import StartGateway  # type: ignore[import-not-found]
-from .test_pool import eventually, metric, scrape  # type: ignore[import-not-found]
+from ..conftest import PodProcess, pod_env
+from .conftest import StartGateway
+from .test_pool import eventually, metric, scrape
 
 pytestmark = pytest.mark.slow
 

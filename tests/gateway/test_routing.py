@@ -23,7 +23,7 @@ from toolmesh.config import KeyConfig, LlmConfig, RouterConfig, hash_key
 from toolmesh.gateway.server import Gateway
 from toolmesh.v1 import mesh_pb2
 
-from ..conftest import pod_env  # type: ignore[import-not-found]
+from ..conftest import pod_env
 from .conftest import StartGateway, runtime
 from .test_grpc import failure, mesh_stub
 

@@ -13,7 +13,7 @@ from openai.types.chat.chat_completion_message_function_tool_call import (
 from openai.types.responses import ResponseFunctionToolCall
 from pydantic import TypeAdapter
 
-from .conftest import StartGateway  # type: ignore[import-not-found]
+from .conftest import StartGateway
 
 
 async def test_an_openai_assistant_message_round_trips(gateway_factory: StartGateway) -> None:

@@ -17,7 +17,7 @@ import pytest
 from toolmesh.runtimes import wire
 from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
-from ..conftest import PodProcess, pod_env  # type: ignore[import-not-found]
+from ..conftest import PodProcess, pod_env
 
 StartProcess = Callable[..., PodProcess]
 

