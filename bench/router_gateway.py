@@ -25,10 +25,10 @@ from pathlib import Path
 import httpx
 
 from toolmesh.config import EXAMPLE_MODULES, RouterConfig, default_cache_dir
-from toolmesh.gateway.routing import spec_documents
-from toolmesh.router.model import ensure_model
+from toolmesh.gateway.core.free_text import spec_documents
+from toolmesh.router.embedding.model import ensure_model
 from toolmesh.router.service import RouterService
-from toolmesh.runtimes.registry import Registry
+from toolmesh.runtimes.functions.registry import Registry
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # examples/ imports as a package from the repository root

@@ -66,7 +66,7 @@ def route_side(args: argparse.Namespace) -> tuple[dict[str, Callable[[str], obje
     import dataclasses
 
     from toolmesh.config import RouterConfig
-    from toolmesh.router.embcache import EmbeddingCache
+    from toolmesh.router.embedding.cache import EmbeddingCache
     from toolmesh.router.evaluate import load_pool
     from toolmesh.router.index import FunctionIndex
     from toolmesh.router.routing import Router
@@ -108,7 +108,7 @@ def encode_side(args: argparse.Namespace) -> tuple[dict[str, Callable[[str], obj
     import torch
     from sentence_transformers import SentenceTransformer  # torch: only in the bench venv
 
-    from toolmesh.router.model import package_model_dir
+    from toolmesh.router.embedding.model import package_model_dir
 
     model = SentenceTransformer(str(package_model_dir()), device="cpu")
     runs: dict[str, Callable[[str], object]] = {

@@ -26,22 +26,22 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from toolmesh.config import MeshConfig, chat_api_key, key_hashes
-from toolmesh.gateway.app import create_app
-from toolmesh.gateway.auth import Authenticator
-from toolmesh.gateway.catalog import Catalog
-from toolmesh.gateway.chat import ChatProxy
-from toolmesh.gateway.chat_routes import chat_routes
-from toolmesh.gateway.chat_upstream import Upstream
-from toolmesh.gateway.grpc_service import MeshServicer
-from toolmesh.gateway.kube_scaler import KubeScaler
-from toolmesh.gateway.mcp_server import McpEndpoint
-from toolmesh.gateway.mesh import Mesh
-from toolmesh.gateway.metrics import GatewayMetrics, PoolMetrics
-from toolmesh.gateway.pool import MESH_TOKEN_ENV, MeshAccess, Pool, RuntimePool
-from toolmesh.gateway.routing import RouterToolSelector, spec_documents
-from toolmesh.gateway.tool_selection import ToolSelector
+from toolmesh.gateway.core.auth import Authenticator
+from toolmesh.gateway.core.catalog import Catalog
+from toolmesh.gateway.core.free_text import RouterToolSelector, spec_documents
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.metrics import GatewayMetrics, PoolMetrics
+from toolmesh.gateway.core.tool_selection import ToolSelector
+from toolmesh.gateway.grpc.service import MeshServicer
+from toolmesh.gateway.http.app import create_app
+from toolmesh.gateway.mcp.endpoint import McpEndpoint
+from toolmesh.gateway.openai.chat import ChatProxy
+from toolmesh.gateway.openai.chat_routes import chat_routes
+from toolmesh.gateway.openai.upstream import Upstream
+from toolmesh.gateway.pool.kube_scaler import KubeScaler
+from toolmesh.gateway.pool.runtime_pool import MESH_TOKEN_ENV, MeshAccess, Pool, RuntimePool
 from toolmesh.router.service import RouterService
-from toolmesh.runtimes.pod import server_options
+from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")

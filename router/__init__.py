@@ -7,7 +7,7 @@
     index.sync([Document("get_weather", "get_weather", "Current weather for a city.")])
     Router(index, threshold=0.3).route("is it raining in Oslo?").match   # "get_weather"
 
-Transport-free: the gateway's HTTP routes and gRPC servicer adapt it (gateway/routing.py).
+Transport-free: the gateway's HTTP routes and gRPC servicer adapt it (gateway/core/free_text.py).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from toolmesh._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from toolmesh.router.embedder import Embedder, OnnxEmbedder
-    from toolmesh.router.execution import Execution, Executor, Invoker
-    from toolmesh.router.extract import Extraction, extract_arguments
+    from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder
+    from toolmesh.router.embedding.model import BuiltModel, ModelUnavailable, ensure_model
+    from toolmesh.router.extraction.execution import Execution, FunctionCaller, PromptExecutor
+    from toolmesh.router.extraction.extract import Extraction, extract_arguments
     from toolmesh.router.index import Candidate, FunctionIndex
-    from toolmesh.router.model import BuiltModel, ModelUnavailable, ensure_model
     from toolmesh.router.routing import Router, RouteResult
     from toolmesh.router.service import RouterService
     from toolmesh.router.sessions import SessionStore, Turn
@@ -32,18 +32,18 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     {
-        "Embedder": "toolmesh.router.embedder",
-        "OnnxEmbedder": "toolmesh.router.embedder",
-        "Execution": "toolmesh.router.execution",
-        "Executor": "toolmesh.router.execution",
-        "Invoker": "toolmesh.router.execution",
-        "Extraction": "toolmesh.router.extract",
-        "extract_arguments": "toolmesh.router.extract",
+        "Embedder": "toolmesh.router.embedding.embedder",
+        "OnnxEmbedder": "toolmesh.router.embedding.embedder",
+        "Execution": "toolmesh.router.extraction.execution",
+        "PromptExecutor": "toolmesh.router.extraction.execution",
+        "FunctionCaller": "toolmesh.router.extraction.execution",
+        "Extraction": "toolmesh.router.extraction.extract",
+        "extract_arguments": "toolmesh.router.extraction.extract",
         "Candidate": "toolmesh.router.index",
         "FunctionIndex": "toolmesh.router.index",
-        "BuiltModel": "toolmesh.router.model",
-        "ModelUnavailable": "toolmesh.router.model",
-        "ensure_model": "toolmesh.router.model",
+        "BuiltModel": "toolmesh.router.embedding.model",
+        "ModelUnavailable": "toolmesh.router.embedding.model",
+        "ensure_model": "toolmesh.router.embedding.model",
         "Router": "toolmesh.router.routing",
         "RouteResult": "toolmesh.router.routing",
         "RouterService": "toolmesh.router.service",
@@ -61,12 +61,12 @@ __all__ = [
     "Document",
     "Embedder",
     "Execution",
-    "Executor",
     "Extraction",
+    "FunctionCaller",
     "FunctionIndex",
-    "Invoker",
     "ModelUnavailable",
     "OnnxEmbedder",
+    "PromptExecutor",
     "RouteResult",
     "Router",
     "RouterService",

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from toolmesh.config import DEFAULT_ROUTER_THRESHOLD
-from toolmesh.router.embedder import Embedder
+from toolmesh.router.embedding.embedder import Embedder
 from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.text import Document
 

@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolmesh.router.bm25 import BM25
-from toolmesh.router.embcache import EmbeddingCache
-from toolmesh.router.embedder import Embedder, Vectors, normalise
+from toolmesh.router.embedding.cache import EmbeddingCache
+from toolmesh.router.embedding.embedder import Embedder, Vectors, normalise
 from toolmesh.router.text import Document, terms, text_hash
 
 LEXICAL_WEIGHT = 0.02

@@ -18,12 +18,12 @@ from pathlib import Path
 
 from toolmesh.config import RouterConfig
 from toolmesh.errors import Unavailable
-from toolmesh.router.embcache import EmbeddingCache
-from toolmesh.router.embedder import Embedder, OnnxEmbedder
-from toolmesh.router.execution import Executor
+from toolmesh.router.embedding.cache import EmbeddingCache
+from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder
+from toolmesh.router.embedding.model import cached_model, ensure_model
+from toolmesh.router.extraction.execution import PromptExecutor
+from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.index import FunctionIndex
-from toolmesh.router.llm import LlmExtractor
-from toolmesh.router.model import cached_model, ensure_model
 from toolmesh.router.routing import Router
 from toolmesh.router.sessions import SessionStore
 from toolmesh.router.text import Document
@@ -83,7 +83,7 @@ class RouterService:
             "" if config.enabled else "the router is disabled in the config ([router] enabled = false)"
         )
         self._embedder = embedder
-        self._executor: Executor | None = None
+        self._executor: PromptExecutor | None = None
         self._closables: list[EmbeddingCache | SessionStore] = []
         self._lock = threading.Lock()
         self._pending: list[Document] | None = None
@@ -117,7 +117,7 @@ class RouterService:
                 if self._pending is not None:  # the catalog changed while we were loading
                     router.sync(self._pending)
                     self._pending = None
-                self._executor = Executor(router, self._llm)
+                self._executor = PromptExecutor(router, self._llm)
                 self.state = State.READY
             log.info("router ready", extra={"functions": len(router.index), "embedded": report.embedded})
         except Exception as exc:
@@ -140,7 +140,7 @@ class RouterService:
 
     # -- use ----------------------------------------------------------------------------------
 
-    def executor(self) -> Executor:
+    def executor(self) -> PromptExecutor:
         executor = self._executor
         if executor is None:
             retry = BUILD_RETRY_AFTER if self.state is State.LOADING else None

@@ -7,11 +7,11 @@ re-exported from the top-level `toolmesh` package; the pod itself starts with
 
 from __future__ import annotations
 
-from toolmesh.runtimes.context import Context
-from toolmesh.runtimes.decorators import Toolset, function
-from toolmesh.runtimes.definition import FunctionDefinition, Parameter
-from toolmesh.runtimes.results import Binary, Json, Result, Text
-from toolmesh.runtimes.spec import Annotations, FunctionSpec
+from toolmesh.runtimes.functions.context import Context
+from toolmesh.runtimes.functions.decorators import Toolset, function
+from toolmesh.runtimes.functions.definition import FunctionDefinition, Parameter
+from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
 
 __all__ = [
     "Annotations",

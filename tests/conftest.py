@@ -16,9 +16,9 @@ from typing import NoReturn
 import grpc
 import pytest
 
-from toolmesh.runtimes.executor import ExecutorConfig
-from toolmesh.runtimes.pod import Pod, PodConfig
-from toolmesh.runtimes.registry import Registry
+from toolmesh.runtimes.functions.registry import Registry
+from toolmesh.runtimes.pod.executor import ExecutorConfig
+from toolmesh.runtimes.pod.serving import Pod, PodConfig
 from toolmesh.v1 import runtime_pb2_grpc
 
 TESTS = Path(__file__).resolve().parent
@@ -164,7 +164,7 @@ def router_cache(tmp_path_factory: pytest.TempPathFactory, router_build_log: lis
     Every router test (and every gateway started with the router) shares it, so the
     suite builds the ONNX model exactly once.
     """
-    from toolmesh.router.model import ensure_model
+    from toolmesh.router.embedding.model import ensure_model
 
     cache = tmp_path_factory.mktemp("router-cache")
     ensure_model(cache, progress=router_build_log.append)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -30,7 +30,7 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path: Path) -> None
     run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", dist, ROOT, cwd=tmp_path)
     (wheel,) = dist.glob("toolmesh-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "toolmesh/runtimes/executor.py" in names and "toolmesh/v1/runtime_pb2.pyi" in names
+    assert "toolmesh/runtimes/pod/executor.py" in names and "toolmesh/v1/runtime_pb2.pyi" in names
     assert not any(
         name.startswith(("toolmesh/tests", "toolmesh/examples", "toolmesh/bench")) for name in names
     )
@@ -79,7 +79,7 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path: Path) -> None
         """
         import json, subprocess, sys
         import grpc
-        from toolmesh.runtimes import wire
+        from toolmesh.runtimes.pod import wire
         from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
         pod = subprocess.Popen([sys.argv[1], "runtime", "--module", "my_tools", "--port", "0",

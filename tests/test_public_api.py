@@ -62,8 +62,8 @@ def test_import_toolmesh_loads_the_clients_only_when_asked() -> None:
 
         loaded = [name for name in ("httpx", "toolmesh.gateway") if name in sys.modules]
         assert not loaded, loaded
-        from toolmesh.gateway.client import AsyncClient, Client
-        from toolmesh.gateway.grpc_client import GrpcClient
+        from toolmesh.client.http import AsyncClient, Client
+        from toolmesh.client.grpc import GrpcClient
 
         assert (toolmesh.Client, toolmesh.AsyncClient) == (Client, AsyncClient)
         assert toolmesh.GrpcClient is GrpcClient

@@ -53,8 +53,8 @@ from toolmesh.runtimes import (
 )
 
 if TYPE_CHECKING:
-    from toolmesh.gateway.client import AsyncClient, Client
-    from toolmesh.gateway.grpc_client import GrpcClient
+    from toolmesh.client.grpc import GrpcClient
+    from toolmesh.client.http import AsyncClient, Client
 
 __version__ = "0.1.0"
 
@@ -97,9 +97,9 @@ __all__ = [
 __getattr__, __dir__ = lazy_attributes(
     __name__,
     {
-        "AsyncClient": "toolmesh.gateway.client",
-        "Client": "toolmesh.gateway.client",
-        "GrpcClient": "toolmesh.gateway.grpc_client",
+        "AsyncClient": "toolmesh.client.http",
+        "Client": "toolmesh.client.http",
+        "GrpcClient": "toolmesh.client.grpc",
     },
     globals(),
 )

@@ -7,7 +7,7 @@
     toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
     toolmesh hash-key [KEY]
     toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
-    toolmesh router build | eval ...   (see toolmesh/router/cli.py)
+    toolmesh router build | eval ...   (see toolmesh/router/commands.py)
 
 Imports happen inside each command so that starting a pod loads only what a pod needs.
 """
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from toolmesh.client.http import Client
     from toolmesh.errors import ToolmeshError
-    from toolmesh.gateway.client import Client
-    from toolmesh.runtimes.spec import FunctionSpec
+    from toolmesh.runtimes.functions.spec import FunctionSpec
 
 #: Where the API key for `invoke`, `tools` and `functions --url` comes from when --api-key is not given.
 API_KEY_ENV = "TOOLMESH_API_KEY"
@@ -32,11 +32,11 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
-    from toolmesh.gateway.pool import MESH_ADDRESS_ENV, MESH_TOKEN_ENV
-    from toolmesh.runtimes import logs
-    from toolmesh.runtimes.executor import ExecutorConfig
-    from toolmesh.runtimes.pod import PodConfig, run
-    from toolmesh.runtimes.template import run_template
+    from toolmesh.gateway.pool.runtime_pool import MESH_ADDRESS_ENV, MESH_TOKEN_ENV
+    from toolmesh.runtimes.pod import logs
+    from toolmesh.runtimes.pod.executor import ExecutorConfig
+    from toolmesh.runtimes.pod.serving import PodConfig, run
+    from toolmesh.runtimes.pod.template import run_template
 
     logs.configure(args.log_level)
     config = PodConfig(
@@ -85,7 +85,7 @@ def _up(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError, load_config
     from toolmesh.errors import ToolmeshError
     from toolmesh.gateway.server import serve
-    from toolmesh.runtimes import logs
+    from toolmesh.runtimes.pod import logs
 
     logs.configure(args.log_level)
     try:
@@ -152,7 +152,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
 
 def _client(args: argparse.Namespace) -> Client:
     """A client for the gateway at --url; the API key's environment variable is read here, once."""
-    from toolmesh.gateway.client import Client
+    from toolmesh.client.http import Client
 
     api_key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     return Client(args.url, api_key=api_key)
@@ -167,9 +167,9 @@ def _refused(command: str, error: ToolmeshError) -> int:
 
 
 def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
-    from toolmesh.gateway.formats import openai_tool
-    from toolmesh.runtimes.render import render_functions
-    from toolmesh.runtimes.spec import spec_to_dict
+    from toolmesh.gateway.core.tool_formats import openai_tool
+    from toolmesh.runtimes.functions.render import render_functions
+    from toolmesh.runtimes.functions.spec import spec_to_dict
 
     if fmt == "text":
         print(render_functions(specs))
@@ -183,7 +183,7 @@ def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
 
 def _functions(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError, ToolmeshError
-    from toolmesh.runtimes.registry import Registry
+    from toolmesh.runtimes.functions.registry import Registry
 
     if args.url is not None:
         try:
@@ -206,7 +206,7 @@ def _functions(args: argparse.Namespace) -> int:
 
 def _invoke(args: argparse.Namespace) -> int:
     from toolmesh.errors import ToolmeshError
-    from toolmesh.gateway.payloads import result_json
+    from toolmesh.gateway.http.payloads import result_json
 
     try:
         arguments = json.loads(args.args)
@@ -284,8 +284,13 @@ def _add_deploy_parser(commands: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
     from toolmesh.config import DEFAULT_HTTP_PORT
-    from toolmesh.runtimes.executor import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
-    from toolmesh.runtimes.pod import DEFAULT_DRAIN_GRACE, DEFAULT_HOST, DEFAULT_METRICS_PORT, DEFAULT_PORT
+    from toolmesh.runtimes.pod.executor import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
+    from toolmesh.runtimes.pod.serving import (
+        DEFAULT_DRAIN_GRACE,
+        DEFAULT_HOST,
+        DEFAULT_METRICS_PORT,
+        DEFAULT_PORT,
+    )
 
     default_url = f"http://{GATEWAY_HOST}:{DEFAULT_HTTP_PORT}"
 
@@ -351,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="'warning' silences the per-call log lines (default %(default)s)",
     )
     runtime.add_argument("--debug", action="store_true", help="include tracebacks in error results")
-    # Internal: how the gateway provisions pods (see toolmesh/runtimes/template.py).
+    # Internal: how the gateway provisions pods (see toolmesh/runtimes/pod/template.py).
     runtime.add_argument("--template", choices=["fork", "exec"], help=argparse.SUPPRESS)
     runtime.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     runtime.add_argument("--spawn-id", help=argparse.SUPPRESS)
@@ -391,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(tools, default_url)
     tools.set_defaults(handler=_tools)
 
-    from toolmesh.router.cli import add_router_commands
+    from toolmesh.router.commands import add_router_commands
 
     add_router_commands(commands)
     return parser

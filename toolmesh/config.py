@@ -183,7 +183,7 @@ class RuntimeConfig(_Section):
     #: cannot survive a fork, e.g. ones that start threads at import).
     spawn: Literal["fork", "exec"] = "fork"
     #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
-    #: same messages, see runtimes/socket_protocol.py) or over gRPC like everyone else.
+    #: same messages, see runtimes/pod/socket_protocol.py) or over gRPC like everyone else.
     transport: Literal["socket", "grpc"] = "socket"
     #: The pods' log level; "warning" silences their per-call log lines.
     log_level: Literal["debug", "info", "warning", "error"] = "info"

@@ -19,9 +19,8 @@ from typing import Any
 import jsonschema
 import yaml
 
+from tests.conftest import ROOT, missing, require_tool
 from toolmesh.deploy.render import write
-
-from ..conftest import ROOT, missing, require_tool
 
 Manifest = dict[str, Any]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from .conftest import DEPLOY, ROOT
+from tests.deploy.conftest import DEPLOY, ROOT
 
 
 def _instructions() -> list[tuple[str, str]]:

@@ -11,11 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolmesh.config import EXAMPLE_MODULES, MeshConfig, parse_config
-from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
-from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
-
-from .conftest import (
+from tests.deploy.conftest import (
     DEPLOY,
     Manifest,
     containers,
@@ -26,6 +22,9 @@ from .conftest import (
     one,
     validate,
 )
+from toolmesh.config import EXAMPLE_MODULES, MeshConfig, parse_config
+from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
+from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
 
 #: Each build, by name: how to make it and the namespace everything must land in.
 BUILDS = ["base", "dev", "prod", "prod+kube-scaler", "render", "render-dev"]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.deploy.conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one
 from toolmesh.cli import main
 from toolmesh.config import (
     ConfigError,
@@ -21,8 +22,6 @@ from toolmesh.config import (
 )
 from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY
 from toolmesh.deploy.render import RenderOptions, render, stream
-
-from .conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one
 
 TOML = """
 [gateway]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import pod_env
 from toolmesh.config import (
     ChatConfig,
     GatewayConfig,
@@ -17,8 +18,6 @@ from toolmesh.config import (
     RuntimeConfig,
 )
 from toolmesh.gateway.server import Gateway, start_gateway
-
-from ..conftest import pod_env
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
@@ -57,7 +56,7 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
             keys=tuple(keys),
             mcp=mcp or McpConfig(),
             chat=chat or ChatConfig(),
-            # The router has its own tests (tests/router, tests/gateway/test_routing.py).
+            # The router has its own tests (tests/router, tests/gateway/core/test_free_text.py).
             router=router or RouterConfig(enabled=False),
         )
         gateway = await start_gateway(config, environ=environ or {})

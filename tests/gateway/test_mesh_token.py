@@ -12,11 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 import toolmesh
+from tests.conftest import pod_env
+from tests.gateway.conftest import runtime
 from toolmesh.config import GatewayConfig, KeyConfig, MeshConfig, RuntimeConfig, hash_key
 from toolmesh.gateway.server import start_gateway
-
-from ..conftest import pod_env
-from .conftest import runtime
 
 
 def _free_port() -> int:

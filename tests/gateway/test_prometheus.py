@@ -12,13 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import require_tool
+from tests.gateway.conftest import StartGateway, runtime
 from toolmesh import AsyncClient
-from toolmesh.gateway.pool import Pool
-from toolmesh.gateway.replicas import Replica
+from toolmesh.gateway.pool.replicas import Replica
+from toolmesh.gateway.pool.runtime_pool import Pool
 from toolmesh.gateway.server import Gateway
-
-from ..conftest import require_tool
-from .conftest import StartGateway, runtime
 
 pytestmark = pytest.mark.slow
 INSTALL = "apt-get install prometheus"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import ROOT, pod_env
+from tests.conftest import ROOT, pod_env
 
 
 def alive(pid: int) -> bool:

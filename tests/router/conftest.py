@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from toolmesh.router.embedder import OnnxEmbedder
-from toolmesh.router.model import BuiltModel, ensure_model
+from toolmesh.router.embedding.embedder import OnnxEmbedder
+from toolmesh.router.embedding.model import BuiltModel, ensure_model
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from toolmesh.config import DEFAULT_ROUTER_THRESHOLD
-from toolmesh.router.embcache import EmbeddingCache
-from toolmesh.router.embedder import OnnxEmbedder
+from toolmesh.router.embedding.cache import EmbeddingCache
+from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.index import LEXICAL_WEIGHT, FunctionIndex
 from toolmesh.router.routing import Router
 from toolmesh.router.sessions import SessionStore
@@ -151,8 +151,8 @@ NO_FIT = [
 
 def test_the_default_threshold_splits_fitting_from_unrelated_prompts(int8_embedder: OnnxEmbedder) -> None:
     from toolmesh.config import EXAMPLE_MODULES
-    from toolmesh.gateway.routing import spec_documents
-    from toolmesh.runtimes.registry import Registry
+    from toolmesh.gateway.core.free_text import spec_documents
+    from toolmesh.runtimes.functions.registry import Registry
 
     index = FunctionIndex(int8_embedder)
     index.sync(spec_documents(Registry.from_modules(["router_tools", *EXAMPLE_MODULES]).specs()))

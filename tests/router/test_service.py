@@ -10,7 +10,7 @@ import pytest
 
 import toolmesh
 from toolmesh.config import RouterConfig
-from toolmesh.router.embedder import Embedder, OnnxEmbedder, Vectors, normalise
+from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder, Vectors, normalise
 from toolmesh.router.service import RouterService, State
 from toolmesh.router.text import Document
 

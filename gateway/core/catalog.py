@@ -1,0 +1,120 @@
+"""Every function in the mesh, by name, with the runtime that hosts it.
+
+The catalog can be replaced while the gateway runs (`replace`, `reload`); whoever
+keeps something derived from it (the MCP endpoint's list_changed notifications,
+a router's index) registers a listener with `subscribe`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from toolmesh.config import ConfigError
+from toolmesh.gateway.pool.runtime_pool import RuntimePool
+from toolmesh.runtimes.functions.registry import not_found
+from toolmesh.runtimes.functions.spec import NAMESPACE_SEPARATOR, FunctionSpec, NamespaceSpec, from_tool_name
+
+log = logging.getLogger("toolmesh.gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    description: str
+    functions: tuple[str, ...]
+
+
+class Catalog:
+    """Functions by qualified name. Lookups accept the tool-name form too ("ns__name")."""
+
+    def __init__(self, specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec] = ()) -> None:
+        self._listeners: dict[object, Callable[[], None]] = {}
+        self._specs, self.namespaces = self._build(specs, namespaces)
+
+    @staticmethod
+    def _build(
+        specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec]
+    ) -> tuple[dict[str, FunctionSpec], list[Namespace]]:
+        by_name: dict[str, FunctionSpec] = {}
+        for spec in specs:
+            name = spec.qualified_name
+            if name in by_name:
+                first = by_name[name].runtime
+                raise ConfigError(f"function {name!r} is offered by runtimes {first!r} and {spec.runtime!r}")
+            by_name[name] = spec
+        descriptions = {ns.name: ns.description for ns in namespaces}
+        grouped: dict[str, list[str]] = {}
+        for spec in by_name.values():
+            if spec.namespace:
+                grouped.setdefault(spec.namespace, []).append(spec.qualified_name)
+        listed = [Namespace(name, descriptions.get(name, ""), tuple(fns)) for name, fns in grouped.items()]
+        return by_name, listed
+
+    @staticmethod
+    async def _fetch(pool: RuntimePool) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        specs: list[FunctionSpec] = []
+        namespaces: list[NamespaceSpec] = []
+        for runtime in pool.runtimes():
+            found, spaces = await pool.list_functions(runtime)
+            specs.extend(dataclasses.replace(spec, runtime=runtime) for spec in found)
+            namespaces.extend(spaces)
+        return specs, namespaces
+
+    @classmethod
+    async def load(cls, pool: RuntimePool) -> Catalog:
+        """Ask every runtime in the pool what it hosts."""
+        return cls(*await cls._fetch(pool))
+
+    async def reload(self, pool: RuntimePool) -> bool:
+        """Ask the runtimes again and `replace` the contents; True if anything changed."""
+        return self.replace(*await self._fetch(pool))
+
+    def replace(self, specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec] = ()) -> bool:
+        """Swap in new contents (a ConfigError leaves the old ones); listeners hear of a change.
+
+        Returns whether the functions or namespaces differ from before.
+        """
+        new_specs, new_namespaces = self._build(specs, namespaces)
+        if new_specs == self._specs and new_namespaces == self.namespaces:
+            return False
+        self._specs, self.namespaces = new_specs, new_namespaces
+        for listener in list(self._listeners.values()):
+            try:
+                listener()
+            except Exception:  # one broken listener must not keep the change from the others
+                log.exception("catalog listener failed")
+        return True
+
+    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` (synchronously, on the event loop) after each change; returns an unsubscribe."""
+        token = object()
+        self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def specs(self) -> Sequence[FunctionSpec]:
+        return list(self._specs.values())
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._specs)
+
+    def resolve(self, name: str) -> FunctionSpec:
+        """The function called `name` (qualified or tool-name form); FunctionNotFound otherwise."""
+        spec = self._specs.get(name)
+        if spec is None and NAMESPACE_SEPARATOR not in name:
+            spec = self._specs.get(from_tool_name(name))
+        if spec is None:
+            raise not_found(name, self._specs)
+        return spec

@@ -1,0 +1,296 @@
+"""The OpenAPI 3.1 document of the HTTP API, served at /openapi.json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolmesh.errors import ERROR_CLASSES
+from toolmesh.gateway.core.free_text import router_paths
+
+_REF = "#/components/schemas/"
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": _REF + name}
+
+
+def _json_body(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    by_status: dict[int, list[str]] = {}
+    for cls in ERROR_CLASSES:
+        by_status.setdefault(cls.http_status, []).append(cls.code)
+    return {
+        str(status): _json_body(
+            _ref("Error"), "error codes: " + ", ".join(by_status.get(status, ["(see Error)"]))
+        )
+        for status in statuses
+    }
+
+
+_COMMON = (400, 401, 403, 429)
+_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "description": "Qualified name (`namespace.name`) or tool name (`namespace__name`).",
+    "schema": {"type": "string"},
+}
+_REQUEST_HEADERS = [
+    {"name": "X-Request-Id", "in": "header", "required": False, "schema": {"type": "string"}},
+    {"name": "X-Session-Id", "in": "header", "required": False, "schema": {"type": "string"}},
+]
+
+_SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["type", "code", "message"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "code": {"type": "string", "enum": sorted(cls.code for cls in ERROR_CLASSES)},
+                    "message": {"type": "string"},
+                    "param": {"type": ["string", "null"]},
+                    "violations": {"type": "array", "items": _ref("Violation")},
+                    "suggestions": {"type": "array", "items": {"type": "string"}},
+                },
+            }
+        },
+    },
+    "Violation": {
+        "type": "object",
+        "required": ["path", "expected", "got", "message"],
+        "properties": {k: {"type": "string"} for k in ("path", "expected", "got", "message")},
+    },
+    "Function": {
+        "type": "object",
+        "required": ["name", "namespace", "description", "parameters"],
+        "properties": {
+            "name": {"type": "string", "description": "Qualified name."},
+            "namespace": {"type": "string"},
+            "description": {"type": "string"},
+            "parameters": {"type": "object", "description": "JSON Schema of the arguments."},
+            "output_schema": {"type": ["object", "null"]},
+            "annotations": {
+                "type": "object",
+                "properties": {
+                    "read_only": {"type": "boolean"},
+                    "destructive": {"type": "boolean"},
+                    "idempotent": {"type": "boolean"},
+                    "open_world": {"type": "boolean"},
+                    "title": {"type": "string"},
+                },
+            },
+            "timeout": {"type": ["number", "null"]},
+            "streaming": {"type": "boolean"},
+            "version": {"type": "string"},
+        },
+    },
+    "Content": {
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["type", "text"],
+                "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+            },
+            {
+                "type": "object",
+                "required": ["type", "json"],
+                "properties": {"type": {"const": "json"}, "json": {}},
+            },
+            {
+                "type": "object",
+                "required": ["type", "mime_type", "data"],
+                "properties": {
+                    "type": {"const": "binary"},
+                    "mime_type": {"type": "string"},
+                    "data": {"type": "string", "contentEncoding": "base64"},
+                },
+            },
+        ]
+    },
+    "Result": {
+        "type": "object",
+        "required": ["is_error", "content", "structured"],
+        "properties": {
+            "is_error": {"type": "boolean", "description": "True when the function itself failed."},
+            "content": {"type": "array", "items": _ref("Content")},
+            "structured": {"description": "The structured result, or null."},
+            "request_id": {"type": "string"},
+            "timing": {
+                "type": "object",
+                "properties": {"queued_ms": {"type": "number"}, "duration_ms": {"type": "number"}},
+            },
+            "error": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string"},
+                    "message": {"type": "string"},
+                    "violations": {"type": "array", "items": _ref("Violation")},
+                },
+            },
+        },
+    },
+}
+
+
+def openapi_document() -> dict[str, Any]:
+    paths: dict[str, Any] = {
+        "/v1/functions": {
+            "get": {
+                "summary": "List the functions the caller may call",
+                "operationId": "listFunctions",
+                "responses": {
+                    "200": _json_body(
+                        {
+                            "type": "object",
+                            "properties": {"functions": {"type": "array", "items": _ref("Function")}},
+                        },
+                        "The catalog",
+                    ),
+                    **_errors(401, 429),
+                },
+            }
+        },
+        "/v1/functions/{name}": {
+            "get": {
+                "summary": "Describe one function",
+                "operationId": "getFunction",
+                "parameters": [_NAME],
+                "responses": {"200": _json_body(_ref("Function"), "The function"), **_errors(*_COMMON, 404)},
+            }
+        },
+        "/v1/functions/{name}/invoke": {
+            "post": {
+                "summary": "Call a function",
+                "description": "A function that raises is a 200 result with is_error; bad calls are errors.",
+                "operationId": "invokeFunction",
+                "parameters": [_NAME, *_REQUEST_HEADERS],
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        "application/json": {"schema": {"type": "object", "description": "The arguments."}}
+                    },
+                },
+                "responses": {
+                    "200": _json_body(_ref("Result"), "The result"),
+                    **_errors(*_COMMON, 404, 413, 422, 503, 504),
+                },
+            }
+        },
+        "/v1/tools": {
+            "get": {
+                "summary": "The catalog as LLM tool definitions",
+                "operationId": "listTools",
+                "parameters": [
+                    {
+                        "name": "format",
+                        "in": "query",
+                        "schema": {"enum": ["openai", "responses", "cloudflare", "mcp"], "default": "openai"},
+                    },
+                    {"name": "strict", "in": "query", "schema": {"type": "boolean", "default": False}},
+                    {
+                        "name": "query",
+                        "in": "query",
+                        "description": "Only the router's top tools for this text (503 without a router).",
+                        "schema": {"type": "string"},
+                    },
+                    {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                ],
+                "responses": {
+                    "200": _json_body(
+                        {
+                            "type": "object",
+                            "properties": {"tools": {"type": "array", "items": {"type": "object"}}},
+                        },
+                        "Tool definitions",
+                    ),
+                    **_errors(400, 401, 429),
+                },
+            }
+        },
+        "/v1/tool_calls": {
+            "post": {
+                "summary": "Execute a model's tool calls and answer in the same format",
+                "description": (
+                    "Accepts an OpenAI Chat assistant message, a chat completion, {tool_calls} or a bare "
+                    "list of Chat tool calls; Responses API function_call items (or a response with output); "
+                    "a Cloudflare/Hermes list of {name, arguments} or Workers AI's {tool_calls: [...]}; or "
+                    "Hermes text with <tool_call> blocks. Calls run concurrently; one failing call yields an "
+                    "error result for that call only."
+                ),
+                "operationId": "executeToolCalls",
+                "parameters": _REQUEST_HEADERS,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+                "responses": {
+                    "200": _json_body(
+                        {"type": "object"}, "Tool messages, function_call_output items or results"
+                    ),
+                    **_errors(400, 401, 413, 429),
+                },
+            }
+        },
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "OpenAI-compatible chat completion that runs the mesh's functions server-side",
+                "description": (
+                    "Forwards to the configured upstream model with the caller's functions added as tools, "
+                    "runs the model's calls of them (in parallel, for up to [chat] max_rounds rounds) and "
+                    "returns the final completion with a `toolmesh` record of the calls. Calls of the "
+                    "client's own tools come back untouched. `stream: true` answers Server-Sent Events."
+                ),
+                "operationId": "createChatCompletion",
+                "parameters": _REQUEST_HEADERS,
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+                "responses": {
+                    "200": _json_body(
+                        {"type": "object"}, "A chat completion (or chunks as text/event-stream)"
+                    ),
+                    **_errors(400, 401, 413, 429, 503, 504),
+                },
+            }
+        },
+        "/v1/namespaces": {
+            "get": {
+                "summary": "Namespaces and a system message that introduces them",
+                "operationId": "listNamespaces",
+                "responses": {"200": _json_body({"type": "object"}, "Namespaces"), **_errors(401, 429)},
+            }
+        },
+        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
+        "/readyz": {
+            "get": {
+                "summary": "Readiness of every runtime",
+                "responses": {
+                    "200": {"description": "Ready"},
+                    "503": {"description": "A runtime is not ready"},
+                },
+            }
+        },
+        "/metrics": {
+            "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Metrics"}}}
+        },
+    }
+    paths.update(router_paths(_json_body, _errors))
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "toolmesh gateway",
+            "version": "1",
+            "description": "Serve Python functions to LLMs.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": _SCHEMAS,
+            "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"apiKey": []}, {}],
+    }

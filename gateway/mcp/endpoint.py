@@ -1,0 +1,253 @@
+"""The MCP endpoint: `/mcp` and `/mcp/{namespace}` over Streamable HTTP, on the official SDK.
+
+A thin adapter: the SDK's low-level `Server` speaks the protocol, `Mesh` lists
+and calls, `mcp_tools` converts. In front of the SDK, `McpEndpoint` checks the
+`Origin` header and the API key (the same keys and scopes as the HTTP API: a
+key lists and calls only its functions) and notes the namespace of the path.
+
+Stateless: each request stands alone (no `Mcp-Session-Id`, cursors name a
+tool), so any gateway replica can answer any request. Both protocol eras work:
+clients of the initialize handshake (2025 revisions) and of the per-request
+envelope (2026-07-28).
+
+`notifications/tools/list_changed`: a stateless server has no session to push
+to, so the notification travels where the protocol allows it without one. On
+2026-07-28 a client opens a `subscriptions/listen` request, whose response is a
+stream of change events; whenever the catalog changes, every open stream on
+this replica gets `notifications/tools/list_changed` (each replica watches its
+own catalog, which every replica loads from the same runtimes). The handshake
+era would need a session's standalone GET stream, so there the server
+advertises ``listChanged: false`` and clients re-list when they need to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import ipaddress
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from starlette.datastructures import Headers
+from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
+
+from toolmesh import __version__
+from toolmesh.config import McpConfig
+from toolmesh.errors import (
+    FunctionNotFound,
+    PermissionDenied,
+    RateLimited,
+    ToolmeshError,
+    Unauthenticated,
+)
+from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.mesh import CallOptions, Mesh
+from toolmesh.gateway.mcp.convert import call_result, page, tool
+from toolmesh.runtimes.functions.results import ErrorInfo, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec
+
+log = logging.getLogger("toolmesh.gateway")
+
+SERVER_NAME = "toolmesh"
+#: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
+_PRINCIPAL = "toolmesh_principal"
+_NAMESPACE = "toolmesh_namespace"
+#: Errors that refuse the call itself are JSON-RPC errors; any other failure is a
+#: result with ``isError``, so the model reads it (bad arguments, a timeout...).
+_REFUSALS = (FunctionNotFound, PermissionDenied, RateLimited, Unauthenticated)
+
+
+def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
+    """Whether a browser at `origin` may call: no Origin, a loopback origin, or one matching
+    a glob of `allowed` ("https://app.example.com", "http://localhost:*", "*")."""
+    if origin is None:
+        return True
+    if any(fnmatch.fnmatchcase(origin, pattern) for pattern in allowed):
+        return True
+    try:
+        parts = urlsplit(origin)
+        host = parts.hostname
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _error_body(error: ToolmeshError) -> bytes:
+    """A JSON-RPC error without an id (the request was never read), with the toolmesh envelope as data."""
+    detail = {"code": error.jsonrpc_code, "message": error.message, "data": error.to_dict()["error"]}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": detail}).encode()
+
+
+def _refusal(error: ToolmeshError) -> MCPError:
+    return MCPError(error.jsonrpc_code, error.message, data=error.to_dict()["error"])
+
+
+class McpEndpoint:
+    """The SDK server over `mesh`, its stateless session manager, and the ASGI app in front."""
+
+    def __init__(self, mesh: Mesh, config: McpConfig) -> None:
+        self.mesh = mesh
+        self.config = config
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
+        self.server: Server[Any] = Server(
+            SERVER_NAME,
+            version=__version__,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen,
+            get_tool_input_schema=self._input_schema,
+        )
+        self._manager = StreamableHTTPSessionManager(
+            self.server,
+            stateless=True,
+            max_request_body_size=mesh.config.max_body_bytes,
+        )
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._publishing: set[asyncio.Task[None]] = set()
+        self._unsubscribe = mesh.catalog.subscribe(self._catalog_changed)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Run the session manager, whose task group serves every request, until `stop`."""
+        started = asyncio.Event()
+
+        async def run() -> None:
+            async with self._manager.run():
+                started.set()
+                await self._stop.wait()
+
+        self._task = asyncio.create_task(run(), name="mcp-session-manager")
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait({self._task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if not started.is_set():
+            waiting.cancel()
+            await self._task  # raises what stopped it
+
+    def close_streams(self) -> None:
+        """End open `subscriptions/listen` streams gracefully, so the HTTP server can shut down."""
+        self._listen.close()
+
+    async def stop(self) -> None:
+        self._unsubscribe()
+        self.close_streams()
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def routes(self) -> list[BaseRoute]:
+        """`/mcp` (every visible function) and `/mcp/{namespace}` (one namespace's)."""
+        return [Route("/mcp", self), Route("/mcp/{namespace}", self)]
+
+    # -- the ASGI app in front of the SDK ---------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        try:
+            origin = headers.get("origin")
+            if not origin_allowed(origin, self.config.allowed_origins):
+                raise PermissionDenied(
+                    f"origin {origin!r} may not call this MCP endpoint; add it to [mcp] allowed_origins",
+                    param="Origin",
+                )
+            principal = self.mesh.authenticate(headers.get("authorization"))
+            namespace = str(scope.get("path_params", {}).get("namespace", ""))
+            if namespace and not any(ns.name == namespace for ns in self.mesh.namespaces(principal)):
+                raise FunctionNotFound(f"no namespace {namespace!r} with functions this key may call")
+        except ToolmeshError as exc:
+            await self._refuse(exc, send)
+            return
+        state = scope.setdefault("state", {})
+        state[_PRINCIPAL] = principal
+        state[_NAMESPACE] = namespace
+        await self._manager.handle_request(scope, receive, send)
+
+    async def _refuse(self, error: ToolmeshError, send: Send) -> None:
+        headers = [(b"content-type", b"application/json")]
+        if isinstance(error, Unauthenticated):
+            headers.append((b"www-authenticate", b'Bearer realm="toolmesh"'))
+        if error.retry_after is not None:
+            headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
+        await send({"type": "http.response.start", "status": error.http_status, "headers": headers})
+        await send({"type": "http.response.body", "body": _error_body(error)})
+
+    # -- protocol handlers ----------------------------------------------------------------
+
+    @staticmethod
+    def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
+        state: Mapping[str, Any] = ctx.request.scope["state"] if ctx.request is not None else {}
+        principal = state.get(_PRINCIPAL)
+        if not isinstance(principal, Principal):  # only reachable if the SDK is served without this app
+            raise _refusal(Unauthenticated("the MCP endpoint received a request it did not authenticate"))
+        return principal, str(state.get(_NAMESPACE, ""))
+
+    def _visible(self, principal: Principal, namespace: str) -> list[FunctionSpec]:
+        specs = self.mesh.functions(principal)
+        return [s for s in specs if s.namespace == namespace] if namespace else specs
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        principal, namespace = self._caller(ctx)
+        try:
+            chunk, cursor = page(
+                self._visible(principal, namespace), params.cursor if params else None, self.config.page_size
+            )
+        except ToolmeshError as exc:
+            raise _refusal(exc) from None
+        return types.ListToolsResult(tools=[tool(spec) for spec in chunk], next_cursor=cursor)
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        principal, namespace = self._caller(ctx)
+        try:
+            spec = self.mesh.function(params.name, principal)
+            if namespace and spec.namespace != namespace:
+                raise FunctionNotFound(f"no function {params.name!r} in namespace {namespace!r}")
+        except ToolmeshError as exc:
+            raise _refusal(exc) from None
+        headers = ctx.request.headers if ctx.request is not None else {}
+        options = CallOptions(request_id=headers.get("x-request-id", ""))
+        arguments = json.dumps(params.arguments or {}).encode()
+        try:
+            result = await self.mesh.invoke(principal, spec.qualified_name, arguments, options)
+        except _REFUSALS as exc:
+            raise _refusal(exc) from None
+        except ToolmeshError as exc:
+            result = Result.failure(ErrorInfo.from_exception(exc))
+        return call_result(spec, result)
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        # Used by the SDK to check Mcp-Param-* headers; not scoped, and None when unknown.
+        try:
+            return self.mesh.catalog.resolve(name).input_schema
+        except ToolmeshError:
+            return None
+
+    # -- list_changed -----------------------------------------------------------------------
+
+    def _catalog_changed(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._bus.publish(ToolsListChanged()))
+        self._publishing.add(task)
+        task.add_done_callback(self._publishing.discard)

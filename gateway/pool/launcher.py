@@ -1,0 +1,198 @@
+"""The gateway's side of a template process: start it, read its catalog, ask it for pods.
+
+See toolmesh/runtimes/pod/template.py for the process itself and its line protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolmesh.config import RuntimeConfig
+from toolmesh.errors import Unavailable
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod import wire
+from toolmesh.v1 import function_pb2
+
+log = logging.getLogger("toolmesh.pool")
+
+#: Seconds a template gets to import its modules and report them.
+TEMPLATE_START_TIMEOUT = 60.0
+#: Largest protocol line (a catalog of thousands of functions fits easily).
+LINE_LIMIT = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Spawned:
+    """A pod a template forked, as its ready line describes it."""
+
+    pid: int
+    address: str
+    metrics_port: int | None
+    #: The pod's Unix socket for unary calls, when the runtime uses that transport.
+    socket: str | None
+
+
+ExitHandler = Callable[[int, int], None]
+
+
+class TemplateProcess:
+    """One running template process. `on_exit(pid, status)` hears of every pod that ends."""
+
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        process: asyncio.subprocess.Process,
+        specs: list[FunctionSpec],
+        namespaces: list[NamespaceSpec],
+        socket_dir: str,
+    ) -> None:
+        self.config = config
+        self.process = process
+        self._socket_dir = socket_dir
+        self.specs = specs
+        self.namespaces = namespaces
+        self.on_exit: ExitHandler = lambda pid, status: None
+        #: Called once if the template process itself ends.
+        self.on_template_exit: Callable[[int], None] = lambda status: None
+        self._waiting: dict[str, asyncio.Future[Spawned]] = {}
+        self._ids = itertools.count(1)
+        self._reader = asyncio.create_task(self._read())
+
+    @classmethod
+    async def start(cls, config: RuntimeConfig, env: Mapping[str, str]) -> TemplateProcess:
+        """Start a template for `config` and wait for its catalog."""
+        command = [sys.executable, "-m", "toolmesh", "runtime", "--template", config.spawn]
+        command += ["--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"]
+        command += ["--timeout", str(config.timeout), "--max-inflight", str(config.max_inflight)]
+        command += ["--workers", str(config.workers), "--drain-grace", str(config.drain_grace)]
+        command += ["--log-level", config.log_level]
+        socket_dir = tempfile.mkdtemp(prefix=f"toolmesh-{config.name}-")
+        if config.transport == "socket":
+            command += ["--socket-dir", socket_dir]
+        for module in config.modules:
+            command += ["--module", module]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+                limit=LINE_LIMIT,
+            )
+        except BaseException:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
+        assert process.stdout is not None
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), TEMPLATE_START_TIMEOUT)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise Unavailable(
+                f"runtime {config.name!r} did not load its modules within {TEMPLATE_START_TIMEOUT:g} s"
+            ) from None
+        if not line:
+            code = await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise Unavailable(
+                f"runtime {config.name!r} exited with status {code} while loading its modules (see its log)"
+            )
+        hello = json.loads(line)
+        listing = function_pb2.ListFunctionsResponse.FromString(base64.b64decode(hello["catalog"]))
+        specs = [wire.spec_from_proto(message) for message in listing.functions]
+        namespaces = [NamespaceSpec(n.name, n.description) for n in listing.namespaces]
+        log.info(
+            "template started", extra={"runtime": config.name, "pid": process.pid, "functions": len(specs)}
+        )
+        return cls(config, process, specs, namespaces, socket_dir)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def spawn(self, timeout: float) -> Spawned:
+        """Fork a new pod and wait until it serves."""
+        if not self.alive:
+            raise Unavailable(f"runtime {self.config.name!r} has no template process", retry_after=1.0)
+        spawn = str(next(self._ids))
+        ready: asyncio.Future[Spawned] = asyncio.get_running_loop().create_future()
+        self._waiting[spawn] = ready
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps({"spawn": spawn}).encode() + b"\n")
+            return await asyncio.wait_for(ready, timeout)
+        except TimeoutError:
+            raise Unavailable(
+                f"a pod of runtime {self.config.name!r} did not start within {timeout:g} s", retry_after=1.0
+            ) from None
+        finally:
+            self._waiting.pop(spawn, None)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            try:
+                event = json.loads(line)
+                self._dispatch(event)
+            except (ValueError, KeyError, TypeError):
+                log.warning("unreadable line from a template", extra={"runtime": self.config.name})
+        status = await self.process.wait()
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(Unavailable(f"runtime {self.config.name!r} stopped", retry_after=1.0))
+        self.on_template_exit(status)
+
+    def _dispatch(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        waiting = self._waiting.get(str(event.get("spawn")))
+        if kind == "exit":
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(
+                    Unavailable(
+                        f"a pod of runtime {self.config.name!r} exited with status {event['status']} "
+                        "while starting (see its log)"
+                    )
+                )
+            self.on_exit(int(event["pid"]), int(event["status"]))
+            return
+        if waiting is None or waiting.done():
+            if kind == "ready":
+                # Nobody waits for it any more (its spawn timed out): don't leave it running.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(event["pid"]), signal.SIGTERM)
+            return
+        if kind == "ready":
+            port, metrics = int(event["grpc_port"]), event.get("metrics_port")
+            waiting.set_result(Spawned(int(event["pid"]), f"127.0.0.1:{port}", metrics, event.get("socket")))
+        elif kind == "failed":
+            waiting.set_exception(
+                Unavailable(f"runtime {self.config.name!r} could not start a pod: {event.get('error')}")
+            )
+
+    async def close(self) -> None:
+        """Close stdin: the template stops its pods (they drain) and exits."""
+        if self.process.stdin is not None and not self.process.stdin.is_closing():
+            self.process.stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), self.config.drain_grace + 10)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            await self.process.wait()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
+        shutil.rmtree(self._socket_dir, ignore_errors=True)

@@ -1,0 +1,402 @@
+"""The pods of one runtime: started on demand, balanced, scaled up and down, replaced.
+
+A call takes the ready pod with the fewest calls in flight (ties go to the
+oldest, so light traffic packs onto few pods and the rest go idle). When no pod
+can take it (none running, or all at their in-flight limit) the call is held,
+in a bounded queue and for a bounded time, while a pod starts: this is the
+activator of Knative, and how a runtime scales from zero.
+
+Scaling follows demand: while calls in flight plus held calls exceed
+`target_concurrency` per pod, more pods start (up to `max_replicas`); a pod idle
+for `idle_timeout` is drained and stopped (down to `min_replicas`, zero by
+default). A pod that ends unasked is taken out of rotation at once; its
+in-flight calls fail with a retryable error (calls to idempotent functions are
+retried once on another pod) and a replacement starts when demand or
+`min_replicas` asks for one. Pods that keep dying young back off exponentially.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolmesh.config import RuntimeConfig
+from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.gateway.core.metrics import PoolMetrics
+from toolmesh.gateway.pool.activator import HeldCalls
+from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.remote_runtime import retry_is_safe
+from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+log = logging.getLogger("toolmesh.pool")
+
+#: A pod that dies within this many seconds of starting counts toward a crash loop.
+CRASH_WINDOW = 10.0
+#: The first back-off after a failed start or a young death, doubled each time, capped.
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+#: How often idle pods are looked for, at most (idle_timeout / 4 when that is shorter).
+REAP_INTERVAL = 1.0
+
+STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
+
+
+@dataclass(eq=False)
+class Replica:
+    """One pod of a runtime."""
+
+    pid: int
+    address: str
+    metrics_port: int | None
+    client: RuntimeClient
+    #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
+    socket: SocketClient | None
+    started_at: float
+    state: str = READY
+    inflight: int = 0
+    last_used: float = 0.0
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+        await self.client.close()
+
+
+class ReplicaSet:
+    """Runs one runtime's pods (forked by its template) and routes its calls to them."""
+
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        template: TemplateProcess,
+        metrics: PoolMetrics,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.template = template
+        self._metrics = metrics
+        self._clock = clock
+        self.replicas: list[Replica] = []
+        self._by_pid: dict[int, Replica] = {}
+        self._starting = 0
+        self._inflight = 0
+        self._held = HeldCalls(self.name, config.max_queue, metrics, clock)
+        self._changed = asyncio.Event()
+        self._failures = 0
+        self._last_failure = -math.inf
+        self._backoff_until = 0.0
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
+        template.on_exit = self._exited
+        template.on_template_exit = self._template_exited
+        metrics.watch(self.name, self)
+
+    # -- what the pool, the metrics and readiness read ---------------------------------------
+
+    @property
+    def specs(self) -> list[FunctionSpec]:
+        return self.template.specs
+
+    @property
+    def namespaces(self) -> list[NamespaceSpec]:
+        return self.template.namespaces
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def pending(self) -> int:
+        return self._held.waiting
+
+    def replica_counts(self) -> Mapping[str, int]:
+        counts = {STARTING: self._starting, READY: 0, DRAINING: 0}
+        for replica in self.replicas:
+            counts[replica.state] += 1
+        return counts
+
+    @property
+    def ready(self) -> bool:
+        """Whether calls can be served now or as soon as a pod starts."""
+        if not self.template.alive:
+            return False
+        return self._ready_count() > 0 or self._clock() >= self._backoff_until
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start `min_replicas` pods and wait for them, then watch for idle pods."""
+        self._reconcile()
+        deadline = self._clock() + self.config.startup_timeout
+        while self._ready_count() < self.config.min_replicas:
+            self._raise_if_failing()
+            await self._wait_for_change(deadline)
+        self._reaper = asyncio.create_task(self._reap_idle())
+
+    async def close(self) -> None:
+        """Stop every pod (they drain) and the template."""
+        self._closed = True
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+        tasks = [*self._tasks, *([self._reaper] if self._reaper else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.template.close()
+        for replica in self.replicas:
+            await replica.close()
+        self.replicas.clear()
+
+    # -- calls ------------------------------------------------------------------------------
+
+    async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        deadline = self._clock() + timeout
+        for attempt in (1, 2):
+            replica = await self._acquire(deadline)
+            try:
+                remaining = max(deadline - self._clock(), 0.001)
+                return await (replica.socket or replica.client).invoke(call, remaining)
+            except Unavailable as exc:
+                self._suspect(replica)
+                if attempt == 2 or not retry_is_safe(exc, idempotent):
+                    raise
+                log.info("retrying a call on another pod", extra={"runtime": self.name})
+            finally:
+                self._release(replica)
+        raise AssertionError("unreachable")
+
+    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        deadline = self._clock() + timeout
+        replica = await self._acquire(deadline)
+        try:
+            async for event in replica.client.stream(call, max(deadline - self._clock(), 0.001)):
+                yield event
+        except Unavailable:
+            self._suspect(replica)
+            raise
+        finally:
+            self._release(replica)
+
+    def _pick(self) -> Replica | None:
+        """The ready pod with the fewest calls in flight, below its limit; ties go to the oldest."""
+        best: Replica | None = None
+        for replica in self.replicas:
+            if replica.state == READY and (best is None or replica.inflight < best.inflight):
+                best = replica
+        if best is None or best.inflight >= self.config.max_inflight:
+            return None
+        return best
+
+    async def _acquire(self, deadline: float) -> Replica:
+        replica = self._pick() or await self._hold(deadline)
+        replica.inflight += 1
+        self._inflight += 1
+        if (
+            self._inflight + self._held.waiting
+            > (self._ready_count() + self._starting) * self.config.target_concurrency
+        ):
+            self._reconcile()
+        return replica
+
+    def _release(self, replica: Replica) -> None:
+        replica.inflight -= 1
+        self._inflight -= 1
+        replica.last_used = self._clock()
+        if replica.state == GONE and replica.inflight == 0:
+            self._spawn_task(replica.close())
+        elif self._held.waiting:
+            self._notify()  # a held call may fit now
+
+    async def _hold(self, deadline: float) -> Replica:
+        """Wait for a pod to take the call: the activator."""
+        with self._held.hold(cold=self._ready_count() == 0) as arrived:
+            self._reconcile()
+            limit = min(deadline, arrived + self.config.startup_timeout)
+            while (replica := self._pick()) is None:
+                self._raise_if_failing()
+                await self._wait_for_change(limit)
+            return replica
+
+    async def _wait_for_change(self, limit: float) -> None:
+        remaining = limit - self._clock()
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+                return
+        raise Unavailable(
+            f"no pod of runtime {self.name!r} could take the call in time "
+            f"({self._ready_count()} ready, {self._starting} starting)",
+            retry_after=1.0,
+        )
+
+    def _notify(self) -> None:
+        """Wake every held call to look again."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _raise_if_failing(self) -> None:
+        """Held calls fail fast while pods crash-loop and none is running or starting."""
+        if not self.template.alive:
+            raise Unavailable(f"runtime {self.name!r} is down (its template process exited)", retry_after=5.0)
+        wait = self._backoff_until - self._clock()
+        if wait > 0 and self._ready_count() == 0 and self._starting == 0:
+            raise Unavailable(
+                f"runtime {self.name!r} is failing to start pods; next attempt in {wait:.1f} s",
+                retry_after=wait,
+            )
+
+    # -- scaling ----------------------------------------------------------------------------
+
+    def _ready_count(self) -> int:
+        return sum(1 for r in self.replicas if r.state == READY)
+
+    def _wanted(self) -> int:
+        demand = math.ceil((self._inflight + self._held.waiting) / self.config.target_concurrency)
+        return max(self.config.min_replicas, min(self.config.max_replicas, demand))
+
+    def _reconcile(self) -> None:
+        """Start pods until there are as many as demand (or min_replicas) asks for."""
+        if self._closed or not self.template.alive:
+            return
+        wait = self._backoff_until - self._clock()
+        if wait > 0:
+            if self._retry_timer is None:
+                self._retry_timer = asyncio.get_running_loop().call_later(wait, self._retry)
+            return
+        while self._ready_count() + self._starting < self._wanted():
+            self._starting += 1
+            self._spawn_task(self._start_one())
+
+    def _retry(self) -> None:
+        self._retry_timer = None
+        self._reconcile()
+        self._notify()
+
+    async def _start_one(self) -> None:
+        began = self._clock()
+        try:
+            spawned = await self.template.spawn(self.config.startup_timeout)
+        except ToolmeshError as exc:
+            self._starting -= 1
+            self._metrics.start_failures.labels(self.name).inc()
+            self._failed(f"a pod failed to start: {exc.message}")
+            return
+        self._starting -= 1
+        now = self._clock()
+        replica = Replica(
+            spawned.pid,
+            spawned.address,
+            spawned.metrics_port,
+            RuntimeClient(self.name, spawned.address),
+            SocketClient(self.name, spawned.socket) if spawned.socket else None,
+            started_at=now,
+            last_used=now,
+        )
+        if self._closed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(replica.pid, signal.SIGTERM)
+            await replica.close()
+            return
+        self.replicas.append(replica)
+        self._by_pid[replica.pid] = replica
+        self._metrics.replica_start_seconds.labels(self.name).observe(now - began)
+        self._held.pod_ready()
+        log.info("pod ready", extra={"runtime": self.name, "pid": replica.pid, "address": replica.address})
+        self._notify()
+
+    def _failed(self, reason: str) -> None:
+        now = self._clock()
+        if now - self._last_failure > BACKOFF_MAX * 2:
+            self._failures = 0  # the last failure is long past: start the back-off over
+        self._failures += 1
+        self._last_failure = now
+        delay = min(BACKOFF_FIRST * 2 ** (self._failures - 1), BACKOFF_MAX)
+        self._backoff_until = now + delay
+        log.warning(
+            f"runtime {self.name!r}: {reason}; next start in {delay:.1f} s",
+            extra={"runtime": self.name, "failures_in_a_row": self._failures},
+        )
+        self._reconcile()
+        self._notify()
+
+    def _drain(self, replica: Replica) -> None:
+        """Take a pod out of rotation and let it finish its calls and exit."""
+        replica.state = DRAINING
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(replica.pid, signal.SIGTERM)
+
+    def _suspect(self, replica: Replica) -> None:
+        """A pod that could not be reached is not sent more calls."""
+        if replica.state == READY:
+            log.warning(
+                "pod unreachable; taking it out of rotation", extra={"runtime": self.name, "pid": replica.pid}
+            )
+            self._drain(replica)
+            self._reconcile()
+
+    def _exited(self, pid: int, status: int) -> None:
+        replica = self._by_pid.pop(pid, None)
+        if replica is None:
+            return
+        asked = replica.state == DRAINING and status == 0
+        if replica in self.replicas:
+            self.replicas.remove(replica)
+        replica.state = GONE
+        if replica.inflight == 0:
+            self._spawn_task(replica.close())
+        if not asked and not self._closed:
+            self._metrics.restarts.labels(self.name).inc()
+            lived = self._clock() - replica.started_at
+            reason = f"pod {pid} exited with status {status} after {lived:.1f} s"
+            if lived < CRASH_WINDOW:
+                self._failed(reason)
+            else:
+                log.warning(f"runtime {self.name!r}: {reason}", extra={"runtime": self.name})
+                self._reconcile()
+        self._notify()
+
+    def _template_exited(self, status: int) -> None:
+        if not self._closed:
+            log.error(
+                f"runtime {self.name!r}: its template process exited with status {status}",
+                extra={"runtime": self.name},
+            )
+        self._notify()
+
+    async def _reap_idle(self) -> None:
+        interval = min(REAP_INTERVAL, self.config.idle_timeout / 4)
+        while True:
+            await asyncio.sleep(interval)
+            now = self._clock()
+            # Never below what demand asks for, or pods would stop and restart in a loop.
+            surplus = self._ready_count() - self._wanted()
+            # Newest first: the oldest pods take ties, so the newest go idle first.
+            for replica in reversed(self.replicas):
+                if surplus <= 0:
+                    break
+                idle = now - replica.last_used
+                if replica.state == READY and replica.inflight == 0 and idle >= self.config.idle_timeout:
+                    log.info("stopping an idle pod", extra={"runtime": self.name, "pid": replica.pid})
+                    self._drain(replica)
+                    surplus -= 1
+            self._reconcile()
+
+    def _spawn_task(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

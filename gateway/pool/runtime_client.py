@@ -1,0 +1,91 @@
+"""The gateway's gRPC client for one runtime pod (or a set of them behind one address)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import grpc
+
+from toolmesh.errors import from_rpc_error
+from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.executor import Call
+from toolmesh.v1 import function_pb2, runtime_pb2_grpc
+
+#: gRPC's default reconnect backoff starts near 1 s: far too slow for a pod that
+#: was starting a moment ago. These keep reconnects quick but bounded.
+CHANNEL_OPTIONS: list[tuple[str, int]] = [
+    ("grpc.initial_reconnect_backoff_ms", 50),
+    ("grpc.min_reconnect_backoff_ms", 50),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+]
+
+#: For a runtime behind many addresses (a headless Service, an `ipv4:a,b,c` list): spread
+#: calls round robin over the pods that are up, skip pods whose health says NOT_SERVING
+#: (draining), and look the name up again at most every second when pods come and go.
+BALANCED_OPTIONS: list[tuple[str, int | str]] = [
+    *CHANNEL_OPTIONS,
+    ("grpc.dns_min_time_between_resolutions_ms", 1000),
+    (
+        "grpc.service_config",
+        json.dumps(
+            {
+                "loadBalancingConfig": [{"round_robin": {}}],
+                "healthCheckConfig": {"serviceName": "toolmesh.v1.Runtime"},
+            }
+        ),
+    ),
+]
+
+
+class RuntimeClient:
+    """Calls one runtime over gRPC and speaks toolmesh's core types, not protobuf."""
+
+    def __init__(self, name: str, address: str, *, balanced: bool = False) -> None:
+        self.name = name
+        self.address = address
+        options = BALANCED_OPTIONS if balanced else CHANNEL_OPTIONS
+        self.channel = grpc.aio.insecure_channel(address, options=options)
+        self._stub = runtime_pb2_grpc.RuntimeStub(self.channel)
+
+    async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        try:
+            reply = await self._stub.ListFunctions(
+                function_pb2.ListFunctionsRequest(), timeout=timeout, wait_for_ready=True
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+        specs = [wire.spec_from_proto(message) for message in reply.functions]
+        namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
+        return specs, namespaces
+
+    async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
+        try:
+            reply = await self._stub.Invoke(
+                wire.call_to_proto(call), timeout=timeout, wait_for_ready=wait_for_ready
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+        return wire.result_from_proto(reply)
+
+    async def stream(
+        self, call: Call, timeout: float, *, wait_for_ready: bool = False
+    ) -> AsyncIterator[list[Content] | Result]:
+        try:
+            request = wire.call_to_proto(call)
+            async for event in self._stub.InvokeStream(
+                request, timeout=timeout, wait_for_ready=wait_for_ready
+            ):
+                if event.WhichOneof("event") == "content":
+                    yield [wire.content_from_proto(event.content)]
+                else:
+                    yield wire.result_from_proto(event.result)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+
+    async def close(self) -> None:
+        await self.channel.close(grace=None)

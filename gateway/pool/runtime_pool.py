@@ -1,0 +1,146 @@
+"""How the gateway reaches runtimes: the `RuntimePool` seam and the serverless pool behind it.
+
+Everything the gateway does with runtimes goes through a pool, so how pods are
+provisioned can change without touching the rest. `Pool` runs pods on demand
+for runtimes given as `modules` (a template process per runtime forks them;
+see replicas.py) and balances over the pods of runtimes given as an `address`
+(see remote.py; on Kubernetes, a headless Service that KEDA scales).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry
+
+from toolmesh.config import RuntimeConfig
+from toolmesh.errors import FunctionNotFound
+from toolmesh.gateway.core.metrics import PoolMetrics
+from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
+from toolmesh.gateway.pool.replicas import ReplicaSet
+from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+#: Environment variables that tell a pod how to reach the mesh for ctx.invoke.
+MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
+MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
+
+
+class RuntimePool(Protocol):
+    """What the gateway needs from whatever runs its runtimes."""
+
+    def runtimes(self) -> Sequence[str]: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def readiness(self) -> Mapping[str, bool]:
+        """Whether each runtime can take calls now (or as soon as a pod starts)."""
+        ...
+
+    async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
+
+    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        """Run a call; `idempotent` calls may be retried once on another pod."""
+        ...
+
+    def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MeshAccess:
+    """Where pods send ctx.invoke calls for functions they do not host themselves."""
+
+    address: str
+    token: str
+
+
+class Pool:
+    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes."""
+
+    def __init__(
+        self,
+        runtimes: Sequence[RuntimeConfig],
+        mesh: MeshAccess | None = None,
+        metrics: PoolMetrics | None = None,
+        waker: Waker | None = None,
+    ) -> None:
+        self._configs = {r.name: r for r in runtimes}
+        self._mesh = mesh
+        self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
+        #: Wakes remote runtimes scaled to zero (the Kubernetes scaler), if any.
+        self._waker = waker
+        self.sets: dict[str, ReplicaSet] = {}
+        self._remotes: dict[str, RemoteRuntime] = {}
+
+    def runtimes(self) -> Sequence[str]:
+        return list(self._configs)
+
+    async def start(self) -> None:
+        """Start every runtime's template (at once), then their `min_replicas` pods."""
+        try:
+            local = [c for c in self._configs.values() if c.address is None]
+            for config in self._configs.values():
+                if config.address is not None:
+                    self._remotes[config.name] = RemoteRuntime(config, self._metrics, self._waker)
+            templates = await asyncio.gather(
+                *(TemplateProcess.start(config, self._environment(config)) for config in local),
+                return_exceptions=True,
+            )
+            for config, template in zip(local, templates, strict=True):
+                if isinstance(template, TemplateProcess):
+                    self.sets[config.name] = ReplicaSet(config, template, self._metrics)
+            for failure in templates:
+                if isinstance(failure, BaseException):
+                    raise failure
+            await asyncio.gather(
+                *(s.start() for s in self.sets.values()),
+                *(r.start(self._environment(r.config)) for r in self._remotes.values()),
+            )
+        except BaseException:
+            await self.close()
+            raise
+
+    def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
+        env = dict(os.environ)
+        env.update(config.env)
+        if self._mesh is not None:
+            env[MESH_ADDRESS_ENV] = self._mesh.address
+            env[MESH_TOKEN_ENV] = self._mesh.token
+        return env
+
+    def readiness(self) -> Mapping[str, bool]:
+        found: dict[str, ReplicaSet | RemoteRuntime] = {**self.sets, **self._remotes}
+        return {name: name in found and found[name].ready for name in self._configs}
+
+    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime:
+        found = self.sets.get(runtime) or self._remotes.get(runtime)
+        if found is None:
+            raise FunctionNotFound(f"no runtime named {runtime!r}")
+        return found
+
+    async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        found = self._runtime(runtime)
+        return list(found.specs), list(found.namespaces)
+
+    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        return await self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
+
+    async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        async for event in self._runtime(runtime).stream(call, timeout):
+            yield event
+
+    async def close(self) -> None:
+        """Stop every runtime's pods (they drain) and templates, at once."""
+        sets, self.sets = list(self.sets.values()), {}
+        remotes, self._remotes = list(self._remotes.values()), {}
+        await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))
+        if self._waker is not None:
+            await self._waker.close()

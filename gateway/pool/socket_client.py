@@ -1,0 +1,109 @@
+"""The gateway's end of a pod's Unix socket: unary calls, many at once on one connection.
+
+See toolmesh/runtimes/pod/socket_protocol.py for why this road exists and its frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+
+from toolmesh.errors import FunctionTimeout, Unavailable
+from toolmesh.runtimes.functions.results import Result
+from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.socket_protocol import (
+    CANCEL,
+    ERROR,
+    INVOKE,
+    RESULT,
+    FrameReader,
+    decode_error,
+    frame,
+)
+from toolmesh.v1 import invoke_pb2
+
+#: How long past the call's own time limit the gateway waits for the pod's answer: the
+#: pod enforces the limit itself and says so, which is the clearer error.
+ANSWER_SLACK = 1.0
+
+
+class _Connection(FrameReader):
+    def __init__(self, runtime: str) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.waiting: dict[int, asyncio.Future[tuple[int, bytes]]] = {}
+        self.lost = False
+
+    def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
+        waiter = self.waiting.pop(call_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result((kind, payload))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        for waiter in self.waiting.values():
+            if not waiter.done():
+                waiter.set_exception(
+                    Unavailable(f"lost the connection to a pod of runtime {self.runtime!r}", retry_after=1.0)
+                )
+        self.waiting.clear()
+
+
+class SocketClient:
+    """Calls one pod over its Unix socket; connects on first use and again after a loss."""
+
+    def __init__(self, runtime: str, path: str) -> None:
+        self.runtime = runtime
+        self.path = path
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+
+    def _new_connection(self) -> _Connection:
+        return _Connection(self.runtime)
+
+    async def _connect(self) -> _Connection:
+        connection = self._connection
+        if connection is not None and not connection.lost:
+            return connection
+        async with self._connecting:
+            if self._connection is None or self._connection.lost:
+                loop = asyncio.get_running_loop()
+                try:
+                    _, protocol = await loop.create_unix_connection(
+                        lambda: _Connection(self.runtime), self.path
+                    )
+                except OSError as exc:
+                    raise Unavailable(
+                        f"cannot reach a pod of runtime {self.runtime!r}: {exc.strerror}", retry_after=1.0
+                    ) from None
+                self._connection = protocol
+            return self._connection
+
+    async def invoke(self, call: Call, timeout: float) -> Result:
+        connection = await self._connect()
+        call_id = next(self._ids)
+        answer: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        connection.waiting[call_id] = answer
+        assert connection.transport is not None
+        request = wire.call_to_proto(call).SerializeToString()
+        connection.transport.write(frame(INVOKE, call_id, request, timeout))
+        try:
+            kind, payload = await asyncio.wait_for(answer, timeout + ANSWER_SLACK)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            connection.waiting.pop(call_id, None)
+            if not connection.lost and connection.transport is not None:
+                connection.transport.write(frame(CANCEL, call_id))
+            if isinstance(exc, TimeoutError):
+                raise FunctionTimeout(f"a pod of runtime {self.runtime!r} did not answer in time") from None
+            raise
+        if kind == RESULT:
+            return wire.result_from_proto(invoke_pb2.InvokeResponse.FromString(payload))
+        if kind == ERROR:
+            raise decode_error(payload)
+        raise Unavailable(f"a pod of runtime {self.runtime!r} sent an unknown frame ({kind})")
+
+    async def close(self) -> None:
+        if self._connection is not None and self._connection.transport is not None:
+            self._connection.transport.close()

@@ -1,0 +1,98 @@
+"""`toolmesh router ...`: build the model ahead of time, and evaluate routing on a query set.
+
+toolmesh router build [--config FILE] [--cache-dir DIR]
+toolmesh router eval --catalog POOL.json --queries QUERIES.jsonl [--k 5] [--match id|name] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from toolmesh.config import load_config
+
+    router = load_config(args.config).router
+    if args.cache_dir is not None:
+        router = router.model_copy(update={"cache_dir": Path(args.cache_dir)})
+    if getattr(args, "fp32", False):
+        router = router.model_copy(update={"quantized": False})
+    return router
+
+
+def _progress(step: str) -> None:
+    print(f"toolmesh router: {step}", file=sys.stderr, flush=True)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from toolmesh.config import ConfigError
+    from toolmesh.router.embedding.model import ModelUnavailable, ensure_model
+
+    try:
+        config = _config(args)
+        started = time.perf_counter()
+        model = ensure_model(config.cache_dir, progress=_progress)
+    except (ConfigError, ModelUnavailable, OSError) as exc:
+        print(f"toolmesh router build: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"directory": str(model.directory), "seconds": round(time.perf_counter() - started, 2)}))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from toolmesh.config import ConfigError
+    from toolmesh.router.embedding.model import ModelUnavailable
+    from toolmesh.router.evaluate import EvalInputError, evaluate, load_pool, load_queries
+    from toolmesh.router.service import open_embedder
+
+    try:
+        pool = load_pool(Path(args.catalog))
+        queries = load_queries(Path(args.queries))
+        config = _config(args)
+        embedder = open_embedder(config, progress=_progress)
+    except (ConfigError, EvalInputError, ModelUnavailable, OSError, ValueError) as exc:
+        print(f"toolmesh router eval: {exc}", file=sys.stderr)
+        return 2
+    report = evaluate(embedder, pool, queries, k=args.k, match=args.match, threshold=config.threshold)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
+    return 0
+
+
+def add_router_commands(commands: Any) -> None:
+    """Register `toolmesh router` and its subcommands on the CLI's subparsers."""
+    router = commands.add_parser("router", help="the embedding router: build its model, evaluate it")
+    sub = router.add_subparsers(dest="router_command", required=True, metavar="COMMAND")
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--config", "-c", help="toolmesh.toml whose [router] section to use")
+        parser.add_argument("--cache-dir", help="where built models are kept (overrides [router] cache_dir)")
+
+    build = sub.add_parser(
+        "build", help="build the ONNX model into the cache now (start-up then only loads it)"
+    )
+    common(build)
+    build.set_defaults(handler=_build)
+
+    evaluation = sub.add_parser(
+        "eval", help="recall@1/@k, MRR and latency of routing a query set over a pool"
+    )
+    evaluation.add_argument(
+        "--catalog", required=True, help="pool JSON: {'functions': [{pool_id, name, ...}]}"
+    )
+    evaluation.add_argument("--queries", required=True, help="JSON lines: {prompt, expected_pool_id, ...}")
+    evaluation.add_argument("--k", type=int, default=5, help="cut-off for recall@k (default %(default)s)")
+    evaluation.add_argument(
+        "--match",
+        choices=["id", "name"],
+        default="id",
+        help="id: only the expected pool entry counts; name: any entry in same_name_pool_ids",
+    )
+    evaluation.add_argument("--fp32", action="store_true", help="use the fp32 model instead of the int8 one")
+    evaluation.add_argument("--json", action="store_true", help="print the report as JSON")
+    common(evaluation)
+    evaluation.set_defaults(handler=_eval)

@@ -1,0 +1,175 @@
+"""From a prompt to a finished call: route, extract the arguments, invoke, remember.
+
+Transport-free: the caller supplies an `FunctionCaller` (the gateway's adapter wraps
+its `Mesh`) and gets an `Execution` back, or one of the hierarchy's errors:
+`FunctionNotFound` when nothing fits, `InvalidArguments` naming the required
+arguments the prompt did not give; both carry the candidates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolmesh.errors import FunctionNotFound, InvalidArguments, Unavailable, Violation
+from toolmesh.router.extraction.extract import extract_arguments
+from toolmesh.router.extraction.llm import LlmExtractor
+from toolmesh.router.extraction.snippet import code_for
+from toolmesh.router.routing import Router, RouteResult
+from toolmesh.router.sessions import Turn
+
+# "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|now|then|also|ok(?:ay)?|same|again|what about|how about)\b"
+    r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
+    re.I,
+)
+#: A follow-up keeps the previous function unless another one beats the threshold by this much.
+FOLLOW_UP_MARGIN = 0.1
+
+
+class FunctionCaller(Protocol):
+    """Calls a function and returns its result as JSON (the gateway's result object)."""
+
+    async def __call__(self, function: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]: ...
+
+
+@dataclass
+class Execution:
+    function: str
+    arguments: dict[str, Any]
+    #: Where each argument came from: "number", "string", "enum", "boolean", "previous", "default", "llm"...
+    sources: dict[str, str]
+    route: RouteResult
+    result: Mapping[str, Any] | None = None
+    code: dict[str, str] = field(default_factory=dict)
+    follow_up: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "function": self.function,
+            "arguments": self.arguments,
+            "argument_sources": self.sources,
+            "result": self.result,
+            "code": self.code,
+            "follow_up": self.follow_up,
+            "candidates": self.route.to_dict()["candidates"],
+        }
+
+
+def is_follow_up(prompt: str) -> bool:
+    return bool(_FOLLOW_UP.search(prompt))
+
+
+def _candidates(route: RouteResult) -> list[dict[str, object]]:
+    candidates = route.to_dict()["candidates"]
+    assert isinstance(candidates, list)
+    return candidates
+
+
+class PromptExecutor:
+    def __init__(
+        self,
+        router: Router,
+        llm: LlmExtractor | None = None,
+        today: Callable[[], dt.date] = dt.date.today,
+    ) -> None:
+        self.router = router
+        self.llm = llm
+        self.today = today
+
+    def _choose(self, prompt: str, route: RouteResult, previous: Turn | None) -> tuple[str | None, bool]:
+        if previous is None or previous.function is None or not is_follow_up(prompt):
+            return route.match, False
+        top = route.candidates[0].score if route.candidates else float("-inf")
+        if route.match in (None, previous.function) or top < self.router.threshold + FOLLOW_UP_MARGIN:
+            return previous.function, True
+        return route.match, False
+
+    async def execute(
+        self,
+        prompt: str,
+        invoker: FunctionCaller,
+        *,
+        k: int = 5,
+        session_id: str | None = None,
+        dry_run: bool = False,
+        allowed: Callable[[str], bool] | None = None,
+        base_url: str = "http://127.0.0.1:8080",
+        with_key: bool = False,
+    ) -> Execution:
+        # In a worker thread, as gateway.routing.route does: the embedding is milliseconds of work.
+        route = await asyncio.to_thread(self.router.route, prompt, k, session_id=session_id, allowed=allowed)
+        history = self.router.history(session_id)
+        previous = next((t for t in reversed(history) if t.function), None)
+        if previous is not None and previous.function not in self.router.index:
+            previous = None
+        if (
+            previous is not None
+            and allowed is not None
+            and previous.function
+            and not allowed(previous.function)
+        ):
+            previous = None
+        function, follow_up = self._choose(prompt, route, previous)
+        if function is None:
+            raise FunctionNotFound(
+                "no function fits the prompt well enough; see the candidates",
+                param="prompt",
+                details={"candidates": _candidates(route)},
+            )
+        doc = self.router.document(function)
+        same = previous is not None and previous.function == function
+        found = extract_arguments(
+            prompt,
+            doc.parameters,
+            today=self.today(),
+            previous=previous.arguments if same and previous else None,
+        )
+        if found.missing and self.llm is not None:
+            await self._ask_llm(
+                prompt, function, doc.description, doc.parameters, found.arguments, found.sources
+            )
+            found.missing = [name for name in found.missing if name not in found.arguments]
+        if found.missing:
+            violations = [
+                Violation(name, "a value in the prompt", "nothing", f"{name}: missing required argument")
+                for name in found.missing
+            ]
+            error = InvalidArguments(
+                f"{function} needs {', '.join(found.missing)}, which the prompt does not give",
+                violations,
+                param="prompt",
+            )
+            error.details.update(function=function, arguments=found.arguments, candidates=_candidates(route))
+            raise error
+        execution = Execution(function, found.arguments, found.sources, route, follow_up=follow_up)
+        execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
+        if not dry_run:
+            execution.result = await invoker(function, found.arguments)
+        if session_id and self.router.sessions is not None:
+            self.router.sessions.record(session_id, prompt, function, found.arguments, execution.result)
+        return execution
+
+    async def _ask_llm(
+        self,
+        prompt: str,
+        function: str,
+        description: str,
+        schema: Mapping[str, Any],
+        arguments: dict[str, Any],
+        sources: dict[str, str],
+    ) -> None:
+        assert self.llm is not None
+        try:
+            answer = await self.llm.extract(prompt, function, description, schema)
+        except Unavailable:
+            return  # the rules' answer stands; the 422 names what is still missing
+        properties = schema.get("properties") or {}
+        for name, value in answer.items():
+            if name in properties and (name not in arguments or sources.get(name) == "default"):
+                arguments[name], sources[name] = value, "llm"

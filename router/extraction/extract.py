@@ -1,0 +1,366 @@
+"""Deterministic argument extraction driven by a function's JSON schema.
+
+Each parameter is read according to what its schema says it is: enums by
+(fuzzy) name, booleans from "with/without/no/enable..." cues, numbers with
+their units (converted when the parameter names another unit of the same
+kind), URLs, emails, dates and times (ISO and natural), places from "in/for/to
+<Place>", identifiers ("order ord-1001"), quoted strings, and free text after
+a cue ("saying ...", "search for ...", ":"). What the prompt does not say comes
+from the previous call of the same function in the session, then from the
+schema's default. Values are found left to right in one pass over the text,
+and each stretch of text is used once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolmesh.router.extraction import values as v
+from toolmesh.router.extraction.dates import find_dates, find_times
+from toolmesh.router.text import STOPWORDS, split_identifier, words
+
+_NEGATIONS = words("no not without don't dont disable disabled exclude excluding off never skip hide")
+_AFFIRM = re.compile(r"\b(true|yes|on|enabled?)\b", re.I)
+_DENY = re.compile(r"\b(false|no|off|disabled?)\b", re.I)
+_TEXT_CUES = re.compile(
+    r"(?::\s*|\b(?:saying|says|that says|with the text|with text|about|search for|look up|find|"
+    r"calculate|compute|evaluate|summari[sz]e|translate|what is|what's)\s+)",
+    re.I,
+)
+_GENERIC_WORDS = words("is has include enable show use with flag should do get")
+_PLACE_WORDS = words("city location place country destination address town region where state origin source")
+_TEXT_WORDS = words(
+    "text query q message content expression question prompt body search keyword keywords topic term"
+)
+_EMAIL_HINTS = {"email", "mail"}
+_URL_HINTS = {"url", "link", "website", "uri", "href"}
+_FROM_WORDS = words("origin source from departure start")
+_TO_WORDS = words("destination to arrival end target")
+
+
+@dataclass
+class Extraction:
+    """The arguments found, where each came from, and the required ones still missing."""
+
+    arguments: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    schema: Mapping[str, Any]
+    required: bool
+
+    @property
+    def tokens(self) -> set[str]:
+        return set(split_identifier(self.name).split())
+
+    @property
+    def about(self) -> str:
+        return f"{split_identifier(self.name)} {self.schema.get('description') or ''}".lower()
+
+    @property
+    def about_words(self) -> set[str]:
+        return set(re.findall(r"[a-z]+", self.about))
+
+    def wants(self, formats: tuple[str, ...], hints: set[str]) -> bool:
+        """Whether the schema's format, the name, or the head of the description ("Recipient
+        email address", not "Subject line of the email") asks for this kind of value."""
+        head = re.findall(r"[a-z]+", str(self.schema.get("description") or "").lower())[:3]
+        return self.schema.get("format") in formats or bool((self.tokens | set(head)) & hints)
+
+    @property
+    def type(self) -> str:
+        kind = self.schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "string")
+        return str(kind or ("string" if "enum" not in self.schema else "enum"))
+
+
+def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Follow a local $ref and unwrap Optional (anyOf with null), keeping the outer description/default."""
+    outer = dict(schema)
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, Mapping) else {}
+        outer = {**target, **{k: val for k, val in schema.items() if k != "$ref"}}
+    for key in ("anyOf", "oneOf"):
+        branches = [b for b in outer.get(key, ()) if isinstance(b, Mapping) and b.get("type") != "null"]
+        if len(branches) == 1:
+            inner = _resolve(branches[0], root)
+            outer = {**inner, **{k: val for k, val in outer.items() if k != key}}
+    return outer
+
+
+def parameters(schema: Mapping[str, Any]) -> list[Param]:
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return []
+    required = set(schema.get("required") or ())
+    return [
+        Param(str(name), _resolve(sub, schema), name in required)
+        for name, sub in properties.items()
+        if isinstance(sub, Mapping)
+    ]
+
+
+class _Text:
+    """The prompt plus the stretches of it already used by some parameter."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.used: list[tuple[int, int]] = []
+
+    def free(self, start: int, end: int) -> bool:
+        return all(end <= a or start >= b for a, b in self.used)
+
+    def take(self, start: int, end: int) -> None:
+        self.used.append((start, end))
+
+    def before(self, start: int, words: int = 4) -> set[str]:
+        return set(re.findall(r"[a-z]+", self.text[:start].lower())[-words:])
+
+
+def _target_unit(param: Param) -> str:
+    for word in re.findall(r"[a-z]+", param.about):
+        if word in v.UNITS and len(word) > 2:
+            return str(word)
+    return ""
+
+
+def _cue_score(param: Param, text: _Text, number: v.Number) -> float:
+    """How strongly the words around a number point at this parameter: its name just
+    before the number counts double ("height of 5"), just after it once ("5 days")."""
+
+    def fold(words: Iterable[str]) -> set[str]:
+        return {w.rstrip("s") for w in words if w not in STOPWORDS}
+
+    cues = fold(param.tokens)
+    before = fold(text.before(number.start))
+    after = fold(re.findall(r"[a-z]+", text.text[number.end :].lower())[:2]) | fold([number.unit])
+    score = 2.0 * len(cues & before) + len(cues & after)
+    target = _target_unit(param)
+    if number.unit in v.UNITS and target:
+        score += 1 if v.UNITS[number.unit][0] == v.UNITS[target][0] else -2
+    if number.unit == "%" and ({"percent", "percentage", "rate"} & param.about_words):
+        score += 1
+    return score
+
+
+def _number_value(param: Param, number: v.Number) -> float | int | None:
+    value = number.value
+    target = _target_unit(param)
+    if number.unit and target:
+        converted = number.convert(target)
+        if converted is not None:
+            value = converted
+    if abs(value - round(value)) < 1e-9:
+        return round(value)  # JSON numbers accept integers, and 5 reads better than 5.0
+    return None if param.type == "integer" else value
+
+
+def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
+    found = [n for n in v.numbers(text.text) if text.free(n.start, n.end)]
+    numeric = [p for p in params if p.type in ("integer", "number") and p.name not in out.arguments]
+    pairs = sorted(
+        ((_cue_score(p, text, n), -i, -j, p, n) for i, p in enumerate(numeric) for j, n in enumerate(found)),
+        key=lambda t: t[:3],
+        reverse=True,
+    )
+    used: set[int] = set()
+    for score, _, _, param, number in pairs:
+        if score <= 0 or param.name in out.arguments or number.start in used:
+            continue
+        value = _number_value(param, number)
+        if value is not None:
+            out.arguments[param.name], out.sources[param.name] = value, "number"
+            used.add(number.start)
+            text.take(number.start, number.end)
+    # Numbers nobody's name claimed go, in order, to required numeric parameters, or to
+    # the one optional numeric parameter left ("order 2 tents": quantity).
+    rest = [n for n in found if n.start not in used and text.free(n.start, n.end)]
+    open_params = [p for p in numeric if p.name not in out.arguments]
+    takers = [p for p in open_params if p.required] or (open_params if len(open_params) == 1 else [])
+    for param in takers:
+        while rest:
+            number = rest.pop(0)
+            value = _number_value(param, number)
+            if value is not None:
+                out.arguments[param.name], out.sources[param.name] = value, "number"
+                text.take(number.start, number.end)
+                break
+
+
+def _boolean(param: Param, text: _Text) -> bool | None:
+    lowered = text.text.lower()
+    cues = [w for w in param.tokens if w not in _GENERIC_WORDS and w not in STOPWORDS]
+    for cue in cues:
+        for m in re.finditer(rf"\b{re.escape(cue)}", lowered):
+            tail = lowered[m.end() : m.end() + 12]
+            if _DENY.match(tail.lstrip(" :=")):
+                return False
+            if _AFFIRM.match(tail.lstrip(" :=")):
+                return True
+            return not (text.before(m.start(), 3) & _NEGATIONS)
+    return None
+
+
+def _date_value(param: Param, text: _Text, today: dt.date) -> str | None:
+    wants_time = param.schema.get("format") == "date-time" or "time" in param.tokens
+    for found in find_dates(text.text, today):
+        if not text.free(found.start, found.end) or found.date is None:
+            continue
+        text.take(found.start, found.end)
+        clock = found.time
+        if clock is None and wants_time:
+            times = [t for t in find_times(text.text) if text.free(t.start, t.end)]
+            if times:
+                clock = times[0].time
+                text.take(times[0].start, times[0].end)
+        if wants_time and clock is not None:
+            return dt.datetime.combine(found.date, clock).isoformat() + found.tz
+        return found.date.isoformat()
+    return None
+
+
+def _time_value(text: _Text) -> str | None:
+    for found in find_times(text.text):
+        if text.free(found.start, found.end) and found.time is not None:
+            text.take(found.start, found.end)
+            return found.time.strftime("%H:%M")
+    return None
+
+
+def _place(param: Param, text: _Text) -> str | None:
+    found = [(prep, span) for prep, span in v.places(text.text) if text.free(span.start, span.end)]
+    if param.tokens & _FROM_WORDS:
+        preferred = ["from"]
+    elif param.tokens & _TO_WORDS:
+        preferred = ["to"]
+    else:
+        preferred = ["in", "for", "at", "near", "around", "of", "to", "from"]
+    for prep in preferred:
+        for p, span in found:
+            if p == prep:
+                text.take(span.start, span.end)
+                return span.text
+    return None
+
+
+def _identifier(param: Param, text: _Text) -> str | None:
+    cues = [w for w in param.tokens if w not in ("id", "code", "number", "no")]
+    for m in re.finditer(r"#?([A-Za-z]*[-_]?\d[\w-]*)", text.text):
+        if not text.free(m.start(), m.end()):
+            continue
+        if not cues or text.before(m.start(), 3) & ({c.rstrip("s") for c in cues} | set(cues)):
+            text.take(m.start(), m.end())
+            return m.group(1)
+    return None
+
+
+def _free_text(text: _Text) -> str | None:
+    for m in _TEXT_CUES.finditer(text.text):
+        rest = text.text[m.end() :].strip().rstrip("?!.").strip()
+        if rest and text.free(m.end(), len(text.text)):
+            text.take(m.end(), len(text.text))
+            return rest
+    return None
+
+
+def _string(param: Param, text: _Text, quotes: list[v.Span], today: dt.date) -> str | None:
+    fmt = str(param.schema.get("format") or "")
+    tokens = param.tokens
+    for pattern, formats, hints in ((v.EMAIL, ("email",), _EMAIL_HINTS), (v.URL, ("uri", "url"), _URL_HINTS)):
+        if param.wants(formats, hints):
+            found = _first(v.spans(pattern, text.text), text)
+            if found is not None:
+                return found
+    if fmt in ("date", "date-time") or tokens & {"date", "day", "when", "datetime", "deadline"}:
+        return _date_value(param, text, today)
+    if fmt == "time" or "time" in tokens:
+        return _time_value(text)
+    quoted = _first(quotes, text)
+    if quoted is not None:
+        return quoted
+    if tokens & _PLACE_WORDS:
+        return _place(param, text)
+    if tokens & {"id", "code", "number", "sku", "ref", "reference"}:
+        return _identifier(param, text)
+    if tokens & _TEXT_WORDS:
+        return _free_text(text)
+    return None
+
+
+def _first(found: list[v.Span], text: _Text) -> str | None:
+    for span in found:
+        if text.free(span.start, span.end):
+            text.take(span.start, span.end)
+            return span.text
+    return None
+
+
+def extract_arguments(
+    prompt: str,
+    schema: Mapping[str, Any],
+    *,
+    today: dt.date | None = None,
+    previous: Mapping[str, Any] | None = None,
+) -> Extraction:
+    """Arguments for a function with this input `schema` from `prompt`.
+
+    `previous` holds the arguments of the last call of the same function in the
+    session: they fill what the prompt leaves out ("now do the same for Paris").
+    """
+    today = today or dt.date.today()
+    text = _Text(prompt)
+    out = Extraction()
+    params = parameters(schema)
+    # URLs and emails no parameter wants are set aside, so their digits and words are
+    # not read as anything else.
+    for pattern, formats, hints in ((v.URL, ("uri", "url"), _URL_HINTS), (v.EMAIL, ("email",), _EMAIL_HINTS)):
+        if not any(p.wants(formats, hints) for p in params):
+            for span in v.spans(pattern, prompt):
+                text.take(span.start, span.end)
+    quotes = v.spans(v.QUOTED, prompt)
+
+    readers: list[tuple[Callable[[Param], bool], Callable[[Param], Any]]] = [
+        (lambda p: "enum" in p.schema, lambda p: _enum(p, text)),
+        (lambda p: p.type == "boolean", lambda p: _boolean(p, text)),
+        (lambda p: p.type == "string", lambda p: _string(p, text, quotes, today)),
+    ]
+    for accepts, read in readers:
+        for param in params:
+            if param.name in out.arguments or not accepts(param):
+                continue
+            value = read(param)
+            if value is not None:
+                out.arguments[param.name], out.sources[param.name] = value, param.type
+    _assign_numbers(params, text, out)
+
+    for param in params:
+        if param.name in out.arguments:
+            continue
+        if previous is not None and param.name in previous:
+            out.arguments[param.name], out.sources[param.name] = previous[param.name], "previous"
+        elif "default" in param.schema:
+            out.arguments[param.name], out.sources[param.name] = param.schema["default"], "default"
+        elif param.required:
+            out.missing.append(param.name)
+    return out
+
+
+def _enum(param: Param, text: _Text) -> object | None:
+    options = list(param.schema.get("enum") or ())
+    found = v.enum_match(text.text, options)
+    if found is None or not text.free(found[1].start, found[1].end):
+        return None
+    text.take(found[1].start, found[1].end)
+    return found[0]

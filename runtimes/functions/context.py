@@ -1,0 +1,125 @@
+"""The invocation context a function can ask for by annotating a parameter with `Context`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Protocol
+
+from toolmesh.runtimes.functions.results import Result
+
+#: Metadata key that counts how deep a chain of nested ctx.invoke calls is.
+DEPTH_KEY = "toolmesh-depth"
+
+
+class Invoker(Protocol):
+    """Whatever can run a function by name: the local executor in a pod, the mesh
+    through the gateway. `ctx.invoke` goes through one of these."""
+
+    async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result: ...
+
+
+class _CallLogger(logging.LoggerAdapter[logging.Logger]):
+    """Adds the call's request id and function to every record, keeping the caller's own `extra`
+    (the stock adapter replaces it)."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
+        return msg, kwargs
+
+
+class Context:
+    """What a running function knows about its call.
+
+    Declare a parameter of this type (any name) and the runtime passes it in;
+    it never appears in the function's schema::
+
+        @toolmesh.function
+        async def plan_trip(city: str, ctx: toolmesh.Context) -> str:
+            ctx.logger.info("planning", extra={"city": city})
+            forecast = await ctx.invoke("get_forecast", {"city": city, "days": 3})
+            ...
+    """
+
+    __slots__ = (
+        "_cancelled",
+        "_invoker",
+        "_loop",
+        "deadline",
+        "function",
+        "logger",
+        "metadata",
+        "request_id",
+        "session_id",
+    )
+
+    def __init__(
+        self,
+        *,
+        function: str,
+        request_id: str,
+        session_id: str = "",
+        metadata: Mapping[str, str] | None = None,
+        deadline: float | None = None,
+        invoker: Invoker | None = None,
+        logger: logging.Logger | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        self.function = function
+        self.request_id = request_id
+        self.session_id = session_id
+        self.metadata: Mapping[str, str] = metadata or {}
+        #: When the call must be done, on the `time.monotonic()` clock; None for no limit.
+        self.deadline = deadline
+        base = logger or logging.getLogger("toolmesh.functions")
+        self.logger: logging.LoggerAdapter[logging.Logger] = _CallLogger(
+            base, {"request_id": request_id, "function": function}
+        )
+        self._invoker = invoker
+        self._loop = loop
+        self._cancelled = False
+
+    @property
+    def depth(self) -> int:
+        """How many ctx.invoke hops led to this call (0 for a call from outside)."""
+        try:
+            return int(self.metadata.get(DEPTH_KEY, "0"))
+        except ValueError:
+            return 0
+
+    def time_remaining(self) -> float | None:
+        """Seconds left before the deadline, or None when there is none."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call timed out or the caller went away. Long-running sync
+        functions should check it and stop: Python cannot interrupt a thread."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    async def invoke(self, name: str, arguments: Mapping[str, Any] | None = None) -> Result:
+        """Call another function by qualified name and return its result.
+
+        Raises the matching toolmesh error when the call fails (FunctionError
+        when the other function raised), so failures propagate unless caught.
+        """
+        if self._invoker is None:
+            raise RuntimeError("this context cannot invoke other functions")
+        payload = json.dumps(dict(arguments or {})).encode()
+        result = await self._invoker.invoke_nested(name, payload, parent=self)
+        if result.is_error and result.error is not None:
+            raise result.error.to_exception()
+        return result
+
+    def invoke_sync(self, name: str, arguments: Mapping[str, Any] | None = None) -> Result:
+        """`invoke` for sync functions, which run in worker threads."""
+        if self._loop is None:
+            raise RuntimeError("invoke_sync is only available inside a running call")
+        future = asyncio.run_coroutine_threadsafe(self.invoke(name, arguments), self._loop)
+        return future.result()

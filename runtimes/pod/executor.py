@@ -1,0 +1,382 @@
+"""Running calls: validation, timeouts, the in-flight limit, results. No transport here.
+
+Sync functions run in a bounded thread pool, async ones on the event loop,
+generators stream one item at a time. Every call ends in a `Result` except
+those turned away before they start (unknown function, pod at its limit),
+which raise the matching toolmesh error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import random
+import time
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from toolmesh.errors import (
+    FunctionTimeout,
+    InvalidArguments,
+    InvalidRequest,
+    Overloaded,
+    ToolmeshError,
+    Unavailable,
+)
+from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
+from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
+from toolmesh.runtimes.functions.registry import Registry
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, normalise
+from toolmesh.runtimes.pod.deadlines import Deadlines
+
+#: Default limits; the CLI and config override them.
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_INFLIGHT = 256
+DEFAULT_WORKERS = 32
+DEFAULT_MAX_DEPTH = 8
+#: In an Unavailable error's details: the pod turned the call away before running any of it,
+#: so sending it to another pod is safe whether or not the function is idempotent.
+REFUSED = "refused"
+
+Emit = Callable[[list[Content]], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorConfig:
+    #: Seconds a call may run when its function sets no timeout.
+    default_timeout: float = DEFAULT_TIMEOUT
+    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    #: Threads for sync functions.
+    workers: int = DEFAULT_WORKERS
+    #: How deep ctx.invoke chains may go, which stops runaway recursion.
+    max_depth: int = DEFAULT_MAX_DEPTH
+    #: Put tracebacks in error results. Never on in production: it leaks code paths.
+    debug: bool = False
+
+
+@dataclass(slots=True)
+class Call:
+    """One request to run a function, as the executor sees it. Treat it as immutable
+    (it is not frozen only because frozen dataclasses are slow to build, and one is
+    built for every call)."""
+
+    function: str
+    arguments: bytes = b""
+    request_id: str = ""
+    session_id: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
+    deadline: float | None = None
+    received_at: float = field(default_factory=time.perf_counter)
+
+
+def new_request_id() -> str:
+    """32 random hex digits. From `random`, not the OS: an id needs to be unique, not secret,
+    and this is a tenth of a system call's cost (`random` is reseeded in forked pods)."""
+    return f"{random.getrandbits(128):032x}"
+
+
+class MeshClient(Protocol):
+    """Runs a call somewhere else in the mesh (the gateway), for ctx.invoke."""
+
+    async def invoke(self, call: Call) -> Result: ...
+
+
+class Observer(Protocol):
+    """Told about every call that ends; metrics and logs plug in here."""
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None: ...
+
+
+class Outcome:
+    """The bounded set of outcome label values."""
+
+    OK = "ok"
+    ERROR = "error"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    REJECTED = "rejected"
+    NOT_FOUND = "not_found"
+
+
+def outcome_of(result: Result) -> str:
+    if not result.is_error or result.error is None:
+        return Outcome.OK
+    return {
+        InvalidArguments.code: Outcome.INVALID_ARGUMENTS,
+        InvalidRequest.code: Outcome.INVALID_ARGUMENTS,
+        FunctionTimeout.code: Outcome.TIMEOUT,
+    }.get(result.error.code, Outcome.ERROR)
+
+
+class Executor:
+    """Runs calls against a registry. Implements `Invoker`, so functions in the
+    same pod can call each other through `ctx.invoke`."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        config: ExecutorConfig | None = None,
+        *,
+        observer: Observer | None = None,
+        mesh: MeshClient | None = None,
+    ) -> None:
+        self.registry = registry
+        self.config = config or ExecutorConfig()
+        self._observer = observer
+        self._mesh = mesh
+        self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
+        self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._draining = False
+        self._deadlines = Deadlines()
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    async def drain(self, grace: float) -> bool:
+        """Turn new calls away (UNAVAILABLE, retryable) and wait up to `grace`
+        seconds for the running ones. Returns True if they all finished."""
+        self._draining = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), grace)
+        except TimeoutError:
+            return False
+        return True
+
+    async def invoke(self, call: Call) -> Result:
+        """Run a call to completion (generators are collected)."""
+        return await self._invoke(self._admit(call), call)
+
+    async def _invoke(self, hosted: HostedFunction, call: Call) -> Result:
+        try:
+            if hosted.kind is Kind.SYNC or hosted.kind is Kind.ASYNC:
+                return await self._run(hosted, call, _no_items)
+            chunks: list[Content] = []
+
+            async def collect(items: list[Content]) -> None:
+                chunks.extend(items)
+
+            result = await self._run(hosted, call, collect)
+        finally:
+            self._release()
+        result.content = chunks + result.content
+        return result
+
+    async def stream(self, call: Call) -> AsyncIterator[list[Content] | Result]:
+        """Run a call, yielding content items as they are produced, then the Result."""
+        hosted = self._admit(call)
+        queue: asyncio.Queue[list[Content] | Result | ToolmeshError] = asyncio.Queue(maxsize=16)
+
+        async def produce() -> None:
+            try:
+                await queue.put(await self._run(hosted, call, queue.put))
+            except ToolmeshError as exc:
+                await queue.put(exc)
+
+        # The function runs in its own task so its timeout never fires inside
+        # the consumer's code while the stream is suspended at a yield.
+        producer = asyncio.ensure_future(produce())
+        try:
+            while True:
+                event = await queue.get()
+                if isinstance(event, ToolmeshError):
+                    raise event
+                yield event
+                if isinstance(event, Result):
+                    break
+        finally:
+            if not producer.done():
+                producer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await producer
+            self._release()
+
+    async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result:
+        """`Invoker` for ctx.invoke: a call on behalf of a running function, run
+        here when this pod hosts the function and through the mesh otherwise."""
+        depth = parent.depth + 1
+        if depth > self.config.max_depth:
+            raise InvalidRequest(f"call depth limit ({self.config.max_depth}) exceeded calling {name!r}")
+        metadata = {**parent.metadata, DEPTH_KEY: str(depth)}
+        call = Call(name, arguments, parent.request_id, parent.session_id, metadata, parent.deadline)
+        if name not in self.registry and self._mesh is not None:
+            return await self._mesh.invoke(call)
+        # Part of work already admitted: neither the in-flight limit nor a drain turns it away.
+        return await self._invoke(self._admit(call, nested=True), call)
+
+    def close(self) -> None:
+        """Stop the worker threads. Threads stuck in a sync function are abandoned."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _admit(self, call: Call, *, nested: bool = False) -> HostedFunction:
+        try:
+            hosted = self.registry.get(call.function)
+        except ToolmeshError:
+            self._finish(call, "", Outcome.NOT_FOUND, 0.0)
+            raise
+        if not nested and (self._draining or self._inflight >= self.config.max_inflight):
+            self._finish(call, call.function, Outcome.REJECTED, 0.0)
+            if self._draining:
+                raise Unavailable(
+                    "runtime is shutting down; send the call to another replica",
+                    retry_after=0,
+                    details={REFUSED: True},
+                )
+            raise Overloaded(
+                f"runtime is at its limit of {self.config.max_inflight} calls in flight", retry_after=1.0
+            )
+        self._inflight += 1
+        self._idle.clear()
+        return hosted
+
+    def _release(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0:
+            self._idle.set()
+
+    def _finish(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        if self._observer is not None:
+            self._observer.finished(call, function, outcome, seconds)
+
+    def _time_limit(self, hosted: HostedFunction, call: Call) -> tuple[float, bool]:
+        """Seconds the call may run, and whether the caller's deadline (rather
+        than the function's own timeout) is what limits it."""
+        own = hosted.spec.timeout or self.config.default_timeout
+        if call.deadline is None:
+            return own, False
+        remaining = max(call.deadline - time.monotonic(), 0.0)
+        return (remaining, True) if remaining < own else (own, False)
+
+    async def _run(self, hosted: HostedFunction, call: Call, emit: Emit) -> Result:
+        request_id = call.request_id or new_request_id()
+        started = time.perf_counter()
+        queued_ms = (started - call.received_at) * 1000
+        try:
+            arguments = hosted.validator.validate(call.arguments)
+        except InvalidArguments as exc:
+            result = Result.failure(ErrorInfo.from_exception(exc))
+        else:
+            try:
+                result = await self._execute(hosted, call, request_id, arguments, emit)
+            except FunctionTimeout:
+                self._finish(call, hosted.spec.qualified_name, Outcome.TIMEOUT, time.perf_counter() - started)
+                raise
+            except asyncio.CancelledError:
+                self._finish(
+                    call, hosted.spec.qualified_name, Outcome.CANCELLED, time.perf_counter() - started
+                )
+                raise
+        ended = time.perf_counter()
+        result.request_id = request_id
+        result.queued_ms = queued_ms
+        result.duration_ms = (ended - started) * 1000
+        self._finish(call, hosted.spec.qualified_name, outcome_of(result), ended - call.received_at)
+        return result
+
+    async def _execute(
+        self, hosted: HostedFunction, call: Call, request_id: str, arguments: dict[str, Any], emit: Emit
+    ) -> Result:
+        timeout, caller_bound = self._time_limit(hosted, call)
+        ctx: Context | None = None
+        if hosted.context_param is not None:
+            ctx = Context(
+                function=hosted.spec.qualified_name,
+                request_id=request_id,
+                session_id=call.session_id,
+                metadata=call.metadata,
+                deadline=time.monotonic() + timeout,
+                invoker=self,
+                loop=asyncio.get_running_loop(),
+            )
+            arguments[hosted.context_param] = ctx
+        limit = self._deadlines.limit(timeout)
+        try:
+            async with limit:
+                value = await self._call(hosted, arguments, emit)
+        except TimeoutError as exc:
+            if ctx is not None:
+                ctx.cancel()
+            if not limit.expired:
+                return self._function_error(exc)
+            name = hosted.spec.qualified_name
+            if caller_bound:
+                # The caller has given up: a call-level error, not a result it would read.
+                raise FunctionTimeout(f"the caller's deadline passed before {name} finished") from None
+            return Result.failure(
+                ErrorInfo(FunctionTimeout.code, f"{name} did not finish within {timeout:.3g} s")
+            )
+        except asyncio.CancelledError:
+            if ctx is not None:
+                ctx.cancel()
+            raise
+        except Exception as exc:
+            return self._function_error(exc)
+        try:
+            content, structured = normalise(value)
+        except TypeError as exc:
+            return self._function_error(exc)
+        return Result(content=content, structured_json=structured)
+
+    def _function_error(self, exc: BaseException) -> Result:
+        if isinstance(exc, ToolmeshError):
+            # Raised through ctx.invoke: pass the inner message on instead of nesting class names.
+            message = exc.message
+        else:
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        trace = "".join(traceback.format_exception(exc)) if self.config.debug else ""
+        return Result.failure(ErrorInfo("function_error", message, traceback=trace))
+
+    async def _call(self, hosted: HostedFunction, arguments: dict[str, Any], emit: Emit) -> Any:
+        fn = hosted.call
+        if hosted.kind is Kind.ASYNC:
+            return await fn(**arguments)
+        if hosted.kind is Kind.SYNC:
+            return await self._in_thread(functools.partial(fn, **arguments))
+        if hosted.kind is Kind.ASYNC_GENERATOR:
+            async with contextlib.aclosing(fn(**arguments)) as agen:
+                async for item in agen:
+                    await emit(_chunk(item))
+            return None
+        generator = await self._in_thread(functools.partial(fn, **arguments))
+        try:
+            while True:
+                item = await self._in_thread(next, generator, _DONE)
+                if item is _DONE:
+                    return None
+                await emit(_chunk(item))
+        finally:
+            self._pool.submit(_close_quietly, generator)
+
+    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        # copy_context keeps contextvars (e.g. tracing) visible inside the function.
+        run = contextvars.copy_context().run
+        return asyncio.get_running_loop().run_in_executor(self._pool, run, fn, *args)
+
+
+_DONE = object()
+
+
+async def _no_items(items: list[Content]) -> None:
+    raise AssertionError("only generators emit items")
+
+
+def _chunk(item: Any) -> list[Content]:
+    content, _ = normalise(item)
+    return content or [Text("")]
+
+
+def _close_quietly(generator: Any) -> None:
+    with contextlib.suppress(Exception):
+        generator.close()

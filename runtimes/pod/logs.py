@@ -1,0 +1,105 @@
+"""Structured logs: one JSON object per line on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from json.encoder import encode_basestring_ascii as _quote
+from typing import Any, TextIO
+
+from toolmesh.runtimes.pod.executor import Call
+
+#: LogRecord attributes that are not user-supplied `extra` fields (uvicorn adds color_message).
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",
+}
+
+invocations = logging.getLogger("toolmesh.invocations")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": round(record.created, 6),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure(level: str = "info") -> None:
+    """Send toolmesh's logs (and the functions' ctx.logger) to stderr as JSON lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+class InvocationLog:
+    """Executor observer that writes one JSON line per finished call.
+
+    The line has the fields JsonFormatter would give it, but skips the logging
+    machinery (a LogRecord, a lock, a write per call), which cost more than the
+    call itself: lines are buffered and written together at most every
+    `FLUSH_SECONDS`, or at once when `MAX_BUFFERED` are waiting.
+    """
+
+    FLUSH_SECONDS = 0.05
+    MAX_BUFFERED = 256
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self.enabled = invocations.isEnabledFor(logging.INFO)
+        self._lines: list[str] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        if not self.enabled:
+            return
+        self._lines.append(
+            f'{{"ts": {time.time():.6f}, "level": "info", "logger": "toolmesh.invocations", '
+            f'"msg": "invocation", "request_id": {_quote(call.request_id)}, '
+            f'"session_id": {_quote(call.session_id)}, '
+            f'"function": {_quote(function or call.function[:128])}, '
+            f'"outcome": "{outcome}", "duration_ms": {seconds * 1000:.3f}}}\n'
+        )
+        if len(self._lines) >= self.MAX_BUFFERED:
+            self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.FLUSH_SECONDS, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._lines:
+            stream = self._stream or sys.stderr
+            stream.write("".join(self._lines))
+            stream.flush()
+            self._lines.clear()
+
+
+class Observers:
+    """Fans one executor event out to several observers."""
+
+    def __init__(self, *observers: Any) -> None:
+        self._observers = observers
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        for observer in self._observers:
+            observer.finished(call, function, outcome, seconds)
+
+
+__all__ = ["InvocationLog", "JsonFormatter", "Observers", "configure", "invocations"]

@@ -1,0 +1,54 @@
+"""The Runtime gRPC service: converts messages and delegates to the executor."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+
+from toolmesh.errors import ToolmeshError
+from toolmesh.runtimes.functions.results import Result
+from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.executor import Executor
+from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
+
+Context = grpc.aio.ServicerContext[object, object]
+
+
+class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+        registry = executor.registry
+        self._listing = wire.list_response(registry.specs(), registry.namespaces)
+
+    async def ListFunctions(
+        self, request: function_pb2.ListFunctionsRequest, context: Context
+    ) -> function_pb2.ListFunctionsResponse:
+        if not request.namespace:
+            return self._listing
+        registry = self._executor.registry
+        namespaces = [n for n in registry.namespaces if n.name == request.namespace]
+        return wire.list_response(registry.specs(request.namespace), namespaces)
+
+    async def Invoke(self, request: invoke_pb2.InvokeRequest, context: Context) -> invoke_pb2.InvokeResponse:
+        call = wire.call_from_proto(request, context.time_remaining())
+        try:
+            result = await self._executor.invoke(call)
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise  # abort() raises; this keeps type checkers informed
+        return wire.result_to_proto(result)
+
+    async def InvokeStream(
+        self, request: invoke_pb2.InvokeRequest, context: Context
+    ) -> AsyncIterator[invoke_pb2.InvokeStreamResponse]:
+        call = wire.call_from_proto(request, context.time_remaining())
+        try:
+            async for event in self._executor.stream(call):
+                if isinstance(event, Result):
+                    yield invoke_pb2.InvokeStreamResponse(result=wire.result_to_proto(event))
+                else:
+                    for item in event:
+                        yield invoke_pb2.InvokeStreamResponse(content=wire.content_to_proto(item))
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)

@@ -1,0 +1,208 @@
+"""A template process: a runtime's modules loaded once, pods forked from it on demand.
+
+Starting a pod from scratch costs an interpreter, grpc and the user's imports
+(hundreds of milliseconds); forking a process that already holds them costs a
+few. This is the zygote design of Android and of serverless platforms: the
+gateway starts one template per runtime, which imports the modules, reports the
+functions they offer, and then forks a fresh pod whenever the gateway asks.
+
+gRPC's rule for fork is that no server or channel may exist in the parent, so the
+template never creates one and never runs an event loop: it is a plain
+`select()` loop over its command pipe and a SIGCHLD wake-up pipe.
+
+The protocol, one JSON object per line:
+
+    gateway -> template (stdin)     {"spawn": "<id>"}
+    template -> gateway (stdout)    {"event": "template", "pid": ..., "catalog": "<base64 protobuf>"}
+                                    {"event": "ready", "spawn": "<id>", "pid": ..., "grpc_port": ..., ...}
+                                    {"event": "failed", "spawn": "<id>", "error": "..."}
+                                    {"event": "exit", "spawn": "<id>", "pid": ..., "status": ...}
+
+Pods write their ready lines into the same pipe (each line is one atomic
+write). Anything user code prints goes to stderr, never into the pipe. When
+stdin closes (the gateway stopped or died) the template stops its pods with
+SIGTERM, lets them drain, and exits; pods also get SIGTERM if the template
+itself dies.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import fcntl
+import gc
+import json
+import logging
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+
+from toolmesh.runtimes.functions.registry import Registry
+from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.lifeline import die_with_parent
+from toolmesh.runtimes.pod.serving import PodConfig, announce, run, use_working_directory
+
+log = logging.getLogger("toolmesh.template")
+
+#: Seconds past the drain grace that pods get before SIGKILL when the template stops.
+KILL_MARGIN = 2.0
+
+
+class Template:
+    def __init__(
+        self,
+        config: PodConfig,
+        registry: Registry,
+        exec_argv: Sequence[str] | None,
+        socket_dir: str | None = None,
+    ) -> None:
+        self.config = config
+        #: Where pods put the Unix socket the gateway calls them on (see socket_protocol.py).
+        self.socket_dir = socket_dir
+        self.registry = registry
+        #: When set, each pod is a fresh interpreter running this `toolmesh runtime` command
+        #: (slow; for comparison and for modules that cannot survive a fork).
+        self.exec_argv = exec_argv
+        #: Live pods: pid -> the spawn id they were asked for by.
+        self.children: dict[int, str] = {}
+        self._control = os.dup(1)
+        # User code that prints must not corrupt the protocol: stdout becomes stderr.
+        os.dup2(2, 1)
+        self._wake_r, self._wake_w = os.pipe()
+        for fd in (self._wake_r, self._wake_w):
+            os.set_blocking(fd, False)
+            fcntl.fcntl(fd, fcntl.F_SETFD, fcntl.FD_CLOEXEC)
+        self._stopping = False
+
+    def _send(self, event: dict[str, object]) -> None:
+        with contextlib.suppress(BrokenPipeError):  # the gateway is gone; stdin's EOF will stop us
+            announce(event, self._control)
+
+    def serve(self) -> int:
+        catalog = wire.list_response(self.registry.specs(), self.registry.namespaces).SerializeToString()
+        self._send({"event": "template", "pid": os.getpid(), "catalog": base64.b64encode(catalog).decode()})
+        # Everything loaded so far is shared with every pod: keep the collector
+        # from touching (and so copying) those pages in each of them.
+        gc.collect()
+        gc.freeze()
+        signal.set_wakeup_fd(self._wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, self._stop)
+        # Ctrl-C in a terminal reaches the whole process group; the gateway decides.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        pending = b""
+        while not self._stopping:
+            try:
+                readable, _, _ = select.select([0, self._wake_r], [], [])
+            except InterruptedError:
+                continue
+            if self._wake_r in readable:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(self._wake_r, 512):
+                        pass
+                self._reap()
+            if 0 in readable:
+                chunk = os.read(0, 65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        self._command(line)
+        self._stop_children()
+        return 0
+
+    def _stop(self, *_: object) -> None:
+        self._stopping = True
+
+    def _command(self, line: bytes) -> None:
+        try:
+            spawn = str(json.loads(line)["spawn"])
+        except (ValueError, KeyError, TypeError):
+            log.warning(
+                "ignoring a malformed command", extra={"command": line[:200].decode(errors="replace")}
+            )
+            return
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            self._send({"event": "failed", "spawn": spawn, "error": f"fork failed: {exc}"})
+            return
+        if pid == 0:
+            self._become_pod(spawn)
+        self.children[pid] = spawn
+
+    def _become_pod(self, spawn: str) -> None:
+        """In the forked child: turn into a pod, and never return into the template's loop."""
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            os.close(devnull)
+            die_with_parent(os.getppid())
+            socket = f"{self.socket_dir}/pod-{os.getpid()}.sock" if self.socket_dir else None
+            if self.exec_argv is not None:
+                os.set_inheritable(self._control, True)
+                argv = [*self.exec_argv, "--ready-fd", str(self._control), "--spawn-id", spawn]
+                argv += ["--socket-path", socket] if socket else []
+                os.execv(sys.executable, [sys.executable, *argv])
+            config = dataclasses.replace(
+                self.config, ready_fd=self._control, ready_tag={"spawn": spawn}, socket_path=socket
+            )
+            code = run(config, self.registry)
+        except BaseException as exc:  # a forked child must always reach os._exit
+            traceback.print_exc()
+            with contextlib.suppress(OSError):
+                self._send({"event": "failed", "spawn": spawn, "error": f"{type(exc).__name__}: {exc}"})
+        finally:
+            logging.shutdown()
+            os._exit(code)
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            spawn = self.children.pop(pid, "")
+            code = os.waitstatus_to_exitcode(status)
+            self._send({"event": "exit", "spawn": spawn, "pid": pid, "status": code})
+
+    def _stop_children(self) -> None:
+        for pid in self.children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.config.drain_grace + KILL_MARGIN
+        while self.children and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.02)
+        for pid in self.children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while self.children:
+            self._reap()
+            time.sleep(0.01)
+
+
+def run_template(
+    config: PodConfig, exec_argv: Sequence[str] | None = None, socket_dir: str | None = None
+) -> int:
+    """Load the modules, report them, then fork pods on request until stdin closes."""
+    use_working_directory()
+    die_with_parent(os.getppid())
+    registry = Registry.from_modules(config.modules)
+    return Template(config, registry, exec_argv, socket_dir).serve()

@@ -1,0 +1,154 @@
+"""Conversions between the core types and toolmesh.v1 protobuf messages.
+
+The only module besides the servicers that touches protobuf types; the gateway
+reuses it on its side of the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+
+import grpc
+
+from toolmesh.errors import ToolmeshError, Violation
+from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call, new_request_id
+from toolmesh.v1 import function_pb2, invoke_pb2
+
+
+def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
+    a = spec.annotations
+    return function_pb2.FunctionSpec(
+        name=spec.name,
+        namespace=spec.namespace,
+        description=spec.description,
+        input_schema=json.dumps(spec.input_schema).encode(),
+        output_schema=json.dumps(spec.output_schema).encode() if spec.output_schema is not None else b"",
+        annotations=function_pb2.FunctionAnnotations(
+            read_only=a.read_only,
+            destructive=a.destructive,
+            idempotent=a.idempotent,
+            open_world=a.open_world,
+            title=a.title,
+        ),
+        timeout_seconds=spec.timeout or 0.0,
+        version=spec.version,
+        streaming=spec.streaming,
+        runtime=spec.runtime,
+    )
+
+
+def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
+    a = message.annotations
+    return FunctionSpec(
+        name=message.name,
+        namespace=message.namespace,
+        description=message.description,
+        input_schema=json.loads(message.input_schema or b"{}"),
+        output_schema=json.loads(message.output_schema) if message.output_schema else None,
+        annotations=Annotations(a.read_only, a.destructive, a.idempotent, a.open_world, a.title),
+        timeout=message.timeout_seconds or None,
+        version=message.version,
+        streaming=message.streaming,
+        runtime=message.runtime,
+    )
+
+
+def list_response(
+    specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec]
+) -> function_pb2.ListFunctionsResponse:
+    return function_pb2.ListFunctionsResponse(
+        functions=[spec_to_proto(s) for s in specs],
+        namespaces=[function_pb2.NamespaceInfo(name=n.name, description=n.description) for n in namespaces],
+    )
+
+
+def call_from_proto(request: invoke_pb2.InvokeRequest, time_remaining: float | None) -> Call:
+    deadline = None if time_remaining is None else time.monotonic() + time_remaining
+    return Call(
+        function=request.function,
+        arguments=request.arguments,
+        request_id=request.request_id or new_request_id(),
+        session_id=request.session_id,
+        metadata=dict(request.metadata) if request.metadata else {},
+        deadline=deadline,
+    )
+
+
+def call_to_proto(call: Call) -> invoke_pb2.InvokeRequest:
+    return invoke_pb2.InvokeRequest(
+        function=call.function,
+        arguments=call.arguments,
+        request_id=call.request_id,
+        session_id=call.session_id,
+        metadata=dict(call.metadata),
+    )
+
+
+def content_to_proto(item: Content) -> invoke_pb2.Content:
+    if isinstance(item, Text):
+        return invoke_pb2.Content(text=item.text)
+    if isinstance(item, Json):
+        return invoke_pb2.Content(json=item.data)
+    return invoke_pb2.Content(binary=invoke_pb2.Binary(data=item.data, mime_type=item.mime_type))
+
+
+def content_from_proto(message: invoke_pb2.Content) -> Content:
+    kind = message.WhichOneof("kind")
+    if kind == "json":
+        return Json(message.json)
+    if kind == "binary":
+        return Binary(message.binary.data, message.binary.mime_type)
+    return Text(message.text)
+
+
+def result_to_proto(result: Result) -> invoke_pb2.InvokeResponse:
+    response = invoke_pb2.InvokeResponse(
+        is_error=result.is_error,
+        structured=result.structured_json or b"",
+        timing=invoke_pb2.Timing(queued_ms=result.queued_ms, duration_ms=result.duration_ms),
+        request_id=result.request_id,
+    )
+    if result.content:
+        response.content.extend(content_to_proto(item) for item in result.content)
+    if result.error is not None:
+        e = result.error
+        response.error.CopyFrom(
+            invoke_pb2.Error(
+                code=e.code,
+                message=e.message,
+                violations=[
+                    invoke_pb2.Violation(path=v.path, expected=v.expected, got=v.got, message=v.message)
+                    for v in e.violations
+                ],
+                traceback=e.traceback,
+                retryable=e.retryable,
+            )
+        )
+    return response
+
+
+def result_from_proto(message: invoke_pb2.InvokeResponse) -> Result:
+    error = None
+    if message.HasField("error"):
+        e = message.error
+        violations = tuple(Violation(v.path, v.expected, v.got, v.message) for v in e.violations)
+        error = ErrorInfo(e.code, e.message, violations, e.traceback, e.retryable)
+    return Result(
+        content=[content_from_proto(c) for c in message.content],
+        is_error=message.is_error,
+        structured_json=message.structured or None,
+        error=error,
+        queued_ms=message.timing.queued_ms,
+        duration_ms=message.timing.duration_ms,
+        request_id=message.request_id,
+    )
+
+
+async def abort(context: grpc.aio.ServicerContext[object, object], error: ToolmeshError) -> None:
+    """End an RPC with the error's status and the trailers that let a toolmesh client rebuild it."""
+    context.set_trailing_metadata(error.grpc_trailers())
+    await context.abort(error.grpc_status, error.message)

@@ -1,0 +1,42 @@
+"""Replacing the catalog while the gateway runs, and who hears of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolmesh.config import ConfigError
+from toolmesh.gateway.core.catalog import Catalog
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+
+
+def spec(name: str, namespace: str = "", runtime: str = "tools") -> FunctionSpec:
+    return FunctionSpec(
+        name=name, description="", input_schema={"type": "object"}, namespace=namespace, runtime=runtime
+    )
+
+
+def test_replace_notifies_listeners_only_of_real_changes() -> None:
+    catalog = Catalog([spec("add"), spec("inc", "counter")], [NamespaceSpec("counter", "Counting.")])
+    heard: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("listener bug")
+
+    catalog.subscribe(broken)
+    unsubscribe = catalog.subscribe(lambda: heard.append("changed"))
+    assert not catalog.replace([spec("add"), spec("inc", "counter")], [NamespaceSpec("counter", "Counting.")])
+    assert heard == []
+    assert catalog.replace([spec("add")])
+    assert heard == ["changed"]  # the broken listener did not keep it from this one
+    assert catalog.names() == {"add"} and catalog.namespaces == []
+    unsubscribe()
+    unsubscribe()  # idempotent
+    assert catalog.replace([spec("sub")])
+    assert heard == ["changed"]
+
+
+def test_a_conflicting_replacement_keeps_the_old_contents() -> None:
+    catalog = Catalog([spec("add")])
+    with pytest.raises(ConfigError, match="offered by runtimes 'a' and 'b'"):
+        catalog.replace([spec("add", runtime="a"), spec("add", runtime="b")])
+    assert catalog.resolve("add").runtime == "tools"
