@@ -20,7 +20,8 @@ from typing import Any, Self
 
 import grpc
 
-from toolmesh.errors import InvalidRequest, from_rpc_error
+from toolmesh.error_shapes import from_rpc_error
+from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.pool.runtime_client import CHANNEL_OPTIONS
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec

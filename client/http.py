@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 import httpx
 
+from toolmesh.error_shapes import from_envelope
 from toolmesh.errors import (
     FunctionTimeout,
     InternalError,
@@ -53,8 +54,6 @@ DEFAULT_TIMEOUT = 30.0
 
 T = TypeVar("T")
 
-# Keys of the error envelope that are not `details` (everything else is, e.g. violations).
-_ENVELOPE_KEYS = frozenset({"type", "code", "message", "param"})
 # A proxy in front of the gateway answers these with its own (non-JSON) page when the gateway is down.
 _GATEWAY_DOWN = frozenset({502, 503, 504})
 
@@ -158,23 +157,16 @@ def _error(response: httpx.Response) -> ToolmeshError:
     """The toolmesh error behind a failed response, rebuilt from the JSON envelope."""
     retry_after = _retry_after(response.headers.get("retry-after"))
     try:
-        envelope = response.json()
+        document = response.json()
     except ValueError:
-        envelope = None
-    error = envelope.get("error") if isinstance(envelope, dict) else None
-    if not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        document = None
+    error = from_envelope(document, retry_after)
+    if error is None:
         cls = Unavailable if response.status_code in _GATEWAY_DOWN else InternalError
         status = f"HTTP {response.status_code} {response.reason_phrase}"
         snippet = " ".join(response.text.split())[:200]
         return cls(f"{status} without a toolmesh error body: {snippet!r}", retry_after=retry_after)
-    details = {key: value for key, value in error.items() if key not in _ENVELOPE_KEYS}
-    message = str(error.get("message") or "")
-    try:
-        return from_code(
-            error["code"], message, param=error.get("param"), retry_after=retry_after, details=details
-        )
-    except (KeyError, TypeError):  # violations of another shape than toolmesh's
-        return InternalError(f"malformed {error['code']} error from the gateway: {message}")
+    return error
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -1,7 +1,15 @@
-"""The gateway: the mesh's front door.
+"""The gateway: the mesh's front door, split by concern.
 
-A Starlette app on uvicorn (`app.py`) and the gRPC `Mesh` service
-(`grpc_service.py`) are thin adapters over one transport-free core (`mesh.py`),
-which reaches runtimes through a pool (`pool.py`). `server.py` runs them all
-on one event loop; `toolmesh up` starts it. `client.py` holds the Python SDK.
+    core/     the mesh service every front door calls (list, get, invoke, stream, route,
+              execute, tools), typed requests, which errors each surface refuses; no transport
+    http/     the Starlette app: the JSON API, free-text routes, the chat proxy's route, OpenAPI
+    grpc/     the toolmesh.v1.Mesh servicer
+    mcp/      the MCP endpoint (/mcp) on the official SDK
+    openai/   OpenAI tool-call formats and the chat proxy's tool loop
+    pool/     the serverless pool: template processes, replica sets, the activator, remote
+              runtimes, the Kubernetes scaler, the clients that reach pods
+    server.py runs it all on one event loop (`toolmesh up`)
+
+Front doors convert their wire form to `core.requests` and delegate to `core.mesh.Mesh`;
+errors are rendered by `toolmesh.error_shapes`.
 """

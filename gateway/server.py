@@ -27,19 +27,21 @@ from grpc_reflection.v1alpha import reflection
 
 from toolmesh.config import MeshConfig, chat_api_key, key_hashes
 from toolmesh.gateway.core.auth import Authenticator
+from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog
-from toolmesh.gateway.core.free_text import RouterToolSelector, spec_documents
+from toolmesh.gateway.core.free_text import spec_documents
 from toolmesh.gateway.core.mesh import Mesh
-from toolmesh.gateway.core.metrics import GatewayMetrics, PoolMetrics
-from toolmesh.gateway.core.tool_selection import ToolSelector
+from toolmesh.gateway.core.metrics import GatewayMetrics
+from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelector
 from toolmesh.gateway.grpc.service import MeshServicer
 from toolmesh.gateway.http.app import create_app
+from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
-from toolmesh.gateway.openai.chat_routes import chat_routes
 from toolmesh.gateway.openai.upstream import Upstream
 from toolmesh.gateway.pool.kube_scaler import KubeScaler
-from toolmesh.gateway.pool.runtime_pool import MESH_TOKEN_ENV, MeshAccess, Pool, RuntimePool
+from toolmesh.gateway.pool.pool_metrics import PoolMetrics
+from toolmesh.gateway.pool.runtime_pool import MESH_TOKEN_ENV, MeshAccess, Pool
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -156,13 +158,13 @@ async def start_gateway(
         http_socket.close()
         await pool.close()
         raise
-    mesh = Mesh(catalog, pool, auth, settings, metrics)
     # Loads a cached model here (fast); a missing one is built in the background.
     router = RouterService(config.router, environ=dict(environ) if environ is not None else None)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
+    mesh = Mesh(catalog, pool, auth, settings, metrics, router)
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh, router), grpc_server)
+    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
     reflection.enable_server_reflection(
         (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
@@ -179,7 +181,7 @@ async def start_gateway(
         upstream = Upstream(config.chat, upstream_key)
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
-    app = create_app(mesh, ready=pool.readiness, router=router, extra_routes=routes)
+    app = create_app(mesh, ready=pool.readiness, extra_routes=routes)
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )

@@ -7,7 +7,7 @@
     index.sync([Document("get_weather", "get_weather", "Current weather for a city.")])
     Router(index, threshold=0.3).route("is it raining in Oslo?").match   # "get_weather"
 
-Transport-free: the gateway's HTTP routes and gRPC servicer adapt it (gateway/core/free_text.py).
+Transport-free: the gateway's core calls it (gateway/core/mesh.py), and its front doors adapt that.
 """
 
 from __future__ import annotations

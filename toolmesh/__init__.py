@@ -17,9 +17,9 @@ Serve a module with ``toolmesh runtime --module my_tools``; call a gateway with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from toolmesh._lazy import lazy_attributes
+from toolmesh._lazy import lazy_attributes as _lazy_attributes
 from toolmesh.errors import (
     Cancelled,
     DefinitionError,
@@ -52,7 +52,7 @@ from toolmesh.runtimes import (
     function,
 )
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from toolmesh.client.grpc import GrpcClient
     from toolmesh.client.http import AsyncClient, Client
 
@@ -94,12 +94,12 @@ __all__ = [
 
 # Every runtime pod imports toolmesh, and pods need neither httpx nor the gateway:
 # the clients are imported on first use.
-__getattr__, __dir__ = lazy_attributes(
+__getattr__, __dir__ = _lazy_attributes(
     __name__,
     {
-        "AsyncClient": "toolmesh.client.http",
-        "Client": "toolmesh.client.http",
-        "GrpcClient": "toolmesh.client.grpc",
+        "AsyncClient": "toolmesh.client",
+        "Client": "toolmesh.client",
+        "GrpcClient": "toolmesh.client",
     },
     globals(),
 )

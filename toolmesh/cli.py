@@ -206,7 +206,7 @@ def _functions(args: argparse.Namespace) -> int:
 
 def _invoke(args: argparse.Namespace) -> int:
     from toolmesh.errors import ToolmeshError
-    from toolmesh.gateway.http.payloads import result_json
+    from toolmesh.gateway.core.result_json import result_json
 
     try:
         arguments = json.loads(args.args)

@@ -23,22 +23,18 @@ own::
 `code` is the stable machine-readable name of each class; it travels in result
 errors (``Error.code`` in the protos), in the HTTP error envelope and in the
 ``toolmesh-error-code`` trailing metadata of gRPC calls, so a client rebuilds
-the exact class with `from_code`. Foreign gRPC errors are translated in one
-place, `from_grpc_status`.
+the exact class with `from_code`. How each surface shows an error (the HTTP
+envelope, JSON-RPC, gRPC status and trailers, the pod socket) is written and read
+in one module, `toolmesh.error_shapes`, which also translates foreign gRPC errors.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import grpc
-
-#: gRPC trailing-metadata keys that carry the toolmesh error across the wire.
-GRPC_CODE_KEY = "toolmesh-error-code"
-GRPC_DETAILS_KEY = "toolmesh-error-details-bin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,26 +76,6 @@ class ToolmeshError(Exception):
         self.param = param
         self.retry_after = retry_after
         self.details: dict[str, Any] = dict(details or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        """The OpenAI-style error envelope: ``{"error": {type, code, message, param, ...}}``."""
-        body: dict[str, Any] = {
-            "type": self.openai_type,
-            "code": self.code,
-            "message": self.message,
-            "param": self.param,
-        }
-        body.update(self.details)
-        return {"error": body}
-
-    def grpc_trailers(self) -> tuple[tuple[str, str | bytes], ...]:
-        """Trailing metadata that lets a toolmesh client rebuild this exact error."""
-        extra: dict[str, Any] = dict(self.details)
-        if self.param is not None:
-            extra["param"] = self.param
-        if self.retry_after is not None:
-            extra["retry_after"] = self.retry_after
-        return ((GRPC_CODE_KEY, self.code), (GRPC_DETAILS_KEY, json.dumps(extra).encode()))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
@@ -248,8 +224,8 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
 )
 _BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}
 
-# For peers that are not toolmesh (no trailing metadata): the closest class per status.
-_BY_GRPC_STATUS: dict[grpc.StatusCode, type[ToolmeshError]] = {
+#: For peers that are not toolmesh (no trailing metadata): the closest class for every status but OK.
+GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
     grpc.StatusCode.CANCELLED: Cancelled,
     grpc.StatusCode.UNKNOWN: InternalError,
     grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
@@ -279,44 +255,7 @@ def from_code(code: str, message: str, **kwargs: Any) -> ToolmeshError:
     return cls(message, **kwargs)
 
 
-def rebuild(code: str, message: str, extra: Mapping[str, Any]) -> ToolmeshError:
-    """An error from its code, message and the extra fields `grpc_trailers` carries."""
-    details = dict(extra)
-    param = details.pop("param", None)
-    retry_after = details.pop("retry_after", None)
-    return from_code(code, message, param=param, retry_after=retry_after, details=details)
-
-
-def from_grpc_status(
-    status: grpc.StatusCode, message: str, trailers: Sequence[tuple[str, str | bytes]] = ()
-) -> ToolmeshError:
-    """Translate a failed gRPC call into a toolmesh error: the exact class when the
-    peer is toolmesh (it sends the code in trailing metadata), else by status."""
-    found = dict(trailers)
-    code = found.get(GRPC_CODE_KEY)
-    if isinstance(code, str):
-        raw = found.get(GRPC_DETAILS_KEY, b"{}")
-        return rebuild(code, message, json.loads(raw) if isinstance(raw, bytes) else {})
-    cls = _BY_GRPC_STATUS.get(status, InternalError)
-    return cls(message or status.name.lower())
-
-
 class DefinitionError(Exception):
     """A user module cannot be hosted: a bad name, an unsupported parameter type,
     a duplicate function. Raised while loading, before anything is served; never
     seen by clients, so it carries no statuses."""
-
-
-def from_rpc_error(exc: grpc.aio.AioRpcError | grpc.RpcError, peer: str = "") -> ToolmeshError:
-    """Translate an exception from a gRPC call (aio or sync) into a toolmesh error.
-
-    `peer` says who was called ("runtime 'tools'", "the gateway at host:port"),
-    for the message when it never answered.
-    """
-    code: grpc.StatusCode = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    details: str = (exc.details() if hasattr(exc, "details") else None) or ""
-    metadata: Any = (exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None) or ()
-    trailers: list[tuple[str, str | bytes]] = [(str(key), value) for key, value in metadata]
-    if code is grpc.StatusCode.UNAVAILABLE and not any(key == GRPC_CODE_KEY for key, _ in trailers):
-        return Unavailable(f"{peer or 'the peer'} is unavailable: {details}", retry_after=1.0)
-    return from_grpc_status(code, details, trailers)

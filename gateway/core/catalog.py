@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from toolmesh.config import ConfigError
-from toolmesh.gateway.pool.runtime_pool import RuntimePool
+from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.runtimes.functions.registry import not_found
 from toolmesh.runtimes.functions.spec import NAMESPACE_SEPARATOR, FunctionSpec, NamespaceSpec, from_tool_name
 

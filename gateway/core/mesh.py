@@ -1,44 +1,46 @@
-"""The gateway's core: list, invoke and batch-execute functions for a principal.
+"""The gateway's core: everything a front door can ask of the mesh, for a principal.
 
-HTTP routes, the gRPC Mesh service and (later) MCP are thin adapters over this
-class; it knows nothing of any transport.
+    list: functions, function, namespaces, system_message, tools
+    call: invoke, stream, execute_batch
+    free text: route, execute
+
+HTTP routes, the gRPC Mesh service, MCP and the OpenAI adapters parse their wire form into
+the typed requests of `requests.py`, call one of these, and render what comes back; which
+failures each of them refuses and which become error results is `surfaces.REFUSALS`. Nothing
+here knows a transport.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from typing import Any
 
-from toolmesh.config import GatewayConfig
-from toolmesh.errors import FunctionTimeout, InvalidArguments, ToolmeshError
+from toolmesh.config import GatewayConfig, RouterConfig
+from toolmesh.errors import ToolmeshError
+from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import Authenticator, Principal
+from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.metrics import GatewayMetrics
-from toolmesh.gateway.pool.runtime_pool import RuntimePool
-from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
+from toolmesh.gateway.core.requests import (
+    CallOptions,
+    ExecuteRequest,
+    InvokeRequest,
+    RouteRequest,
+    ToolsRequest,
+)
+from toolmesh.gateway.core.result_json import result_json
+from toolmesh.gateway.core.surfaces import REFUSALS, Surface
+from toolmesh.gateway.core.tool_formats import tool_definition
+from toolmesh.router.extraction.execution import Execution
+from toolmesh.router.routing import RouteResult
+from toolmesh.router.service import RouterService
+from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.executor import Call, new_request_id
-
-
-@dataclass(frozen=True, slots=True)
-class CallOptions:
-    """Per-call details a caller may set."""
-
-    request_id: str = ""
-    session_id: str = ""
-    metadata: Mapping[str, str] | None = None
-    #: Seconds the caller will wait; None for the gateway's default.
-    timeout: float | None = None
-
-
-def raise_for_call_error(result: Result) -> None:
-    """Raise the error a direct call reports as an HTTP/gRPC status rather than
-    a result: arguments that break the schema (422) and timeouts (504). A
-    function that raised stays a result (`is_error`) for the caller to read."""
-    if result.error is not None and result.error.code in (InvalidArguments.code, FunctionTimeout.code):
-        raise result.error.to_exception()
 
 
 class Mesh:
@@ -49,12 +51,15 @@ class Mesh:
         auth: Authenticator,
         config: GatewayConfig,
         metrics: GatewayMetrics | None = None,
+        router: RouterService | None = None,
     ) -> None:
         self.catalog = catalog
         self.pool = pool
         self.auth = auth
         self.config = config
         self.metrics = metrics or GatewayMetrics()
+        #: Free-text routing; without one, route/execute/tools?query answer 503.
+        self.router = router or RouterService(RouterConfig(enabled=False))
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -94,76 +99,133 @@ class Mesh:
         lines.append("A function `name` in namespace `ns` is called as the tool `ns__name`.")
         return "\n".join(lines)
 
+    async def tools(self, principal: Principal, request: ToolsRequest) -> dict[str, Any]:
+        """The caller's functions as tool definitions; for a query, the top k with their scores."""
+        if request.query is None:
+            specs = self.functions(principal)
+            return {"tools": [tool_definition(s, request.format, strict=request.strict) for s in specs]}
+        ranked = await self.route(principal, request.query)
+        specs = [self.catalog.resolve(c.key) for c in ranked.candidates]
+        return {
+            "tools": [tool_definition(s, request.format, strict=request.strict) for s in specs],
+            "candidates": ranked.to_dict()["candidates"],
+        }
+
     # -- calling --------------------------------------------------------------------------
 
-    def _call(self, spec: FunctionSpec, arguments: bytes, options: CallOptions) -> tuple[Call, float]:
+    def _call(self, spec: FunctionSpec, request: InvokeRequest) -> tuple[Call, float]:
+        options = request.options
         timeout = min(options.timeout or self.config.call_timeout, self.config.call_timeout)
         call = Call(
             function=spec.qualified_name,
-            arguments=arguments,
+            arguments=request.arguments,
             request_id=options.request_id or new_request_id(),
             session_id=options.session_id,
-            metadata=dict(options.metadata or {}),
+            metadata=dict(options.metadata),
             deadline=time.monotonic() + timeout,
         )
         return call, timeout
 
     async def invoke(
-        self, principal: Principal, name: str, arguments: bytes, options: CallOptions = CallOptions()
+        self, principal: Principal, request: InvokeRequest, surface: Surface = Surface.DIRECT
     ) -> Result:
-        """Call a function. Problems with the call itself (unknown name, scope, the
-        runtime being unavailable) raise; what happened inside the function is the Result."""
+        """Call a function. What happened inside it is the Result; what `surface` refuses
+        (see surfaces.py) raises instead."""
+        refusals = REFUSALS[surface]
         started = time.perf_counter()
-        spec = self.function(name, principal)
-        call, timeout = self._call(spec, arguments, options)
+        spec: FunctionSpec | None = None
         outcome = "unavailable"
         try:
+            spec = self.function(request.name, principal)
+            call, timeout = self._call(spec, request)
             result = await self.pool.invoke(
                 spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
             )
             outcome = self.metrics.outcome_of(result)
-            return result
         except ToolmeshError as exc:
             outcome = exc.code
-            raise
+            result = refusals.settle(exc)
         finally:
-            self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
+            # Calls to names outside the catalog are not counted: clients cannot grow the label set.
+            if spec is not None:
+                self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
+        return refusals.check(result)
 
     async def stream(
-        self, principal: Principal, name: str, arguments: bytes, options: CallOptions = CallOptions()
+        self, principal: Principal, request: InvokeRequest
     ) -> AsyncIterator[list[Content] | Result]:
+        """Content items as the function yields them, then its Result. Refuses like a direct call
+        until the first item is out; after that, failures can only be the final result."""
+        refusals = REFUSALS[Surface.DIRECT]
         started = time.perf_counter()
-        spec = self.function(name, principal)
-        call, timeout = self._call(spec, arguments, options)
+        spec = self.function(request.name, principal)
+        call, timeout = self._call(spec, request)
         outcome = "unavailable"
+        streamed = False
         try:
             async for event in self.pool.stream(spec.runtime, call, timeout):
                 if isinstance(event, Result):
                     outcome = self.metrics.outcome_of(event)
-                yield event
+                    yield event if streamed else refusals.check(event)
+                else:
+                    streamed = True
+                    yield event
         except ToolmeshError as exc:
             outcome = exc.code
             raise
         finally:
             self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
 
-    async def execute(
+    async def execute_batch(
         self,
         principal: Principal,
         calls: Sequence[tuple[str, bytes, ToolmeshError | None]],
-        options: CallOptions = CallOptions(),
+        options: CallOptions | None = None,
     ) -> list[Result]:
-        """Run a batch of calls concurrently; each failure becomes that call's error result."""
+        """Run a batch of calls concurrently; each failure becomes that call's error result.
+        A call whose arguments could not be read carries its problem instead of arguments."""
 
         async def one(name: str, arguments: bytes, problem: ToolmeshError | None) -> Result:
+            if problem is None:
+                request = InvokeRequest(name, arguments, options or CallOptions())
+                return await self.invoke(principal, request, Surface.BATCH)
             try:
-                if problem is not None:
-                    if name:
-                        # An unknown or forbidden function says more than its broken arguments.
-                        self.function(name, principal)
-                    raise problem
-                return await self.invoke(principal, name, arguments, options)
+                if name:
+                    # An unknown or forbidden function says more than its broken arguments.
+                    self.function(name, principal)
+                raise problem
             except ToolmeshError as exc:
-                return Result.failure(ErrorInfo.from_exception(exc))
+                return REFUSALS[Surface.BATCH].settle(exc)
 
         return list(await asyncio.gather(*(one(*call) for call in calls)))
+
+    # -- free text --------------------------------------------------------------------------
+
+    async def route(self, principal: Principal, request: RouteRequest) -> RouteResult:
+        """Rank the functions `principal` may call for the prompt."""
+        return await free_text.rank(self.router, principal.allows, request)
+
+    async def execute(self, principal: Principal, request: ExecuteRequest) -> Execution:
+        """Route the prompt, extract the arguments and call the function (a direct call)."""
+        options = request.options
+        session = request.route.session_id or options.session_id
+
+        async def call(function: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+            invocation = InvokeRequest(
+                function,
+                json.dumps(dict(arguments)).encode(),
+                CallOptions(options.request_id, session, options.metadata, options.timeout),
+            )
+            answer: Mapping[str, Any] = json.loads(result_json(await self.invoke(principal, invocation)))
+            return answer
+
+        return await self.router.executor().execute(
+            request.route.prompt,
+            call,
+            k=request.route.k or self.router.config.k,
+            session_id=request.route.session_id,
+            dry_run=request.dry_run,
+            allowed=principal.allows,
+            base_url=request.base_url,
+            with_key=not self.auth.open,
+        )

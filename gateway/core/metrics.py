@@ -1,40 +1,21 @@
-"""The gateway's Prometheus metrics (names and labels are part of the public contract).
+"""The gateway's call metrics (names and labels are part of the public contract).
 
     toolmesh_invocations_total{function,outcome}             counter
     toolmesh_invocation_duration_seconds{function,outcome}   histogram, end to end at the gateway
-    toolmesh_inflight_requests{runtime}                      gauge, calls running on the runtime's pods
-    toolmesh_pending_requests{runtime}                       gauge, calls held waiting for a pod
-    toolmesh_replicas{runtime,state}                         gauge, pods by state (starting, ready, draining)
-    toolmesh_cold_starts_total{runtime}                      counter, calls that found no pod running
-    toolmesh_cold_start_seconds{runtime}                     histogram, such a call's wait for a pod
-    toolmesh_replica_start_seconds{runtime}                  histogram, asking for a pod -> it serves
-    toolmesh_queue_wait_seconds{runtime}                     histogram, time calls were held
-    toolmesh_pod_restarts_total{runtime}                     counter, pods that ended unexpectedly
-    toolmesh_pod_start_failures_total{runtime}               counter, pods that failed to start
 
-`function` only ever takes names from the catalog and `runtime` names from the
-config; calls to unknown names are not counted, so clients cannot grow the
-label set. `outcome` is ok, error, invalid_arguments, timeout, or the code of
-the error that stopped the call (unavailable, overloaded, ...).
+`function` only ever takes names from the catalog; calls to unknown names are not
+counted, so clients cannot grow the label set. `outcome` is ok, error,
+invalid_arguments, timeout, or the code of the error that stopped the call
+(unavailable, overloaded, ...). The pool's own series are in pool/pool_metrics.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
-
-from prometheus_client import CollectorRegistry, Counter, Histogram, Metric
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from prometheus_client import CollectorRegistry
 
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod.executor import outcome_of
 from toolmesh.runtimes.pod.telemetry import CallMetrics
-
-#: Pod states as the `state` label shows them.
-REPLICA_STATES = ("starting", "ready", "draining")
-#: From a forked pod (milliseconds) to a fresh interpreter under load (seconds).
-START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
 
 class GatewayMetrics:
@@ -48,97 +29,3 @@ class GatewayMetrics:
 
     def observe(self, function: str, outcome: str, seconds: float) -> None:
         self._calls.observe(function, outcome, seconds)
-
-
-class RuntimeLoad(Protocol):
-    """What the pool gauges read from one runtime when scraped."""
-
-    @property
-    def inflight(self) -> int: ...
-
-    @property
-    def pending(self) -> int: ...
-
-    def replica_counts(self) -> Mapping[str, int]: ...
-
-
-class PoolMetrics(Collector):
-    """Pool metrics: events are counted as they happen, gauges are read at scrape time."""
-
-    def __init__(self, registry: CollectorRegistry, runtimes: Sequence[str]) -> None:
-        label = ["runtime"]
-        self.cold_starts = Counter(
-            "toolmesh_cold_starts",
-            "Calls that arrived when their runtime had no pod ready.",
-            label,
-            registry=registry,
-        )
-        self.cold_start_seconds = Histogram(
-            "toolmesh_cold_start_seconds",
-            "From a call arriving for a runtime with no pod ready to a pod ready to serve it.",
-            label,
-            buckets=START_BUCKETS,
-            registry=registry,
-        )
-        self.replica_start_seconds = Histogram(
-            "toolmesh_replica_start_seconds",
-            "From asking for a new pod to the pod serving.",
-            label,
-            buckets=START_BUCKETS,
-            registry=registry,
-        )
-        self.queue_wait_seconds = Histogram(
-            "toolmesh_queue_wait_seconds",
-            "Time calls were held waiting for a pod to take them.",
-            label,
-            buckets=START_BUCKETS,
-            registry=registry,
-        )
-        self.restarts = Counter(
-            "toolmesh_pod_restarts",
-            "Pods that ended without being asked to (crashed or killed).",
-            label,
-            registry=registry,
-        )
-        self.start_failures = Counter(
-            "toolmesh_pod_start_failures",
-            "Pods that failed to start (died, or too slow).",
-            label,
-            registry=registry,
-        )
-        for name in runtimes:
-            # Every series exists from the start, so rate() sees the first event.
-            for family in (self.cold_starts, self.restarts, self.start_failures):
-                family.labels(name)
-            for histogram in (self.cold_start_seconds, self.replica_start_seconds, self.queue_wait_seconds):
-                histogram.labels(name)
-        self._loads: dict[str, RuntimeLoad] = {}
-        registry.register(self)
-
-    def watch(self, runtime: str, load: RuntimeLoad) -> None:
-        self._loads[runtime] = load
-
-    def describe(self) -> Iterable[Metric]:
-        return self._gauges({})
-
-    def collect(self) -> Iterable[Metric]:
-        return self._gauges(self._loads)
-
-    @staticmethod
-    def _gauges(loads: Mapping[str, RuntimeLoad]) -> list[Metric]:
-        inflight = GaugeMetricFamily(
-            "toolmesh_inflight_requests", "Calls running on the runtime's pods now.", labels=["runtime"]
-        )
-        pending = GaugeMetricFamily(
-            "toolmesh_pending_requests", "Calls held waiting for a pod of the runtime.", labels=["runtime"]
-        )
-        replicas = GaugeMetricFamily(
-            "toolmesh_replicas", "The runtime's pods by state.", labels=["runtime", "state"]
-        )
-        for name, load in loads.items():
-            inflight.add_metric([name], load.inflight)
-            pending.add_metric([name], load.pending)
-            counts = load.replica_counts()
-            for state in REPLICA_STATES:
-                replicas.add_metric([name, state], counts.get(state, 0))
-        return [inflight, pending, replicas]

@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from toolmesh.errors import Unavailable
+from toolmesh.gateway.core.free_text import rank
+from toolmesh.gateway.core.requests import RouteRequest
+from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
 
@@ -27,3 +31,19 @@ class AllTools:
 
     async def select(self, query: str, specs: Sequence[FunctionSpec], k: int) -> Sequence[FunctionSpec]:
         return specs
+
+
+class RouterToolSelector:
+    """The router's retrieval as a selector: the top-k of the caller's functions for the
+    latest user message, or all of them while the router is unavailable."""
+
+    def __init__(self, service: RouterService) -> None:
+        self._service = service
+
+    async def select(self, query: str, specs: Sequence[FunctionSpec], k: int) -> Sequence[FunctionSpec]:
+        offered = {spec.qualified_name: spec for spec in specs}
+        try:
+            ranked = await rank(self._service, offered.__contains__, RouteRequest(query, k))
+        except Unavailable:
+            return specs
+        return [offered[c.key] for c in ranked.candidates if c.key in offered]

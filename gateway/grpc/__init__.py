@@ -1,0 +1,1 @@
+"""The gRPC front door: the `toolmesh.v1.Mesh` servicer (service.py), adapting messages to `Mesh`."""

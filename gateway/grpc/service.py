@@ -6,12 +6,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from toolmesh.config import RouterConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.core.auth import Principal
-from toolmesh.gateway.core.free_text import parse_route_request, route
-from toolmesh.gateway.core.mesh import CallOptions, Mesh, raise_for_call_error
-from toolmesh.router.service import RouterService
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
@@ -27,19 +25,19 @@ def _authorization(context: Context) -> str | None:
     return None
 
 
-def _options(request: invoke_pb2.InvokeRequest, context: Context) -> CallOptions:
-    return CallOptions(
+def _invocation(request: invoke_pb2.InvokeRequest, context: Context) -> InvokeRequest:
+    options = CallOptions(
         request_id=request.request_id,
         session_id=request.session_id,
         metadata=dict(request.metadata),
         timeout=context.time_remaining(),
     )
+    return InvokeRequest(request.function, request.arguments or b"{}", options)
 
 
 class MeshServicer(mesh_pb2_grpc.MeshServicer):
-    def __init__(self, mesh: Mesh, router: RouterService | None = None) -> None:
+    def __init__(self, mesh: Mesh) -> None:
         self._mesh = mesh
-        self._router = router or RouterService(RouterConfig(enabled=False))
 
     def _principal(self, context: Context) -> Principal:
         return self._mesh.authenticate(_authorization(context))
@@ -66,11 +64,7 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
 
     async def Invoke(self, request: invoke_pb2.InvokeRequest, context: Context) -> invoke_pb2.InvokeResponse:
         try:
-            principal = self._principal(context)
-            result = await self._mesh.invoke(
-                principal, request.function, request.arguments or b"{}", _options(request, context)
-            )
-            raise_for_call_error(result)
+            result = await self._mesh.invoke(self._principal(context), _invocation(request, context))
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise
@@ -80,19 +74,11 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         self, request: invoke_pb2.InvokeRequest, context: Context
     ) -> AsyncIterator[invoke_pb2.InvokeStreamResponse]:
         try:
-            principal = self._principal(context)
-            events = self._mesh.stream(
-                principal, request.function, request.arguments or b"{}", _options(request, context)
-            )
-            streamed = False
+            events = self._mesh.stream(self._principal(context), _invocation(request, context))
             async for event in events:
                 if isinstance(event, Result):
-                    if not streamed:
-                        # Nothing sent yet: fail the way Invoke does (INVALID_ARGUMENT, DEADLINE_EXCEEDED).
-                        raise_for_call_error(event)
                     yield invoke_pb2.InvokeStreamResponse(result=wire.result_to_proto(event))
                 else:
-                    streamed = True
                     for item in event:
                         yield invoke_pb2.InvokeStreamResponse(content=wire.content_to_proto(item))
         except ToolmeshError as exc:
@@ -101,8 +87,8 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
     async def Route(self, request: mesh_pb2.RouteRequest, context: Context) -> mesh_pb2.RouteResponse:
         try:
             principal = self._principal(context)
-            parsed = parse_route_request(request.prompt, request.k, request.session_id, self._router.config.k)
-            ranked = await route(self._router, principal, parsed)
+            route = RouteRequest.parse(request.prompt, request.k, request.session_id)
+            ranked = await self._mesh.route(principal, route)
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise

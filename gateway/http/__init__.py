@@ -1,0 +1,9 @@
+"""The HTTP front door: Starlette routes that convert requests, call `core.mesh.Mesh` and render.
+
+app.py               the app: /v1/functions, /v1/tools, /v1/tool_calls, health, metrics, error handlers
+free_text_routes.py  /v1/route and /v1/execute
+chat_routes.py       /v1/chat/completions (the chat proxy's HTTP face)
+openapi.py           the OpenAPI document
+adapt.py             what every route shares: the caller, the body, JSON and error responses
+payloads.py          request bodies: size and depth limits
+"""

@@ -4,7 +4,7 @@ GET  /v1/functions                    the catalog (what the key may call)
 GET  /v1/functions/{name}             one function
 POST /v1/functions/{name}/invoke      call it; the body is the arguments object
 GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
-POST /v1/route, POST /v1/execute      free-text routing and execution (gateway/core/free_text.py)
+POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
 GET  /openapi.json, /healthz, /readyz, /metrics
@@ -12,7 +12,6 @@ GET  /openapi.json, /healthz, /readyz, /metrics
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,32 +23,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from toolmesh.config import RouterConfig
 from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
-from toolmesh.gateway.core.free_text import router_routes, tools_for_query
-from toolmesh.gateway.core.mesh import CallOptions, Mesh, raise_for_call_error
-from toolmesh.gateway.core.tool_formats import parse_tool_format, tool_definition
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
+from toolmesh.gateway.core.result_json import result_json
+from toolmesh.gateway.core.tool_formats import parse_tool_format
+from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
+from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.openapi import openapi_document
-from toolmesh.gateway.http.payloads import arguments_body, parse_json, read_body, result_json
+from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
-from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.spec import spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
-
-JSON = "application/json"
-Handler = Callable[[Request], Any]
-
-
-def _json(document: Any, status: int = 200) -> Response:
-    return Response(json.dumps(document).encode(), status_code=status, media_type=JSON)
-
-
-def error_response(error: ToolmeshError) -> Response:
-    headers = {}
-    if error.retry_after is not None:
-        headers["Retry-After"] = str(max(1, round(error.retry_after)))
-    return Response(json.dumps(error.to_dict()).encode(), error.http_status, headers, media_type=JSON)
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -59,84 +45,71 @@ def _flag(request: Request, name: str) -> bool:
     return value in ("true", "1")
 
 
-def _options(request: Request) -> CallOptions:
-    headers = request.headers
-    return CallOptions(request_id=headers.get("x-request-id", ""), session_id=headers.get("x-session-id", ""))
-
-
 def create_app(
     mesh: Mesh,
     ready: Callable[[], Mapping[str, bool]] | None = None,
-    router: RouterService | None = None,
     extra_routes: Sequence[BaseRoute] = (),
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
-    `router` serves the routing endpoints (without one they answer 503); `extra_routes` adds
-    other surfaces (the MCP endpoint, the chat proxy)."""
+    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy)."""
     config = mesh.config
-    router = router or RouterService(RouterConfig(enabled=False))
-
-    async def body(request: Request) -> bytes:
-        return await read_body(request.stream(), request.headers.get("content-length"), config.max_body_bytes)
-
-    def principal(request: Request) -> Any:
-        return mesh.authenticate(request.headers.get("authorization"))
 
     async def list_functions(request: Request) -> Response:
-        specs = mesh.functions(principal(request))
-        return _json({"functions": [spec_to_dict(spec) for spec in specs]})
+        specs = mesh.functions(caller(mesh, request))
+        return json_response({"functions": [spec_to_dict(spec) for spec in specs]})
 
     async def get_function(request: Request) -> Response:
-        spec = mesh.function(request.path_params["name"], principal(request))
-        return _json(spec_to_dict(spec))
+        spec = mesh.function(request.path_params["name"], caller(mesh, request))
+        return json_response(spec_to_dict(spec))
 
     async def invoke(request: Request) -> Response:
-        caller = principal(request)
-        arguments = arguments_body(await body(request), config.max_json_depth)
-        result = await mesh.invoke(caller, request.path_params["name"], arguments, _options(request))
-        raise_for_call_error(result)
-        return Response(result_json(result), media_type=JSON)
+        principal = caller(mesh, request)
+        arguments = arguments_body(await body(mesh, request), config.max_json_depth)
+        call = InvokeRequest(
+            request.path_params["name"], arguments, CallOptions.from_headers(request.headers)
+        )
+        return Response(result_json(await mesh.invoke(principal, call)), media_type=JSON)
 
     async def tools(request: Request) -> Response:
-        caller = principal(request)
-        fmt = parse_tool_format(request.query_params.get("format", "openai"))
-        strict = _flag(request, "strict")
-        query = request.query_params.get("query")
-        if query is not None:
-            k = request.query_params.get("k")
-            return _json(await tools_for_query(mesh, router, caller, query, k, fmt, strict))
-        definitions = [tool_definition(spec, fmt, strict=strict) for spec in mesh.functions(caller)]
-        return _json({"tools": definitions})
+        principal = caller(mesh, request)
+        params = request.query_params
+        query = params.get("query")
+        tools_request = ToolsRequest(
+            parse_tool_format(params.get("format", "openai")),
+            _flag(request, "strict"),
+            None if query is None else RouteRequest.parse(query, params.get("k")),
+        )
+        return json_response(await mesh.tools(principal, tools_request))
 
     async def tool_calls(request: Request) -> Response:
-        caller = principal(request)
-        document = parse_json(await body(request), config.max_json_depth)
+        principal = caller(mesh, request)
+        document = parse_json(await body(mesh, request), config.max_json_depth)
         fmt, calls = parse_tool_calls(document, max_calls=config.max_batch)
         batch = [(call.name, call.arguments, call.error) for call in calls]
-        results = await mesh.execute(caller, batch, _options(request))
-        return _json(render_results(fmt, calls, results))
+        results = await mesh.execute_batch(principal, batch, CallOptions.from_headers(request.headers))
+        return json_response(render_results(fmt, calls, results))
 
     async def namespaces(request: Request) -> Response:
-        caller = principal(request)
+        principal = caller(mesh, request)
         listing = [
             {"name": ns.name, "description": ns.description, "functions": list(ns.functions)}
-            for ns in mesh.namespaces(caller)
+            for ns in mesh.namespaces(principal)
         ]
-        message = {"role": "developer", "content": mesh.system_message(caller)}
-        return _json({"namespaces": listing, "system_message": message})
+        message = {"role": "developer", "content": mesh.system_message(principal)}
+        return json_response({"namespaces": listing, "system_message": message})
 
     document = openapi_document()
 
     async def openapi(request: Request) -> Response:
-        return _json(document)
+        return json_response(document)
 
     async def healthz(request: Request) -> Response:
-        return _json({"status": "ok"})
+        return json_response({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
         runtimes = dict(ready()) if ready is not None else {}
         ok = all(runtimes.values())
-        return _json({"ready": ok, "runtimes": runtimes}, 200 if ok else 503)
+        return json_response({"ready": ok, "runtimes": runtimes}, 200 if ok else 503)
 
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(mesh.metrics.registry), media_type=CONTENT_TYPE_LATEST)
@@ -155,8 +128,10 @@ def create_app(
             message = f"{request.url.path} does not accept {request.method}"
         else:
             message = exc.detail
-        envelope = InvalidRequest(message).to_dict()
-        return Response(json.dumps(envelope).encode(), exc.status_code, exc.headers, media_type=JSON)
+        response = error_response(InvalidRequest(message))
+        response.status_code = exc.status_code
+        response.headers.update(exc.headers or {})
+        return response
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error", extra={"path": request.url.path})
@@ -173,7 +148,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
-        *router_routes(mesh, router, body, principal, _options),
+        *free_text_routes(mesh),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

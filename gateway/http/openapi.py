@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from toolmesh.errors import ERROR_CLASSES
-from toolmesh.gateway.core.free_text import router_paths
+from toolmesh.gateway.core.requests import MAX_K
+from toolmesh.router.sessions import MAX_SESSION_ID
 
 _REF = "#/components/schemas/"
 
@@ -279,7 +280,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Metrics"}}}
         },
     }
-    paths.update(router_paths(_json_body, _errors))
+    paths.update(_free_text_paths())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -293,4 +294,64 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"apiKey": []}, {}],
+    }
+
+
+def _free_text_paths() -> dict[str, Any]:
+    """The OpenAPI paths of /v1/route and /v1/execute."""
+    body, errors = _json_body, _errors
+    prompt = {"type": "string", "minLength": 1}
+    session = {"type": "string", "maxLength": MAX_SESSION_ID}
+    k = {"type": "integer", "minimum": 1, "maximum": MAX_K}
+    candidates = {
+        "type": "array",
+        "items": {"type": "object", "properties": {"name": {"type": "string"}, "score": {"type": "number"}}},
+    }
+    route_request = {
+        "type": "object",
+        "required": ["prompt"],
+        "properties": {"prompt": prompt, "k": k, "session_id": session},
+    }
+    execute_request = {
+        "type": "object",
+        "required": ["prompt"],
+        "properties": {"prompt": prompt, "k": k, "session_id": session, "dry_run": {"type": "boolean"}},
+    }
+    return {
+        "/v1/route": {
+            "post": {
+                "summary": "The function that fits a free-text prompt, and the best candidates",
+                "operationId": "route",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": route_request}}},
+                "responses": {
+                    "200": body(
+                        {
+                            "type": "object",
+                            "properties": {"match": {"type": ["string", "null"]}, "candidates": candidates},
+                        },
+                        "match is null when no function clears the threshold",
+                    ),
+                    **errors(400, 401, 413, 429, 503),
+                },
+            }
+        },
+        "/v1/execute": {
+            "post": {
+                "summary": "Route a prompt, extract the arguments, call the function",
+                "description": (
+                    "Answers the function, its arguments (and where each came from), the result, and code "
+                    "(a Python snippet and a curl line) that repeats the call. 404 when no function fits "
+                    "and 422 naming the required arguments the prompt lacks; both carry the candidates."
+                ),
+                "operationId": "execute",
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": execute_request}},
+                },
+                "responses": {
+                    "200": body({"type": "object"}, "function, arguments, argument_sources, result, code"),
+                    **errors(400, 401, 403, 404, 413, 422, 429, 503, 504),
+                },
+            }
+        },
     }

@@ -1,18 +1,12 @@
-"""Request bodies in, JSON bytes out: size and depth limits, and results as JSON.
-
-Results are written by splicing the JSON that runtimes already produced into
-the response, so structured output is never parsed and re-serialised on the hot path.
-"""
+"""Request bodies in: size and depth limits, JSON that must be an object."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from toolmesh.errors import InvalidRequest, PayloadTooLarge
-from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
 
 
 async def read_body(chunks: AsyncIterator[bytes], content_length: str | None, limit: int) -> bytes:
@@ -82,44 +76,3 @@ def _kind(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
-
-
-def content_json(item: Content) -> bytes:
-    if isinstance(item, Text):
-        return b'{"type":"text","text":' + json.dumps(item.text).encode() + b"}"
-    if isinstance(item, Json):
-        return b'{"type":"json","json":' + item.data + b"}"
-    assert isinstance(item, Binary)
-    data = base64.b64encode(item.data)
-    return (
-        b'{"type":"binary","mime_type":' + json.dumps(item.mime_type).encode() + b',"data":"' + data + b'"}'
-    )
-
-
-def result_json(result: Result) -> bytes:
-    """`{"is_error", "content", "structured", "request_id", "timing", "error"?}` as bytes."""
-    parts = [
-        b'{"is_error":',
-        b"true" if result.is_error else b"false",
-        b',"content":[',
-        b",".join(content_json(item) for item in result.content),
-        b'],"structured":',
-        result.structured_json if result.structured_json is not None else b"null",
-        b',"request_id":',
-        json.dumps(result.request_id).encode(),
-        b',"timing":',
-        json.dumps(
-            {"queued_ms": round(result.queued_ms, 3), "duration_ms": round(result.duration_ms, 3)}
-        ).encode(),
-    ]
-    if result.error is not None:
-        error = {
-            "code": result.error.code,
-            "message": result.error.message,
-            "violations": [v.to_dict() for v in result.error.violations],
-        }
-        if result.error.traceback:
-            error["traceback"] = result.error.traceback
-        parts += [b',"error":', json.dumps(error).encode()]
-    parts.append(b"}")
-    return b"".join(parts)

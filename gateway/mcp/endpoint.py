@@ -43,17 +43,18 @@ from starlette.types import Receive, Scope, Send
 
 from toolmesh import __version__
 from toolmesh.config import McpConfig
+from toolmesh.error_shapes import http_error, jsonrpc_error
 from toolmesh.errors import (
     FunctionNotFound,
     PermissionDenied,
-    RateLimited,
     ToolmeshError,
     Unauthenticated,
 )
 from toolmesh.gateway.core.auth import Principal
-from toolmesh.gateway.core.mesh import CallOptions, Mesh
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
+from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import call_result, page, tool
-from toolmesh.runtimes.functions.results import ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
 log = logging.getLogger("toolmesh.gateway")
@@ -62,9 +63,6 @@ SERVER_NAME = "toolmesh"
 #: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
 _PRINCIPAL = "toolmesh_principal"
 _NAMESPACE = "toolmesh_namespace"
-#: Errors that refuse the call itself are JSON-RPC errors; any other failure is a
-#: result with ``isError``, so the model reads it (bad arguments, a timeout...).
-_REFUSALS = (FunctionNotFound, PermissionDenied, RateLimited, Unauthenticated)
 
 
 def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
@@ -89,14 +87,8 @@ def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
         return False
 
 
-def _error_body(error: ToolmeshError) -> bytes:
-    """A JSON-RPC error without an id (the request was never read), with the toolmesh envelope as data."""
-    detail = {"code": error.jsonrpc_code, "message": error.message, "data": error.to_dict()["error"]}
-    return json.dumps({"jsonrpc": "2.0", "id": None, "error": detail}).encode()
-
-
 def _refusal(error: ToolmeshError) -> MCPError:
-    return MCPError(error.jsonrpc_code, error.message, data=error.to_dict()["error"])
+    return MCPError(**jsonrpc_error(error))
 
 
 class McpEndpoint:
@@ -183,13 +175,11 @@ class McpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
     async def _refuse(self, error: ToolmeshError, send: Send) -> None:
-        headers = [(b"content-type", b"application/json")]
-        if isinstance(error, Unauthenticated):
-            headers.append((b"www-authenticate", b'Bearer realm="toolmesh"'))
-        if error.retry_after is not None:
-            headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
-        await send({"type": "http.response.start", "status": error.http_status, "headers": headers})
-        await send({"type": "http.response.body", "body": _error_body(error)})
+        # Refused before the JSON-RPC request was read: an HTTP status with a JSON-RPC error body.
+        rendered = http_error(error, jsonrpc=True)
+        headers = [(key.encode(), value.encode()) for key, value in rendered.headers.items()]
+        await send({"type": "http.response.start", "status": rendered.status, "headers": headers})
+        await send({"type": "http.response.body", "body": rendered.body})
 
     # -- protocol handlers ----------------------------------------------------------------
 
@@ -228,14 +218,12 @@ class McpEndpoint:
         except ToolmeshError as exc:
             raise _refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
-        options = CallOptions(request_id=headers.get("x-request-id", ""))
         arguments = json.dumps(params.arguments or {}).encode()
+        call = InvokeRequest(spec.qualified_name, arguments, CallOptions.from_headers(headers))
         try:
-            result = await self.mesh.invoke(principal, spec.qualified_name, arguments, options)
-        except _REFUSALS as exc:
-            raise _refusal(exc) from None
+            result = await self.mesh.invoke(principal, call, Surface.MCP)
         except ToolmeshError as exc:
-            result = Result.failure(ErrorInfo.from_exception(exc))
+            raise _refusal(exc) from None
         return call_result(spec, result)
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:

@@ -30,7 +30,8 @@ from typing import Any
 from toolmesh.config import ChatConfig
 from toolmesh.errors import InvalidRequest, ToolmeshError, Unavailable
 from toolmesh.gateway.core.auth import Principal
-from toolmesh.gateway.core.mesh import CallOptions, Mesh
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions
 from toolmesh.gateway.core.tool_formats import openai_tool
 from toolmesh.gateway.core.tool_selection import AllTools, ToolSelector
 from toolmesh.gateway.openai.toolcalls import CallFormat, parse_tool_calls, render_results
@@ -219,7 +220,7 @@ class ChatProxy:
             raise Unavailable(
                 f"the upstream model sent tool calls the gateway cannot run: {exc.message}"
             ) from None
-        results = await self.mesh.execute(
+        results = await self.mesh.execute_batch(
             principal, [(c.name, c.arguments, c.error) for c in parsed], options
         )
         tool_messages: list[dict[str, Any]] = render_results(CallFormat.CHAT, parsed, results)["messages"]

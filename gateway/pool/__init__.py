@@ -1,0 +1,11 @@
+"""The serverless pool: how the gateway runs and reaches runtime pods.
+
+runtime_pool.py    the RuntimePool seam and Pool, which holds every runtime
+replicas.py        one runtime's pods: started on demand, balanced, scaled, replaced
+launcher.py        the gateway's handle on a template process that forks pods
+activator.py       calls held while a pod starts (scale from zero)
+remote_runtime.py  runtimes whose pods someone else runs (an address, e.g. on Kubernetes)
+kube_scaler.py     waking a runtime scaled to zero through the Kubernetes API
+runtime_client.py  gRPC to a pod;  socket_client.py: unary calls over a Unix socket
+pool_metrics.py    the pool's Prometheus series
+"""

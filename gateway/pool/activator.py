@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from toolmesh.errors import Overloaded, Unavailable
-from toolmesh.gateway.core.metrics import PoolMetrics
+from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 
 
 class HeldCalls:

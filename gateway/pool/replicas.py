@@ -30,9 +30,9 @@ from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import ToolmeshError, Unavailable
-from toolmesh.gateway.core.metrics import PoolMetrics
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import retry_is_safe
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from toolmesh.errors import from_rpc_error
+from toolmesh.error_shapes import from_rpc_error
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire

@@ -13,14 +13,13 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
-from toolmesh.gateway.core.metrics import PoolMetrics
 from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.runtimes.functions.results import Content, Result
@@ -30,28 +29,6 @@ from toolmesh.runtimes.pod.executor import Call
 #: Environment variables that tell a pod how to reach the mesh for ctx.invoke.
 MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
 MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
-
-
-class RuntimePool(Protocol):
-    """What the gateway needs from whatever runs its runtimes."""
-
-    def runtimes(self) -> Sequence[str]: ...
-
-    async def start(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    def readiness(self) -> Mapping[str, bool]:
-        """Whether each runtime can take calls now (or as soon as a pod starts)."""
-        ...
-
-    async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
-
-    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
-        """Run a call; `idempotent` calls may be retried once on another pod."""
-        ...
-
-    def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+from toolmesh.error_shapes import from_pod_error
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
@@ -18,7 +19,6 @@ from toolmesh.runtimes.pod.socket_protocol import (
     INVOKE,
     RESULT,
     FrameReader,
-    decode_error,
     frame,
 )
 from toolmesh.v1 import invoke_pb2
@@ -60,9 +60,6 @@ class SocketClient:
         self._connecting: asyncio.Lock = asyncio.Lock()
         self._ids = itertools.count(1)
 
-    def _new_connection(self) -> _Connection:
-        return _Connection(self.runtime)
-
     async def _connect(self) -> _Connection:
         connection = self._connection
         if connection is not None and not connection.lost:
@@ -101,7 +98,7 @@ class SocketClient:
         if kind == RESULT:
             return wire.result_from_proto(invoke_pb2.InvokeResponse.FromString(payload))
         if kind == ERROR:
-            raise decode_error(payload)
+            raise from_pod_error(payload)
         raise Unavailable(f"a pod of runtime {self.runtime!r} sent an unknown frame ({kind})")
 
     async def close(self) -> None:

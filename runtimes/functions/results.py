@@ -14,7 +14,6 @@ items plus, for JSON-like values, the structured result:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,7 +147,3 @@ def normalise(value: Any) -> tuple[list[Content], bytes | None]:
     except pydantic_core.PydanticSerializationError as exc:
         raise TypeError(f"the function returned a {type(value).__name__}, which is not JSON: {exc}") from None
     return [Json(data)], data
-
-
-def join_content(chunks: Sequence[list[Content]]) -> list[Content]:
-    return [item for chunk in chunks for item in chunk]

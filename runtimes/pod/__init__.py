@@ -1,0 +1,11 @@
+"""The runtime pod process: it hosts a registry's functions.
+
+serving.py          the pod: a grpc.aio server, health, the drain on SIGTERM
+template.py         the template process pods are forked from
+executor.py         running calls: validation, timeouts, the in-flight limit (no transport)
+servicer.py         the gRPC Runtime service;  socket_protocol.py: the Unix-socket fast path
+wire.py             protobuf messages <-> toolmesh types
+mesh_invoker.py     ctx.invoke through the gateway
+telemetry.py        Prometheus metrics;  logs.py: JSON log lines
+deadlines.py, lifeline.py   shared call deadlines; dying with the parent
+"""

@@ -6,7 +6,7 @@ import time
 
 import grpc
 
-from toolmesh.errors import from_rpc_error
+from toolmesh.error_shapes import from_rpc_error
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Call

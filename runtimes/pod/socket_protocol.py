@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import struct
 from collections.abc import Callable
 from typing import cast
 
-from toolmesh.errors import ToolmeshError, rebuild
+from toolmesh.error_shapes import pod_error
+from toolmesh.errors import ToolmeshError
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import invoke_pb2
@@ -40,16 +40,6 @@ MAX_PAYLOAD = 64 * 1024 * 1024
 
 def frame(kind: int, call_id: int, payload: bytes = b"", timeout: float = 0.0) -> bytes:
     return HEADER.pack(len(payload), kind, call_id, timeout) + payload
-
-
-def encode_error(error: ToolmeshError) -> bytes:
-    extra = json.loads(error.grpc_trailers()[1][1])
-    return json.dumps({"code": error.code, "message": error.message, "extra": extra}).encode()
-
-
-def decode_error(payload: bytes) -> ToolmeshError:
-    document = json.loads(payload)
-    return rebuild(document["code"], document["message"], document["extra"])
 
 
 class FrameReader(asyncio.Protocol):
@@ -107,7 +97,7 @@ class PodConnection(FrameReader):
         try:
             result = await self._executor.invoke(wire.call_from_proto(request, timeout or None))
         except ToolmeshError as error:
-            self._send(frame(ERROR, call_id, encode_error(error)))
+            self._send(frame(ERROR, call_id, pod_error(error)))
             return
         self._send(frame(RESULT, call_id, wire.result_to_proto(result).SerializeToString()))
 

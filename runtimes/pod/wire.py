@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import grpc
 
+from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, NamespaceSpec
@@ -150,5 +151,6 @@ def result_from_proto(message: invoke_pb2.InvokeResponse) -> Result:
 
 async def abort(context: grpc.aio.ServicerContext[object, object], error: ToolmeshError) -> None:
     """End an RPC with the error's status and the trailers that let a toolmesh client rebuild it."""
-    context.set_trailing_metadata(error.grpc_trailers())
-    await context.abort(error.grpc_status, error.message)
+    status, details, trailers = grpc_status(error)
+    context.set_trailing_metadata(trailers)
+    await context.abort(status, details)

@@ -8,6 +8,7 @@ import pydantic
 import pytest
 
 import toolmesh
+from toolmesh import error_shapes
 from toolmesh.runtimes.functions.discovery import host_function
 
 
@@ -51,7 +52,7 @@ def test_the_error_message_summarises() -> None:
     assert str(error) == (
         "invalid arguments: customer: expected string, got integer 5; items: expected array, got integer 3"
     )
-    assert error.to_dict()["error"]["violations"][0]["path"] == "customer"
+    assert error_shapes.envelope(error)["error"]["violations"][0]["path"] == "customer"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,36 @@
+"""The seam between the core and whatever runs the runtimes: `RuntimePool`.
+
+The serverless pool (gateway/pool/) implements it; tests and other deployments can
+plug in their own, and the core never imports the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol
+
+from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+
+class RuntimePool(Protocol):
+    """What the gateway needs from whatever runs its runtimes."""
+
+    def runtimes(self) -> Sequence[str]: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def readiness(self) -> Mapping[str, bool]:
+        """Whether each runtime can take calls now (or as soon as a pod starts)."""
+        ...
+
+    async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
+
+    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        """Run a call; `idempotent` calls may be retried once on another pod."""
+        ...
+
+    def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...

@@ -1,0 +1,96 @@
+"""What a front door asks the core for, as typed values: each transport parses its wire form
+into these (raising InvalidRequest naming the bad field), and the core never sees a transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.core.tool_formats import ToolFormat
+from toolmesh.router.sessions import MAX_SESSION_ID
+
+#: Most candidates a routing request may ask for.
+MAX_K = 100
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """Per-call details a caller may set."""
+
+    request_id: str = ""
+    session_id: str = ""
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    #: Seconds the caller will wait; None for the gateway's default.
+    timeout: float | None = None
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> CallOptions:
+        """The options HTTP callers (the API, MCP, the chat proxy) send as headers."""
+        return cls(request_id=headers.get("x-request-id", ""), session_id=headers.get("x-session-id", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeRequest:
+    """Call one function with its arguments (a JSON object, as bytes)."""
+
+    name: str
+    arguments: bytes = b"{}"
+    options: CallOptions = field(default_factory=CallOptions)
+
+
+def parse_k(value: object) -> int | None:
+    """A candidate count from a body, query string or message (None or 0: the router's default)."""
+    if value is None or value == 0:
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise InvalidRequest(f"k must be an integer, got {value!r}", param="k") from None
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_K:
+        raise InvalidRequest(f"k must be an integer from 1 to {MAX_K}, got {value!r}", param="k")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class RouteRequest:
+    """Rank the caller's functions for a free-text prompt."""
+
+    prompt: str
+    #: Candidates wanted; None for the router's configured default.
+    k: int | None = None
+    session_id: str | None = None
+
+    @classmethod
+    def parse(cls, prompt: object, k: object = None, session_id: object = None) -> RouteRequest:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidRequest("prompt must be a non-empty string", param="prompt")
+        if session_id in (None, ""):
+            session_id = None
+        elif not isinstance(session_id, str) or len(session_id) > MAX_SESSION_ID:
+            raise InvalidRequest(
+                f"session_id must be a string of at most {MAX_SESSION_ID} characters", param="session_id"
+            )
+        return cls(prompt, parse_k(k), session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteRequest:
+    """Route a prompt, extract the arguments and (unless `dry_run`) call the function."""
+
+    route: RouteRequest
+    dry_run: bool = False
+    options: CallOptions = field(default_factory=CallOptions)
+    #: Where the caller reached the gateway, for the code snippet that repeats the call.
+    base_url: str = "http://127.0.0.1:8080"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsRequest:
+    """The caller's functions as LLM tool definitions; with `query`, only the best `query.k`."""
+
+    format: ToolFormat = ToolFormat.OPENAI
+    strict: bool = False
+    query: RouteRequest | None = None

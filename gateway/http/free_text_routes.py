@@ -1,0 +1,64 @@
+"""The router's HTTP surface: thin conversions onto `Mesh.route` and `Mesh.execute`.
+
+POST /v1/route      {"prompt", "k"?, "session_id"?}  -> {"match", "candidates"}
+POST /v1/execute    {"prompt", "session_id"?, "dry_run"?, "k"?} -> function, arguments, result, code
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, ExecuteRequest, RouteRequest
+from toolmesh.gateway.http.adapt import base_url, body, caller, json_response
+from toolmesh.gateway.http.payloads import parse_json
+
+
+def _object(document: Any, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(document, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    unknown = sorted(set(document) - allowed)
+    if unknown:
+        raise InvalidRequest(
+            f"unknown field {unknown[0]!r}; expected {', '.join(sorted(allowed))}", param=unknown[0]
+        )
+    return document
+
+
+def _route_request(document: Mapping[str, Any], request: Request) -> RouteRequest:
+    # The body's session_id, else the X-Session-Id header (which function calls see too).
+    session = document.get("session_id") or request.headers.get("x-session-id")
+    return RouteRequest.parse(document.get("prompt"), document.get("k"), session)
+
+
+def free_text_routes(mesh: Mesh) -> list[Route]:
+    depth = mesh.config.max_json_depth
+
+    async def route_endpoint(request: Request) -> Response:
+        principal = caller(mesh, request)
+        document = _object(parse_json(await body(mesh, request), depth), {"prompt", "k", "session_id"})
+        ranked = await mesh.route(principal, _route_request(document, request))
+        return json_response(ranked.to_dict())
+
+    async def execute_endpoint(request: Request) -> Response:
+        principal = caller(mesh, request)
+        fields = {"prompt", "k", "session_id", "dry_run"}
+        document = _object(parse_json(await body(mesh, request), depth), fields)
+        dry_run = document.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise InvalidRequest("dry_run must be true or false", param="dry_run")
+        route = _route_request(document, request)
+        execute = ExecuteRequest(route, dry_run, CallOptions.from_headers(request.headers), base_url(request))
+        execution = await mesh.execute(principal, execute)
+        return json_response({**execution.to_dict(), "session_id": route.session_id})
+
+    return [
+        Route("/v1/route", route_endpoint, methods=["POST"]),
+        Route("/v1/execute", execute_endpoint, methods=["POST"]),
+    ]
