@@ -17,7 +17,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/toolmesh
 WORKDIR /src
 COPY . .
-RUN /opt/toolmesh/bin/pip install .
+RUN /opt/toolmesh/bin/pip install ".[mesh]"
 # The router's model is built here, once, so pods never build it at start. The command
 # comes with the router (toolmesh.router, its own issue): until the installed toolmesh
 # has it, this step says so and goes on; once it has it, a failed build fails the image.
