@@ -284,12 +284,17 @@ def _add_deploy_parser(commands: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
     from toolmesh.config import DEFAULT_HTTP_PORT
-    from toolmesh.runtimes.pod.executor import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
-    from toolmesh.runtimes.pod.serving import (
+    from toolmesh.runtimes.pod.defaults import (
         DEFAULT_DRAIN_GRACE,
         DEFAULT_HOST,
+        DEFAULT_LOG_LEVEL,
+        DEFAULT_MAX_INFLIGHT,
         DEFAULT_METRICS_PORT,
         DEFAULT_PORT,
+        DEFAULT_TIMEOUT,
+        DEFAULT_WORKERS,
+        LOG_LEVELS,
+        TEMPLATE_MODES,
     )
 
     default_url = f"http://{GATEWAY_HOST}:{DEFAULT_HTTP_PORT}"
@@ -351,13 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     runtime.add_argument(
         "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
+        default=DEFAULT_LOG_LEVEL,
+        choices=LOG_LEVELS,
         help="'warning' silences the per-call log lines (default %(default)s)",
     )
     runtime.add_argument("--debug", action="store_true", help="include tracebacks in error results")
     # Internal: how the gateway provisions pods (see toolmesh/runtimes/pod/template.py).
-    runtime.add_argument("--template", choices=["fork", "exec"], help=argparse.SUPPRESS)
+    runtime.add_argument("--template", choices=TEMPLATE_MODES, help=argparse.SUPPRESS)
     runtime.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     runtime.add_argument("--spawn-id", help=argparse.SUPPRESS)
     runtime.add_argument("--socket-path", help=argparse.SUPPRESS)

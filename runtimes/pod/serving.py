@@ -27,6 +27,12 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
+from toolmesh.runtimes.pod.defaults import (
+    DEFAULT_DRAIN_GRACE,
+    DEFAULT_HOST,
+    DEFAULT_METRICS_PORT,
+    DEFAULT_PORT,
+)
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
@@ -34,10 +40,6 @@ from toolmesh.runtimes.pod.socket_protocol import SocketServer
 from toolmesh.runtimes.pod.telemetry import PodMetrics, serve_metrics
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 50061
-DEFAULT_METRICS_PORT = 9461
-DEFAULT_DRAIN_GRACE = 10.0
 RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
 
 log = logging.getLogger("toolmesh.runtime")
