@@ -32,13 +32,14 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
-    from toolmesh.gateway.pool.runtime_pool import MESH_ADDRESS_ENV, MESH_TOKEN_ENV
     from toolmesh.runtimes.pod import logs
+    from toolmesh.runtimes.pod.environment import read_environment
     from toolmesh.runtimes.pod.executor import ExecutorConfig
     from toolmesh.runtimes.pod.serving import PodConfig, run
     from toolmesh.runtimes.pod.template import run_template
 
     logs.configure(args.log_level)
+    environment = read_environment(os.environ)
     config = PodConfig(
         modules=args.module,
         host=args.host,
@@ -51,8 +52,8 @@ def _runtime(args: argparse.Namespace) -> int:
             workers=args.workers,
             debug=args.debug,
         ),
-        mesh_address=os.environ.get(MESH_ADDRESS_ENV) or None,
-        mesh_token=os.environ.get(MESH_TOKEN_ENV, ""),
+        mesh_address=environment.mesh_address,
+        mesh_token=environment.mesh_token,
         ready_fd=args.ready_fd,
         socket_path=args.socket_path,
         ready_tag={"spawn": args.spawn_id} if args.spawn_id else {},
