@@ -41,7 +41,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
-from toolmesh.gateway.pool.runtime_pool import MESH_ADDRESS_ENV
+from toolmesh.runtimes.pod.environment import MESH_ADDRESS_ENV
 
 Manifest = dict[str, Any]
 

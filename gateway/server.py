@@ -41,8 +41,9 @@ from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
 from toolmesh.gateway.pool.kube_scaler import KubeScaler
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
-from toolmesh.gateway.pool.runtime_pool import MESH_TOKEN_ENV, MeshAccess, Pool
+from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.router.service import RouterService
+from toolmesh.runtimes.pod.environment import MESH_TOKEN_ENV
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 

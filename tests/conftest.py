@@ -17,8 +17,8 @@ import grpc
 import pytest
 
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.pod.executor import ExecutorConfig
-from toolmesh.runtimes.pod.serving import Pod, PodConfig
+from toolmesh.runtimes.pod.serving import Pod
+from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.v1 import runtime_pb2_grpc
 
 TESTS = Path(__file__).resolve().parent
@@ -66,15 +66,15 @@ async def pod_factory() -> AsyncIterator[Callable[..., object]]:
     """Start real grpc.aio pods in this test's event loop: ``await pod_factory("sample_tools")``."""
     started: list[InProcessPod] = []
 
-    async def start(*modules: str, metrics: bool = True, **executor: object) -> InProcessPod:
-        config = PodConfig(
+    async def start(*modules: str, metrics: bool = True, **settings: object) -> InProcessPod:
+        pod_settings = PodSettings(
             modules=modules or ("sample_tools",),
             port=0,
             metrics_port=0 if metrics else None,
             drain_grace=1.0,
-            executor=ExecutorConfig(**executor),  # type: ignore[arg-type]
+            **settings,  # type: ignore[arg-type]
         )
-        pod = Pod(config, Registry.from_modules(config.modules))
+        pod = Pod(pod_settings, Registry.from_modules(pod_settings.modules))
         await pod.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{pod.port}")
         running = InProcessPod(pod, channel, runtime_pb2_grpc.RuntimeStub(channel))

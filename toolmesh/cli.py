@@ -32,51 +32,19 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
-    from toolmesh.gateway.pool.runtime_pool import MESH_ADDRESS_ENV, MESH_TOKEN_ENV
     from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.executor import ExecutorConfig
-    from toolmesh.runtimes.pod.serving import PodConfig, run
+    from toolmesh.runtimes.pod.environment import read_environment
+    from toolmesh.runtimes.pod.serving import run
+    from toolmesh.runtimes.pod.settings import PodSettings
     from toolmesh.runtimes.pod.template import run_template
 
-    logs.configure(args.log_level)
-    config = PodConfig(
-        modules=args.module,
-        host=args.host,
-        port=args.port,
-        metrics_port=None if args.metrics_port < 0 else args.metrics_port,
-        drain_grace=args.drain_grace,
-        executor=ExecutorConfig(
-            default_timeout=args.timeout,
-            max_inflight=args.max_inflight,
-            workers=args.workers,
-            debug=args.debug,
-        ),
-        mesh_address=os.environ.get(MESH_ADDRESS_ENV) or None,
-        mesh_token=os.environ.get(MESH_TOKEN_ENV, ""),
-        ready_fd=args.ready_fd,
-        socket_path=args.socket_path,
-        ready_tag={"spawn": args.spawn_id} if args.spawn_id else {},
-    )
+    settings = PodSettings.from_arguments(args, read_environment(os.environ))
+    logs.configure(settings.log_level)
     try:
-        if args.template:
-            exec_argv = _runtime_argv(args) if args.template == "exec" else None
-            return run_template(config, exec_argv, args.socket_dir)
-        return run(config)
+        return run_template(settings) if settings.template else run(settings)
     except DefinitionError as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
         return 2
-
-
-def _runtime_argv(args: argparse.Namespace) -> list[str]:
-    """The `python -m toolmesh runtime ...` arguments that start a pod like this one."""
-    argv = ["-m", "toolmesh", "runtime", "--host", args.host, "--port", str(args.port)]
-    argv += ["--metrics-port", str(args.metrics_port), "--timeout", str(args.timeout)]
-    argv += ["--max-inflight", str(args.max_inflight), "--workers", str(args.workers)]
-    argv += ["--drain-grace", str(args.drain_grace), "--log-level", args.log_level]
-    argv += ["--debug"] if args.debug else []
-    for module in args.module:
-        argv += ["--module", module]
-    return argv
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -284,13 +252,7 @@ def _add_deploy_parser(commands: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
     from toolmesh.config import DEFAULT_HTTP_PORT
-    from toolmesh.runtimes.pod.executor import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
-    from toolmesh.runtimes.pod.serving import (
-        DEFAULT_DRAIN_GRACE,
-        DEFAULT_HOST,
-        DEFAULT_METRICS_PORT,
-        DEFAULT_PORT,
-    )
+    from toolmesh.runtimes.pod.settings import add_arguments as add_runtime_arguments
 
     default_url = f"http://{GATEWAY_HOST}:{DEFAULT_HTTP_PORT}"
 
@@ -312,56 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_deploy_parser(commands)
 
     runtime = commands.add_parser("runtime", help="serve the functions of Python modules as a runtime pod")
-    runtime.add_argument(
-        "--module", "-m", action="append", required=True, help="module to serve (repeatable)"
-    )
-    runtime.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default %(default)s)")
-    runtime.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="gRPC port, 0 for any (default %(default)s)"
-    )
-    runtime.add_argument(
-        "--metrics-port",
-        type=int,
-        default=DEFAULT_METRICS_PORT,
-        help="Prometheus /metrics port, 0 for any, -1 for none (default %(default)s)",
-    )
-    runtime.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        help="seconds a call may run when its function sets no timeout (default %(default)s)",
-    )
-    runtime.add_argument(
-        "--max-inflight",
-        type=int,
-        default=DEFAULT_MAX_INFLIGHT,
-        help="calls at once before RESOURCE_EXHAUSTED (default %(default)s)",
-    )
-    runtime.add_argument(
-        "--workers",
-        type=int,
-        default=DEFAULT_WORKERS,
-        help="threads for sync functions (default %(default)s)",
-    )
-    runtime.add_argument(
-        "--drain-grace",
-        type=float,
-        default=DEFAULT_DRAIN_GRACE,
-        help="seconds in-flight calls get after SIGTERM (default %(default)s)",
-    )
-    runtime.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="'warning' silences the per-call log lines (default %(default)s)",
-    )
-    runtime.add_argument("--debug", action="store_true", help="include tracebacks in error results")
-    # Internal: how the gateway provisions pods (see toolmesh/runtimes/pod/template.py).
-    runtime.add_argument("--template", choices=["fork", "exec"], help=argparse.SUPPRESS)
-    runtime.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
-    runtime.add_argument("--spawn-id", help=argparse.SUPPRESS)
-    runtime.add_argument("--socket-path", help=argparse.SUPPRESS)
-    runtime.add_argument("--socket-dir", help=argparse.SUPPRESS)
+    add_runtime_arguments(runtime)
     runtime.set_defaults(handler=_runtime)
 
     functions = commands.add_parser(

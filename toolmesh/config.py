@@ -56,6 +56,16 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from toolmesh.runtimes.pod.defaults import (
+    DEFAULT_DRAIN_GRACE,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+    LogLevel,
+    TemplateMode,
+)
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_HTTP_PORT = 8080
 DEFAULT_GRPC_PORT = 50051
@@ -162,10 +172,13 @@ class RuntimeConfig(_Section):
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
-    timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
-    max_inflight: int = Field(256, ge=1)
-    workers: int = Field(32, ge=1)
-    drain_grace: float = Field(10.0, ge=0)
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
+    #: Calls running at once in one pod before new ones are turned away.
+    max_inflight: int = Field(DEFAULT_MAX_INFLIGHT, ge=1)
+    #: Threads for sync functions in each pod.
+    workers: int = Field(DEFAULT_WORKERS, ge=1)
+    #: Seconds a pod's in-flight calls get to finish when it stops.
+    drain_grace: float = Field(DEFAULT_DRAIN_GRACE, ge=0)
     #: Pods kept running with no calls at all (0: scale to zero when idle).
     min_replicas: int = Field(DEFAULT_MIN_REPLICAS, ge=0)
     #: Most pods at once, however many calls arrive.
@@ -181,12 +194,12 @@ class RuntimeConfig(_Section):
     #: How pods start: "fork" from a template process that has the modules loaded
     #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
     #: cannot survive a fork, e.g. ones that start threads at import).
-    spawn: Literal["fork", "exec"] = "fork"
+    spawn: TemplateMode = "fork"
     #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
     #: same messages, see runtimes/pod/socket_protocol.py) or over gRPC like everyone else.
     transport: Literal["socket", "grpc"] = "socket"
     #: The pods' log level; "warning" silences their per-call log lines.
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: LogLevel = DEFAULT_LOG_LEVEL
     #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh
     #: functions --module ... --format json`); without either, the gateway asks the pods at start.
     catalog: str | None = None

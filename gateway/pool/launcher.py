@@ -24,6 +24,7 @@ from toolmesh.config import RuntimeConfig
 from toolmesh.errors import Unavailable
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.v1 import function_pb2
 
 log = logging.getLogger("toolmesh.pool")
@@ -46,6 +47,25 @@ class Spawned:
 
 
 ExitHandler = Callable[[int, int], None]
+
+
+def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
+    """The settings of a runtime's template process, which its pods inherit: any free ports on
+    loopback (each pod reports its own), sockets in `socket_dir` when calls go over them. The
+    mesh's address and token reach it in the environment the pool gives it."""
+    return PodSettings(
+        modules=config.modules,
+        host="127.0.0.1",
+        port=0,
+        metrics_port=0,
+        drain_grace=config.drain_grace,
+        timeout=config.timeout,
+        max_inflight=config.max_inflight,
+        workers=config.workers,
+        log_level=config.log_level,
+        template=config.spawn,
+        socket_dir=socket_dir if config.transport == "socket" else None,
+    )
 
 
 class TemplateProcess:
@@ -74,16 +94,8 @@ class TemplateProcess:
     @classmethod
     async def start(cls, config: RuntimeConfig, env: Mapping[str, str]) -> TemplateProcess:
         """Start a template for `config` and wait for its catalog."""
-        command = [sys.executable, "-m", "toolmesh", "runtime", "--template", config.spawn]
-        command += ["--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"]
-        command += ["--timeout", str(config.timeout), "--max-inflight", str(config.max_inflight)]
-        command += ["--workers", str(config.workers), "--drain-grace", str(config.drain_grace)]
-        command += ["--log-level", config.log_level]
         socket_dir = tempfile.mkdtemp(prefix=f"toolmesh-{config.name}-")
-        if config.transport == "socket":
-            command += ["--socket-dir", socket_dir]
-        for module in config.modules:
-            command += ["--module", module]
+        command = [sys.executable, *template_settings(config, socket_dir).argv()]
         try:
             process = await asyncio.create_subprocess_exec(
                 *command,

@@ -1,4 +1,4 @@
-"""How the gateway reaches runtimes: the `RuntimePool` seam and the serverless pool behind it.
+"""How the gateway reaches runtimes: the serverless pool behind the core's `RuntimePool` seam.
 
 Everything the gateway does with runtimes goes through a pool, so how pods are
 provisioned can change without touching the rest. `Pool` runs pods on demand
@@ -24,11 +24,8 @@ from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.environment import PodEnvironment
 from toolmesh.runtimes.pod.executor import Call
-
-#: Environment variables that tell a pod how to reach the mesh for ctx.invoke.
-MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
-MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +86,8 @@ class Pool:
         env = dict(os.environ)
         env.update(config.env)
         if self._mesh is not None:
-            env[MESH_ADDRESS_ENV] = self._mesh.address
-            env[MESH_TOKEN_ENV] = self._mesh.token
+            # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/environment.py).
+            env.update(PodEnvironment(self._mesh.address, self._mesh.token).variables())
         return env
 
     def readiness(self) -> Mapping[str, bool]:

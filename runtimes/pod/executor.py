@@ -33,11 +33,8 @@ from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, normalise
 from toolmesh.runtimes.pod.deadlines import Deadlines
+from toolmesh.runtimes.pod.defaults import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
 
-#: Default limits; the CLI and config override them.
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_MAX_INFLIGHT = 256
-DEFAULT_WORKERS = 32
 DEFAULT_MAX_DEPTH = 8
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
 #: so sending it to another pod is safe whether or not the function is idempotent.

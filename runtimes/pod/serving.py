@@ -17,8 +17,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -30,38 +29,24 @@ from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
+from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.runtimes.pod.socket_protocol import SocketServer
 from toolmesh.runtimes.pod.telemetry import PodMetrics, serve_metrics
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 50061
-DEFAULT_METRICS_PORT = 9461
-DEFAULT_DRAIN_GRACE = 10.0
 RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
 
 log = logging.getLogger("toolmesh.runtime")
 
 
-@dataclass(frozen=True)
-class PodConfig:
-    modules: Sequence[str]
-    host: str = DEFAULT_HOST
-    #: gRPC port; 0 picks a free one (reported in the ready line).
-    port: int = DEFAULT_PORT
-    #: Prometheus port; 0 picks a free one, None turns metrics off.
-    metrics_port: int | None = DEFAULT_METRICS_PORT
-    drain_grace: float = DEFAULT_DRAIN_GRACE
-    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
-    #: The gateway's gRPC address and token, so ctx.invoke reaches the whole mesh.
-    mesh_address: str | None = None
-    mesh_token: str = ""
-    #: A Unix socket to also serve Invoke on, for the gateway that started this pod.
-    socket_path: str | None = None
-    #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
-    ready_fd: int | None = None
-    #: Extra fields for the ready line, e.g. the spawn id a template process asked for.
-    ready_tag: Mapping[str, object] = field(default_factory=dict)
+def executor_config(settings: PodSettings) -> ExecutorConfig:
+    """The executor's part of a pod's settings."""
+    return ExecutorConfig(
+        default_timeout=settings.timeout,
+        max_inflight=settings.max_inflight,
+        workers=settings.workers,
+        debug=settings.debug,
+    )
 
 
 def settle_garbage_collector() -> None:
@@ -84,8 +69,8 @@ def server_options() -> list[tuple[str, int]]:
 class Pod:
     """A started pod. `ports` are the bound gRPC and metrics ports."""
 
-    def __init__(self, config: PodConfig, registry: Registry) -> None:
-        self.config = config
+    def __init__(self, settings: PodSettings, registry: Registry) -> None:
+        self.settings = settings
         self.registry = registry
         self.metrics_registry = CollectorRegistry()
         self.executor: Executor | None = None
@@ -101,11 +86,11 @@ class Pod:
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
         self.invocation_log = logs.InvocationLog()
-        if self.config.mesh_address:
-            self.mesh = MeshInvoker(self.config.mesh_address, self.config.mesh_token)
+        if self.settings.mesh_address:
+            self.mesh = MeshInvoker(self.settings.mesh_address, self.settings.mesh_token)
         self.executor = Executor(
             self.registry,
-            self.config.executor,
+            executor_config(self.settings),
             observer=logs.Observers(metrics, self.invocation_log),
             mesh=self.mesh,
         )
@@ -116,15 +101,15 @@ class Pod:
         reflection.enable_server_reflection(services, server)
         for service in ("", RUNTIME_SERVICE):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
-        self.port = server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        self.port = server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
         await server.start()
         self.server = server
-        if self.config.socket_path is not None:
-            self._socket_server = SocketServer(self.executor, self.config.socket_path)
+        if self.settings.socket_path is not None:
+            self._socket_server = SocketServer(self.executor, self.settings.socket_path)
             await self._socket_server.start()
-        if self.config.metrics_port is not None:
+        if self.settings.metrics_port is not None:
             self._metrics_server = await serve_metrics(
-                self.metrics_registry, self.config.host, self.config.metrics_port
+                self.metrics_registry, self.settings.host, self.settings.metrics_port
             )
             self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
 
@@ -134,7 +119,7 @@ class Pod:
     async def stop(self, grace: float | None = None) -> None:
         """Drain: report NOT_SERVING, answer new calls UNAVAILABLE (so callers retry
         elsewhere), give in-flight ones `grace` seconds, then shut down."""
-        grace = self.config.drain_grace if grace is None else grace
+        grace = self.settings.drain_grace if grace is None else grace
         await self.health.enter_graceful_shutdown()
         if self.executor is not None:
             await self.executor.drain(grace)
@@ -164,12 +149,12 @@ def announce(ready: Mapping[str, object], fd: int | None) -> None:
         os.write(fd, line.encode())
 
 
-async def serve(config: PodConfig, registry: Registry | None = None) -> int:
+async def serve(settings: PodSettings, registry: Registry | None = None) -> int:
     """Run a pod until SIGTERM/SIGINT; returns the exit status. A template process
     passes the `registry` it loaded before forking; otherwise the modules load here."""
     if registry is None:
-        registry = Registry.from_modules(config.modules)
-    pod = Pod(config, registry)
+        registry = Registry.from_modules(settings.modules)
+    pod = Pod(settings, registry)
     await pod.start()
     settle_garbage_collector()
     ready = {
@@ -178,10 +163,10 @@ async def serve(config: PodConfig, registry: Registry | None = None) -> int:
         "grpc_port": pod.port,
         "metrics_port": pod.metrics_port,
         "functions": len(registry),
-        "socket": config.socket_path,
-        **config.ready_tag,
+        "socket": settings.socket_path,
+        **({"spawn": settings.spawn_id} if settings.spawn_id else {}),
     }
-    announce(ready, config.ready_fd)
+    announce(ready, settings.ready_fd)
     log.info("serving", extra={k: v for k, v in ready.items() if k != "event"})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -189,7 +174,7 @@ async def serve(config: PodConfig, registry: Registry | None = None) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     inflight = pod.executor.inflight if pod.executor else 0
-    log.info("draining", extra={"inflight": inflight, "grace_seconds": config.drain_grace})
+    log.info("draining", extra={"inflight": inflight, "grace_seconds": settings.drain_grace})
     await pod.stop()
     log.info("stopped")
     return 0
@@ -202,10 +187,10 @@ def use_working_directory() -> None:
         sys.path.insert(0, os.getcwd())
 
 
-def run(config: PodConfig, registry: Registry | None = None) -> int:
+def run(settings: PodSettings, registry: Registry | None = None) -> int:
     """Blocking entry point used by the CLI and by template processes after a fork."""
     use_working_directory()
-    code = asyncio.run(serve(config, registry))
+    code = asyncio.run(serve(settings, registry))
     stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if stuck:
         # Sync functions still running past the grace period must not hold the exit.

@@ -40,12 +40,12 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Sequence
 
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.lifeline import die_with_parent
-from toolmesh.runtimes.pod.serving import PodConfig, announce, run, use_working_directory
+from toolmesh.runtimes.pod.serving import announce, run, use_working_directory
+from toolmesh.runtimes.pod.settings import PodSettings
 
 log = logging.getLogger("toolmesh.template")
 
@@ -54,20 +54,10 @@ KILL_MARGIN = 2.0
 
 
 class Template:
-    def __init__(
-        self,
-        config: PodConfig,
-        registry: Registry,
-        exec_argv: Sequence[str] | None,
-        socket_dir: str | None = None,
-    ) -> None:
-        self.config = config
-        #: Where pods put the Unix socket the gateway calls them on (see socket_protocol.py).
-        self.socket_dir = socket_dir
+    def __init__(self, settings: PodSettings, registry: Registry) -> None:
+        #: The template's own settings; its pods get a copy each (see `_pod_settings`).
+        self.settings = settings
         self.registry = registry
-        #: When set, each pod is a fresh interpreter running this `toolmesh runtime` command
-        #: (slow; for comparison and for modules that cannot survive a fork).
-        self.exec_argv = exec_argv
         #: Live pods: pid -> the spawn id they were asked for by.
         self.children: dict[int, str] = {}
         self._control = os.dup(1)
@@ -151,16 +141,12 @@ class Template:
             os.dup2(devnull, 0)
             os.close(devnull)
             die_with_parent(os.getppid())
-            socket = f"{self.socket_dir}/pod-{os.getpid()}.sock" if self.socket_dir else None
-            if self.exec_argv is not None:
+            settings = self._pod_settings(spawn)
+            if self.settings.template == "exec":
                 os.set_inheritable(self._control, True)
-                argv = [*self.exec_argv, "--ready-fd", str(self._control), "--spawn-id", spawn]
-                argv += ["--socket-path", socket] if socket else []
-                os.execv(sys.executable, [sys.executable, *argv])
-            config = dataclasses.replace(
-                self.config, ready_fd=self._control, ready_tag={"spawn": spawn}, socket_path=socket
-            )
-            code = run(config, self.registry)
+                # The mesh's address and token reach the new interpreter in the environment.
+                os.execv(sys.executable, [sys.executable, *settings.argv()])
+            code = run(settings, self.registry)
         except BaseException as exc:  # a forked child must always reach os._exit
             traceback.print_exc()
             with contextlib.suppress(OSError):
@@ -168,6 +154,19 @@ class Template:
         finally:
             logging.shutdown()
             os._exit(code)
+
+    def _pod_settings(self, spawn: str) -> PodSettings:
+        """In the forked child: the settings of the pod it becomes, a plain pod (not a template)
+        that reports on the template's control pipe."""
+        socket_dir = self.settings.socket_dir
+        return dataclasses.replace(
+            self.settings,
+            template=None,
+            socket_dir=None,
+            socket_path=f"{socket_dir}/pod-{os.getpid()}.sock" if socket_dir else None,
+            ready_fd=self._control,
+            spawn_id=spawn,
+        )
 
     def _reap(self) -> None:
         while self.children:
@@ -186,7 +185,7 @@ class Template:
         for pid in self.children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.config.drain_grace + KILL_MARGIN
+        deadline = time.monotonic() + self.settings.drain_grace + KILL_MARGIN
         while self.children and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.02)
@@ -198,11 +197,10 @@ class Template:
             time.sleep(0.01)
 
 
-def run_template(
-    config: PodConfig, exec_argv: Sequence[str] | None = None, socket_dir: str | None = None
-) -> int:
-    """Load the modules, report them, then fork pods on request until stdin closes."""
+def run_template(settings: PodSettings) -> int:
+    """Load the modules, report them, then start pods on request (as `settings.template`
+    says) until stdin closes."""
     use_working_directory()
     die_with_parent(os.getppid())
-    registry = Registry.from_modules(config.modules)
-    return Template(config, registry, exec_argv, socket_dir).serve()
+    registry = Registry.from_modules(settings.modules)
+    return Template(settings, registry).serve()

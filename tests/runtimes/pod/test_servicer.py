@@ -172,7 +172,7 @@ async def test_streaming_a_plain_function_and_an_error(pod: InProcessPod) -> Non
 
 
 async def test_stream_timeout_keeps_the_items_sent(pod_factory: Any) -> None:
-    pod = await pod_factory(default_timeout=0.35)
+    pod = await pod_factory(timeout=0.35)
     items, final = await stream(pod, "ticks", {"n": 50, "delay": 0.1})
     assert 2 <= len(items) <= 4
     assert final.error is not None and final.error.code == "timeout"
@@ -196,7 +196,7 @@ async def test_function_timeout_is_an_error_result(pod: InProcessPod) -> None:
 
 
 async def test_sync_function_timeout_signals_cancellation(pod_factory: Any) -> None:
-    pod = await pod_factory(default_timeout=0.2)
+    pod = await pod_factory(timeout=0.2)
     result = await invoke(pod, "sync_sleep", {"seconds": 10})
     assert result.error is not None and result.error.code == "timeout"
     await wait_for(lambda: pod.pod.executor.inflight == 0)

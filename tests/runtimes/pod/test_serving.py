@@ -167,3 +167,10 @@ def test_functions_command_prints_schemas_without_serving() -> None:
     assert {f["name"] for f in plain["functions"]} >= {"add", "counter.increment"}
     text = run_cli("functions", "--module", "sample_tools", "--format", "text").stdout
     assert "add(a: integer, b: integer?) -> integer\n    Add two integers." in text
+
+
+@pytest.mark.slow
+def test_a_pod_loads_nothing_of_the_gateway(pod_process: StartProcess) -> None:
+    pod = pod_process("import_tools")
+    reply = stub(pod).Invoke(request("gateway_modules"), timeout=10)
+    assert wire.result_from_proto(reply).structured == []

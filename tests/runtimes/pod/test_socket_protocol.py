@@ -12,23 +12,24 @@ import pytest
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, Overloaded, Unavailable
 from toolmesh.gateway.pool.socket_client import SocketClient
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.pod.executor import Call, ExecutorConfig
-from toolmesh.runtimes.pod.serving import Pod, PodConfig
+from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.serving import Pod
+from toolmesh.runtimes.pod.settings import PodSettings
 
 LIMIT = 8
 
 
 @pytest.fixture
 async def pod(tmp_path: Path) -> AsyncIterator[Pod]:
-    config = PodConfig(
+    settings = PodSettings(
         modules=("sample_tools",),
         port=0,
         metrics_port=None,
         drain_grace=2.0,
         socket_path=str(tmp_path / "pod.sock"),
-        executor=ExecutorConfig(max_inflight=LIMIT),
+        max_inflight=LIMIT,
     )
-    pod = Pod(config, Registry.from_modules(config.modules))
+    pod = Pod(settings, Registry.from_modules(settings.modules))
     await pod.start()
     yield pod
     await pod.stop(grace=0)
@@ -36,8 +37,8 @@ async def pod(tmp_path: Path) -> AsyncIterator[Pod]:
 
 @pytest.fixture
 async def client(pod: Pod) -> AsyncIterator[SocketClient]:
-    assert pod.config.socket_path is not None
-    client = SocketClient("tools", pod.config.socket_path)
+    assert pod.settings.socket_path is not None
+    client = SocketClient("tools", pod.settings.socket_path)
     yield client
     await client.close()
 

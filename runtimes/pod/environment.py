@@ -1,0 +1,46 @@
+"""The environment variables a runtime pod reads, and the one place it reads them.
+
+A pod reads its environment once, at start-up (`read_environment(os.environ)` in
+the CLI), into a `PodEnvironment`; nothing deeper in the pod looks at `os.environ`.
+The gateway imports the names from here to set them for the pods it starts, and
+`PodEnvironment.variables()` writes what `read_environment` reads.
+
+Secrets travel here and never on a command line, where any user of the machine
+could read them (`ps`, /proc/<pid>/cmdline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+#: The gateway's gRPC address ("host:port"), where ctx.invoke sends calls for functions
+#: the pod does not host. Unset or empty: ctx.invoke reaches only the pod's own functions.
+MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
+#: The mesh's internal token, which the pod presents on those calls (a Secret on a cluster).
+MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
+
+#: Every environment variable a pod reads.
+POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV)
+
+
+@dataclass(frozen=True, slots=True)
+class PodEnvironment:
+    """What a pod took from its environment at start-up."""
+
+    mesh_address: str | None = None
+    #: Kept out of the repr, so it never reaches a log line or a traceback.
+    mesh_token: str = field(default="", repr=False)
+
+    def variables(self) -> dict[str, str]:
+        """The environment variables that carry these values to a pod. Every one is set, empty
+        for a missing value, so that nothing inherited from the parent stands in for it."""
+        return {MESH_ADDRESS_ENV: self.mesh_address or "", MESH_TOKEN_ENV: self.mesh_token}
+
+
+def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
+    """Read a pod's variables from `environ` (the process's, at start-up; a dict in tests)."""
+    return PodEnvironment(
+        mesh_address=environ.get(MESH_ADDRESS_ENV) or None,
+        mesh_token=environ.get(MESH_TOKEN_ENV, ""),
+    )

@@ -1,0 +1,187 @@
+"""A runtime pod's settings: one typed model and one command line.
+
+`toolmesh runtime` parses its flags into a `PodSettings` (`add_arguments`, then
+`PodSettings.from_arguments`); whoever starts a pod builds that command line
+from one with `argv()`: the gateway's launcher (from a ``[[runtimes]]`` entry)
+and a template process in exec mode. So the flags are written once, here, and
+what a pod is told always parses back into the settings it was given.
+
+The defaults are in defaults.py. The mesh's address and token come from the
+environment (environment.py), never from a flag: a command line is readable by
+every user of the machine.
+
+This module imports neither grpc nor the executor: every `toolmesh` command
+builds its parser from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from toolmesh.runtimes.pod.defaults import (
+    DEFAULT_DRAIN_GRACE,
+    DEFAULT_HOST,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_METRICS_PORT,
+    DEFAULT_PORT,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+    LOG_LEVELS,
+    TEMPLATE_MODES,
+    LogLevel,
+    TemplateMode,
+)
+from toolmesh.runtimes.pod.environment import PodEnvironment
+
+#: What follows the interpreter in a pod's command line: `python -m toolmesh runtime ...`.
+COMMAND = ("-m", "toolmesh", "runtime")
+#: `--metrics-port` value that turns metrics off (any negative port does).
+NO_METRICS = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PodSettings:
+    """Everything a runtime pod, or a template process that forks pods, starts with."""
+
+    #: The modules whose functions the pod serves.
+    modules: tuple[str, ...]
+    host: str = DEFAULT_HOST
+    #: gRPC port; 0 picks a free one (reported in the ready line).
+    port: int = DEFAULT_PORT
+    #: Prometheus port; 0 picks a free one, None turns metrics off.
+    metrics_port: int | None = DEFAULT_METRICS_PORT
+    #: Seconds in-flight calls get to finish after SIGTERM.
+    drain_grace: float = DEFAULT_DRAIN_GRACE
+    #: Seconds a call may run when its function sets no timeout.
+    timeout: float = DEFAULT_TIMEOUT
+    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    #: Threads for sync functions.
+    workers: int = DEFAULT_WORKERS
+    #: Put tracebacks in error results. Never on in production: it leaks code paths.
+    debug: bool = False
+    log_level: LogLevel = DEFAULT_LOG_LEVEL
+
+    # How the gateway provisions pods (template.py); hidden from `toolmesh runtime --help`.
+    #: Run as a template process that starts pods this way, instead of as a pod.
+    template: TemplateMode | None = None
+    #: In a template: the directory its pods put their Unix sockets in.
+    socket_dir: str | None = None
+    #: A Unix socket to also serve Invoke on, for the gateway that started this pod.
+    socket_path: str | None = None
+    #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
+    ready_fd: int | None = None
+    #: The template's spawn request this pod answers, echoed in its ready line.
+    spawn_id: str | None = None
+
+    # From the environment, never the command line (see environment.py).
+    #: The gateway's gRPC address, so ctx.invoke reaches the whole mesh.
+    mesh_address: str | None = None
+    #: The mesh's internal token for those calls; kept out of the repr.
+    mesh_token: str = field(default="", repr=False)
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace, environment: PodEnvironment) -> PodSettings:
+        """The settings from `toolmesh runtime`'s parsed flags (see `add_arguments`) and the
+        environment the process was started with (read once, by `read_environment`)."""
+        return cls(
+            modules=tuple(args.module),
+            host=args.host,
+            port=args.port,
+            metrics_port=None if args.metrics_port < 0 else args.metrics_port,
+            drain_grace=args.drain_grace,
+            timeout=args.timeout,
+            max_inflight=args.max_inflight,
+            workers=args.workers,
+            debug=args.debug,
+            log_level=args.log_level,
+            template=args.template,
+            socket_dir=args.socket_dir,
+            socket_path=args.socket_path,
+            ready_fd=args.ready_fd,
+            spawn_id=args.spawn_id,
+            mesh_address=environment.mesh_address,
+            mesh_token=environment.mesh_token,
+        )
+
+    @property
+    def environment(self) -> PodEnvironment:
+        """What a pod started with these settings must find in its environment."""
+        return PodEnvironment(self.mesh_address, self.mesh_token)
+
+    def argv(self) -> list[str]:
+        """The arguments after the interpreter that start a process with these settings:
+        ``[sys.executable, *settings.argv()]``. The mesh's address and token are not among
+        them: the process gets them from its environment (`environment`)."""
+        argv = [*COMMAND, "--host", self.host, "--port", str(self.port)]
+        metrics_port = NO_METRICS if self.metrics_port is None else self.metrics_port
+        argv += ["--metrics-port", str(metrics_port), "--timeout", str(self.timeout)]
+        argv += ["--max-inflight", str(self.max_inflight), "--workers", str(self.workers)]
+        argv += ["--drain-grace", str(self.drain_grace), "--log-level", self.log_level]
+        argv += ["--debug"] if self.debug else []
+        internal = (
+            ("--template", self.template),
+            ("--socket-dir", self.socket_dir),
+            ("--socket-path", self.socket_path),
+            ("--ready-fd", self.ready_fd),
+            ("--spawn-id", self.spawn_id),
+        )
+        for flag, value in internal:
+            argv += [flag, str(value)] if value is not None else []
+        for module in self.modules:
+            argv += ["--module", module]
+        return argv
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`toolmesh runtime`'s flags, read back by `PodSettings.from_arguments`."""
+    parser.add_argument("--module", "-m", action="append", required=True, help="module to serve (repeatable)")
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="gRPC port, 0 for any (default %(default)s)"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=DEFAULT_METRICS_PORT,
+        help=f"Prometheus /metrics port, 0 for any, {NO_METRICS} for none (default %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help="seconds a call may run when its function sets no timeout (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-inflight",
+        type=int,
+        default=DEFAULT_MAX_INFLIGHT,
+        help="calls at once before RESOURCE_EXHAUSTED (default %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help="threads for sync functions (default %(default)s)",
+    )
+    parser.add_argument(
+        "--drain-grace",
+        type=float,
+        default=DEFAULT_DRAIN_GRACE,
+        help="seconds in-flight calls get after SIGTERM (default %(default)s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=DEFAULT_LOG_LEVEL,
+        choices=LOG_LEVELS,
+        help="'warning' silences the per-call log lines (default %(default)s)",
+    )
+    parser.add_argument("--debug", action="store_true", help="include tracebacks in error results")
+    # Internal: how the gateway provisions pods (see template.py).
+    parser.add_argument("--template", choices=TEMPLATE_MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--spawn-id", help=argparse.SUPPRESS)
+    parser.add_argument("--socket-path", help=argparse.SUPPRESS)
+    parser.add_argument("--socket-dir", help=argparse.SUPPRESS)
