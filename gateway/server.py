@@ -14,7 +14,6 @@ import ipaddress
 import json
 import logging
 import os
-import secrets
 import signal
 import socket
 from collections.abc import Iterator, Mapping
@@ -25,7 +24,7 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from toolmesh.config import MeshConfig, chat_api_key, key_hashes
+from toolmesh.config import MeshConfig
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog
@@ -33,6 +32,7 @@ from toolmesh.gateway.core.free_text import spec_documents
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelector
+from toolmesh.gateway.environment import GatewayEnvironment
 from toolmesh.gateway.grpc.service import MeshServicer
 from toolmesh.gateway.http.app import create_app
 from toolmesh.gateway.http.chat_routes import chat_routes
@@ -43,7 +43,6 @@ from toolmesh.gateway.pool.kube_scaler import KubeScaler
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.router.service import RouterService
-from toolmesh.runtimes.pod.environment import MESH_TOKEN_ENV
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
@@ -131,13 +130,11 @@ async def start_gateway(
     `selector` picks the tools the chat proxy offers when the catalog is large (default: all).
     """
     settings = config.gateway
-    env = os.environ if environ is None else environ
-    # On Kubernetes the runtime pods are not the gateway's children: they share a token
-    # from a Secret (deploy/) instead of the one a gateway makes up for the pods it starts.
-    internal_token = env.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32)
-    auth = Authenticator(key_hashes(config, env), internal_token=internal_token)
-    upstream_key = chat_api_key(config.chat, env) if config.chat.enabled else None
-    waker = KubeScaler.from_config(config.kube_scaler, env) if config.kube_scaler.enabled else None
+    environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
+    auth = Authenticator(environment.keys, internal_token=environment.mesh_token)
+    waker = None
+    if config.kube_scaler.enabled:
+        waker = KubeScaler.from_config(config.kube_scaler, environment.kubernetes)
     http_socket = _bind(settings.host, settings.http_port)
     grpc_server = grpc.aio.server(options=server_options())
     try:
@@ -151,7 +148,8 @@ async def start_gateway(
     metrics = GatewayMetrics()
     if pool is None:
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
-        pool = Pool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token), pool_metrics, waker)
+        mesh_access = MeshAccess(f"{mesh_host}:{grpc_port}", token)
+        pool = Pool(config.runtimes, environment.pods, mesh_access, pool_metrics, waker)
     try:
         await pool.start()
         catalog = await Catalog.load(pool)
@@ -160,7 +158,7 @@ async def start_gateway(
         await pool.close()
         raise
     # Loads a cached model here (fast); a missing one is built in the background.
-    router = RouterService(config.router, environ=dict(environ) if environ is not None else None)
+    router = RouterService(config.router, llm_api_key=environment.llm_api_key)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
 
@@ -179,7 +177,7 @@ async def start_gateway(
         await mcp.start()
     chat = None
     if config.chat.enabled:
-        upstream = Upstream(config.chat, upstream_key)
+        upstream = Upstream(config.chat, environment.chat_api_key)
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
     app = create_app(mesh, ready=pool.readiness, extra_routes=routes)

@@ -10,7 +10,6 @@ all, they keep answering 503 with the reason, and everything else still works.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterable
 from enum import StrEnum
@@ -75,7 +74,7 @@ class RouterService:
         config: RouterConfig,
         *,
         embedder: Embedder | None = None,
-        environ: dict[str, str] | None = None,
+        llm_api_key: str | None = None,
     ) -> None:
         self.config = config
         self.state = State.LOADING if config.enabled else State.DISABLED
@@ -90,9 +89,7 @@ class RouterService:
         llm = config.llm
         self._llm: LlmExtractor | None = None
         if llm is not None:
-            env = os.environ if environ is None else environ
-            key = env.get(llm.api_key_env) if llm.api_key_env else None
-            self._llm = LlmExtractor(llm.base_url, llm.model, key, llm.timeout)
+            self._llm = LlmExtractor(llm.base_url, llm.model, llm_api_key, llm.timeout)
 
     # -- loading ------------------------------------------------------------------------------
 

@@ -383,9 +383,8 @@ def hash_key(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def key_hashes(config: MeshConfig, environ: Mapping[str, str] | None = None) -> dict[str, KeyConfig]:
-    """Each configured key by its hash; keys given through the environment are read here, once."""
-    env = os.environ if environ is None else environ
+def key_hashes(config: MeshConfig, env: Mapping[str, str]) -> dict[str, KeyConfig]:
+    """Each configured key by its hash; keys given through the environment are read from `env`."""
     found: dict[str, KeyConfig] = {}
     for key in config.keys:
         if key.key_hash is not None:
@@ -400,11 +399,11 @@ def key_hashes(config: MeshConfig, environ: Mapping[str, str] | None = None) -> 
     return found
 
 
-def chat_api_key(config: ChatConfig, environ: Mapping[str, str] | None = None) -> str | None:
-    """The upstream LLM's API key, read from the environment once at start (None: send no key)."""
+def chat_api_key(config: ChatConfig, env: Mapping[str, str]) -> str | None:
+    """The upstream LLM's API key from `env` (None: send no key)."""
     if config.api_key_env is None:
         return None
-    value = (os.environ if environ is None else environ).get(config.api_key_env)
+    value = env.get(config.api_key_env)
     if not value:
         raise ConfigError(f"chat: environment variable {config.api_key_env} is not set")
     return value

@@ -10,7 +10,6 @@ see replicas.py) and balances over the pods of runtimes given as an `address`
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,11 +41,14 @@ class Pool:
     def __init__(
         self,
         runtimes: Sequence[RuntimeConfig],
+        environ: Mapping[str, str],
         mesh: MeshAccess | None = None,
         metrics: PoolMetrics | None = None,
         waker: Waker | None = None,
     ) -> None:
         self._configs = {r.name: r for r in runtimes}
+        #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
+        self._environ = dict(environ)
         self._mesh = mesh
         self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
         #: Wakes remote runtimes scaled to zero (the Kubernetes scaler), if any.
@@ -83,7 +85,7 @@ class Pool:
             raise
 
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
-        env = dict(os.environ)
+        env = dict(self._environ)
         env.update(config.env)
         if self._mesh is not None:
             # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/environment.py).

@@ -1,0 +1,55 @@
+"""Everything the gateway reads from its environment, read once at start-up.
+
+    keys.*.key_env                 API keys (kept only as their hashes)
+    chat.api_key_env               the chat upstream's API key
+    router.llm.api_key_env         the argument extractor's API key
+    TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
+    KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
+    the rest                       passed on to the pods the gateway starts
+
+A variable that the config names but the environment lacks fails start-up with a
+ConfigError that names it. Nothing deeper in the gateway reads `os.environ`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from toolmesh.config import ConfigError, KeyConfig, MeshConfig, chat_api_key, key_hashes
+from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
+from toolmesh.runtimes.pod.environment import MESH_TOKEN_ENV
+
+
+@dataclass(frozen=True)
+class GatewayEnvironment:
+    #: Configured keys by the hash of the key.
+    keys: Mapping[str, KeyConfig] = field(repr=False)
+    #: The token the mesh's own pods send for ctx.invoke.
+    mesh_token: str = field(repr=False)
+    chat_api_key: str | None = field(repr=False)
+    llm_api_key: str | None = field(repr=False)
+    #: The Kubernetes service variables the kubelet sets in a pod (empty elsewhere).
+    kubernetes: Mapping[str, str]
+    #: What the gateway's own pods inherit.
+    pods: Mapping[str, str] = field(repr=False)
+
+    @classmethod
+    def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
+        llm = config.router.llm
+        llm_key = None
+        if llm is not None and llm.api_key_env:
+            llm_key = environ.get(llm.api_key_env)
+            if not llm_key:
+                raise ConfigError(f"router.llm: environment variable {llm.api_key_env} is not set")
+        return cls(
+            keys=key_hashes(config, environ),
+            # On Kubernetes the runtime pods are not the gateway's children: they share a token
+            # from a Secret (deploy/) instead of the one a gateway makes up for the pods it starts.
+            mesh_token=environ.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32),
+            chat_api_key=chat_api_key(config.chat, environ) if config.chat.enabled else None,
+            llm_api_key=llm_key,
+            kubernetes={name: environ[name] for name in (HOST_ENV, PORT_ENV) if name in environ},
+            pods=dict(environ),
+        )
