@@ -148,7 +148,8 @@ async def start_gateway(
     metrics = GatewayMetrics()
     if pool is None:
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
-        pool = Pool(config.runtimes, MeshAccess(f"{mesh_host}:{grpc_port}", token), pool_metrics, waker)
+        access = MeshAccess(f"{mesh_host}:{grpc_port}", token)
+        pool = Pool(config.runtimes, access, pool_metrics, waker, config.directory)
     try:
         await pool.start()
         catalog = await Catalog.load(pool)

@@ -13,6 +13,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry
@@ -63,7 +64,11 @@ class MeshAccess:
 
 
 class Pool:
-    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes."""
+    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes.
+
+    `directory` (the config file's, see `MeshConfig.directory`) is where the runtimes' modules
+    are found, whatever the gateway's current directory, and relative `catalog` paths resolve.
+    """
 
     def __init__(
         self,
@@ -71,8 +76,10 @@ class Pool:
         mesh: MeshAccess | None = None,
         metrics: PoolMetrics | None = None,
         waker: Waker | None = None,
+        directory: Path | None = None,
     ) -> None:
         self._configs = {r.name: r for r in runtimes}
+        self._directory = directory
         self._mesh = mesh
         self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
         #: Wakes remote runtimes scaled to zero (the Kubernetes scaler), if any.
@@ -89,7 +96,9 @@ class Pool:
             local = [c for c in self._configs.values() if c.address is None]
             for config in self._configs.values():
                 if config.address is not None:
-                    self._remotes[config.name] = RemoteRuntime(config, self._metrics, self._waker)
+                    self._remotes[config.name] = RemoteRuntime(
+                        config, self._metrics, self._waker, self._directory
+                    )
             templates = await asyncio.gather(
                 *(TemplateProcess.start(config, self._environment(config)) for config in local),
                 return_exceptions=True,
@@ -111,6 +120,11 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(os.environ)
         env.update(config.env)
+        if self._directory is not None:
+            # First on the path (after the current directory, which `python -m` puts first).
+            env["PYTHONPATH"] = os.pathsep.join(
+                part for part in (str(self._directory), env.get("PYTHONPATH")) if part
+            )
         if self._mesh is not None:
             env[MESH_ADDRESS_ENV] = self._mesh.address
             env[MESH_TOKEN_ENV] = self._mesh.token
