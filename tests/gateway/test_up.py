@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, pod_env
+from tests.conftest import ROOT, pod_env, user_dirs
 
 
 def alive(pid: int) -> bool:
@@ -180,13 +180,9 @@ README = ROOT / "README.md"
 def user_env(tmp_path: Path, router_cache: Path) -> dict[str, str]:
     """A user's shell: the venv's `toolmesh` on PATH, nothing of the checkout on PYTHONPATH, and
     the session's router model as the user's model cache."""
-    cache = tmp_path / "xdg-cache"
-    cache.mkdir()
-    (cache / "toolmesh").symlink_to(router_cache)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.update(XDG_CACHE_HOME=str(cache), XDG_DATA_HOME=str(tmp_path / "xdg-data"))
-    return env
+    return {**env, **user_dirs(tmp_path, router_cache)}
 
 
 def empty_directory(tmp_path: Path) -> Path:
