@@ -10,6 +10,7 @@ import site
 import subprocess
 import sys
 import textwrap
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -35,8 +36,29 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+#: Starts `toolmesh runtime` (argv[1]) for my_tools and calls its greet(argv[2]) on the pod's
+#: own `Runtime` service.
+POD_CLIENT = """
+import json, subprocess, sys
+import grpc
+from toolmesh.runtimes.pod import wire
+from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
+
+pod = subprocess.Popen([sys.argv[1], "runtime", "--module", "my_tools", "--port", "0",
+                        "--metrics-port", "-1"], stdout=subprocess.PIPE, text=True)
+port = json.loads(pod.stdout.readline())["grpc_port"]
+stub = runtime_pb2_grpc.RuntimeStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+arguments = json.dumps({"name": sys.argv[2]}).encode()
+reply = stub.Invoke(invoke_pb2.InvokeRequest(function="greet", arguments=arguments))
+pod.terminate()
+print(wire.result_from_proto(reply).text, pod.wait(timeout=10))
+"""
+
+
 @pytest.mark.slow
-def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path: Path, wheel: Path) -> None:
+def test_wheel_installs_and_runs_outside_the_source_tree(
+    tmp_path: Path, wheel: Path, router_cache: Path
+) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "toolmesh/runtimes/pod/executor.py" in names and "toolmesh/v1/runtime_pb2.pyi" in names
     assert not any(
@@ -83,27 +105,36 @@ def test_wheel_installs_and_runs_outside_the_source_tree(tmp_path: Path, wheel: 
     )
     assert "name: toolmesh-runtime-mine" in manifests and "--module=my_tools" in manifests
 
-    client = textwrap.dedent(
-        """
-        import json, subprocess, sys
-        import grpc
-        from toolmesh.runtimes.pod import wire
-        from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
+    pod = run(python, "-c", POD_CLIENT, venv / "bin" / "toolmesh", "wheel", cwd=work, env=env)
+    assert pod.split() == ["hello", "wheel", "0"]
 
-        pod = subprocess.Popen([sys.argv[1], "runtime", "--module", "my_tools", "--port", "0",
-                                "--metrics-port", "-1"], stdout=subprocess.PIPE, text=True)
-        port = json.loads(pod.stdout.readline())["grpc_port"]
-        stub = runtime_pb2_grpc.RuntimeStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
-        reply = stub.Invoke(invoke_pb2.InvokeRequest(function="greet", arguments=b'{"name": "wheel"}'))
-        pod.terminate()
-        print(wire.result_from_proto(reply).text, pod.wait(timeout=10))
-        """
+    # With the mesh's dependencies, `toolmesh up --module` serves the module...
+    gateway = subprocess.Popen(
+        [venv / "bin" / "toolmesh", "up", "-m", "my_tools", "--http-port", "0", "--grpc-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=work,
+        env={**env, **user_dirs(tmp_path, router_cache)},
     )
-    assert run(python, "-c", client, venv / "bin" / "toolmesh", cwd=work, env=env).split() == [
-        "hello",
-        "wheel",
-        "0",
-    ]
+    try:
+        assert gateway.stdout is not None
+        port = json.loads(gateway.stdout.readline())["http_port"]
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/functions/greet/invoke", data=b'{"name": "up"}', method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            assert json.loads(response.read())["content"] == [{"type": "text", "text": "hello up"}]
+    finally:
+        gateway.terminate()
+        gateway.communicate(timeout=30)
+    # ... and with nothing to serve (no module, no toolmesh.toml, no checkout's examples/) says so.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run(
+        [venv / "bin" / "toolmesh", "up"], cwd=empty, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and done.stderr.startswith("toolmesh up: nothing to serve: give --module")
 
 
 #: The slim install's budget for site-packages (the package and its dependencies, byte code included).
@@ -124,21 +155,6 @@ async def main():
 asyncio.run(main())
 heavy = ("starlette", "uvicorn", "mcp", "numpy", "onnxruntime", "tokenizers", "yaml")
 print(sorted(name for name in sys.modules if name.split(".")[0] in heavy))
-"""
-
-SLIM_POD = """
-import json, subprocess, sys
-import grpc
-from toolmesh.runtimes.pod import wire
-from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
-
-pod = subprocess.Popen([sys.argv[1], "runtime", "--module", "my_tools", "--port", "0",
-                        "--metrics-port", "-1"], stdout=subprocess.PIPE, text=True)
-port = json.loads(pod.stdout.readline())["grpc_port"]
-stub = runtime_pb2_grpc.RuntimeStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
-reply = stub.Invoke(invoke_pb2.InvokeRequest(function="greet", arguments=b'{"name": "pod"}'))
-pod.terminate()
-print(wire.result_from_proto(reply).text, pod.wait(timeout=10))
 """
 
 
@@ -177,7 +193,7 @@ def test_the_slim_install_is_small_and_serves_and_calls_functions(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     listing = json.loads(run(toolmesh, "functions", "--module", "my_tools", cwd=work, env=env))
     assert [f["name"] for f in listing["functions"]] == ["greet"]
-    assert run(python, "-c", SLIM_POD, toolmesh, cwd=work, env=env).split() == ["hello", "pod", "0"]
+    assert run(python, "-c", POD_CLIENT, toolmesh, "pod", cwd=work, env=env).split() == ["hello", "pod", "0"]
     assert run(toolmesh, "hash-key", "k", cwd=work, env=env).startswith("sha256:")
 
     # The commands of the mesh say what they need, in one line.
