@@ -97,8 +97,8 @@ def _up_config(args: argparse.Namespace) -> MeshConfig:
     config = load_config(path)
     if path is None and config.directory is None and not Path("examples", "weather.py").is_file():
         raise ConfigError(
-            f"nothing to serve: give --module MOD (a module in this directory), or --config FILE, "
-            f"or run it where a {CONFIG_FILE} is (its examples/ default is only in a source checkout)"
+            f"nothing to serve: give --module MOD (a module in this directory) or --config FILE, or "
+            f"run it beside a {CONFIG_FILE} (the examples/ default needs a source checkout)"
         )
     return config
 
