@@ -27,6 +27,8 @@ CONFIG_CHECKSUM = "toolmesh/config-checksum"
 #: Ports inside runtime pods (every pod has its own IP, so the defaults never clash).
 RUNTIME_PORT = DEFAULT_PORT
 RUNTIME_METRICS_PORT = DEFAULT_METRICS_PORT
+#: The image's working directory (Dockerfile), where images built on it put the user's files.
+IMAGE_WORKDIR = "/app"
 #: Kubernetes Service names are DNS-1035 labels: at most 63 characters.
 MAX_NAME = 63
 

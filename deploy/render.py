@@ -34,6 +34,7 @@ from toolmesh.deploy.names import (
     DEFAULT_NAMESPACE,
     DEFAULT_PROMETHEUS_URL,
     GATEWAY,
+    IMAGE_WORKDIR,
     MAX_NAME,
     PROFILES,
     RUNTIME_LABEL,
@@ -126,6 +127,16 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         raise ConfigError("; ".join(problems))
 
 
+def _remote_runtime(runtime: RuntimeConfig) -> dict[str, Any]:
+    """A runtime given by `address`, as it is, except that a relative `catalog` (found beside
+    the local config) names the file in the image's working directory: in the cluster the
+    config is a ConfigMap mounted elsewhere."""
+    document = runtime.model_dump(mode="json", exclude_defaults=True)
+    if runtime.catalog is not None and not Path(runtime.catalog).expanduser().is_absolute():
+        document["catalog"] = f"{IMAGE_WORKDIR}/{runtime.catalog}"
+    return document
+
+
 def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
     """The gateway's toolmesh.toml inside the cluster: `config` with each runtime that has
     `modules` replaced by the address of its headless Service, listening on every interface."""
@@ -140,7 +151,7 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
             "modules": list(r.modules),
         }
         if r.address is None
-        else r.model_dump(mode="json", exclude_defaults=True)
+        else _remote_runtime(r)
         for r in config.runtimes
     ]
     document: dict[str, Any] = {"gateway": gateway, "runtimes": runtimes}

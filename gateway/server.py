@@ -148,8 +148,8 @@ async def start_gateway(
     metrics = GatewayMetrics()
     if pool is None:
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
-        mesh_access = MeshAccess(f"{mesh_host}:{grpc_port}", token)
-        pool = Pool(config.runtimes, environment.pods, mesh_access, pool_metrics, waker)
+        access = MeshAccess(f"{mesh_host}:{grpc_port}", token)
+        pool = Pool(config.runtimes, environment.pods, access, pool_metrics, waker, config.directory)
     try:
         await pool.start()
         catalog = await Catalog.load(pool)

@@ -15,9 +15,9 @@ from typing import Any
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from toolmesh.config import load_config
+    from toolmesh.config import find_config, load_config
 
-    router = load_config(args.config).router
+    router = load_config(find_config(args.config)).router
     if args.cache_dir is not None:
         router = router.model_copy(update={"cache_dir": Path(args.cache_dir)})
     if getattr(args, "fp32", False):
@@ -65,11 +65,17 @@ def _eval(args: argparse.Namespace) -> int:
 
 def add_router_commands(commands: Any) -> None:
     """Register `toolmesh router` and its subcommands on the CLI's subparsers."""
+    from toolmesh.extras import ROUTER_MODULES, needs_mesh
+
     router = commands.add_parser("router", help="the embedding router: build its model, evaluate it")
     sub = router.add_subparsers(dest="router_command", required=True, metavar="COMMAND")
 
     def common(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--config", "-c", help="toolmesh.toml whose [router] section to use")
+        parser.add_argument(
+            "--config",
+            "-c",
+            help="toolmesh.toml whose [router] section to use (default: ./toolmesh.toml if there is one)",
+        )
         parser.add_argument("--cache-dir", help="where built models are kept (overrides [router] cache_dir)")
 
     build = sub.add_parser(
@@ -77,6 +83,7 @@ def add_router_commands(commands: Any) -> None:
     )
     common(build)
     build.set_defaults(handler=_build)
+    needs_mesh(build, ROUTER_MODULES)
 
     evaluation = sub.add_parser(
         "eval", help="recall@1/@k, MRR and latency of routing a query set over a pool"
@@ -96,3 +103,4 @@ def add_router_commands(commands: Any) -> None:
     evaluation.add_argument("--json", action="store_true", help="print the report as JSON")
     common(evaluation)
     evaluation.set_defaults(handler=_eval)
+    needs_mesh(evaluation, ROUTER_MODULES)

@@ -169,3 +169,12 @@ def router_cache(tmp_path_factory: pytest.TempPathFactory, router_build_log: lis
     cache = tmp_path_factory.mktemp("router-cache")
     ensure_model(cache, progress=router_build_log.append)
     return cache
+
+
+def user_dirs(tmp_path: Path, router_cache: Path) -> dict[str, str]:
+    """XDG variables for a `toolmesh up` child process: the session's built router model as its
+    model cache (so it builds none), and its sessions in `tmp_path`, not the user's home."""
+    cache = tmp_path / "xdg-cache"
+    cache.mkdir()
+    (cache / "toolmesh").symlink_to(router_cache)
+    return {"XDG_CACHE_HOME": str(cache), "XDG_DATA_HOME": str(tmp_path / "xdg-data")}

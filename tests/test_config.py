@@ -1,12 +1,25 @@
-"""The [mcp] and [chat] sections of toolmesh.toml."""
+"""toolmesh.toml: the [mcp] and [chat] sections, where a file's paths resolve, and the configs
+`toolmesh up` makes without one."""
 
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
-from toolmesh.config import ConfigError, chat_api_key, parse_config
+from tests.conftest import ROOT
+from toolmesh.config import (
+    CONFIG_FILE,
+    EXAMPLE_MODULES,
+    ConfigError,
+    chat_api_key,
+    find_config,
+    load_config,
+    modules_config,
+    parse_config,
+    runtime_name,
+)
 
 CHAT = """
 [mcp]
@@ -57,3 +70,59 @@ def test_mistakes_name_the_key(toml: str, message: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_config(tomllib.loads(toml), "toolmesh.toml")
     assert str(error.value).startswith("toolmesh.toml: ") and message in str(error.value)
+
+
+def test_a_config_file_records_its_directory_and_paths_resolve_there(tmp_path: Path) -> None:
+    (tmp_path / "toolmesh.toml").write_text(
+        '[[runtimes]]\nname = "mine"\nmodules = ["my_tools"]\n\n'
+        '[[runtimes]]\nname = "far"\naddress = "10.0.0.7:50061"\ncatalog = "far.json"\n\n'
+        '[router]\nmodel = "models/m.onnx"\ntokenizer = "/abs/tokenizer.json"\ncache_dir = "cache"\n'
+    )
+    config = load_config(tmp_path / "toolmesh.toml")
+    assert config.directory == tmp_path.resolve()
+    # The keys keep what the file says; `resolve` finds them beside it.
+    assert config.runtimes[0].modules == ("my_tools",) and config.runtimes[1].catalog == "far.json"
+    assert config.resolve("far.json") == tmp_path.resolve() / "far.json"
+    assert config.router.model == tmp_path.resolve() / "models/m.onnx"
+    assert config.router.tokenizer == Path("/abs/tokenizer.json")
+    assert config.router.cache_dir == tmp_path.resolve() / "cache"
+
+
+def test_directory_is_not_a_key_of_the_file() -> None:
+    with pytest.raises(ConfigError, match=r"toolmesh\.toml: directory: Extra inputs are not permitted"):
+        parse_config({"directory": "/elsewhere"}, "toolmesh.toml")
+
+
+def test_the_default_serves_the_examples_of_the_checkout() -> None:
+    config = load_config(None)
+    assert config.directory == ROOT and config.runtimes[0].modules == EXAMPLE_MODULES
+
+
+def test_without_config_a_toolmesh_toml_in_the_current_directory_is_used(tmp_path: Path) -> None:
+    assert find_config(None, cwd=tmp_path) is None
+    assert find_config("other.toml", cwd=tmp_path) == Path("other.toml")
+    (tmp_path / CONFIG_FILE).write_text("")
+    assert find_config(None, cwd=tmp_path) == tmp_path / CONFIG_FILE
+    assert find_config("other.toml", cwd=tmp_path) == Path("other.toml")
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("my_tools", "my-tools"),
+        ("pkg.sub.Weather_API", "weather-api"),
+        ("_private", "private"),
+        ("__", "local"),
+    ],
+)
+def test_a_modules_runtime_is_named_after_its_first_module(module: str, name: str) -> None:
+    assert runtime_name(module) == name
+
+
+def test_modules_become_one_runtime_found_in_the_given_directory(tmp_path: Path) -> None:
+    config = modules_config(["my_tools", "more_tools"], tmp_path)
+    (runtime,) = config.runtimes
+    assert runtime.name == "my-tools" and runtime.modules == ("my_tools", "more_tools")
+    assert config.directory == tmp_path.resolve()
+    with pytest.raises(ConfigError, match="give at least one module"):
+        modules_config([], tmp_path)

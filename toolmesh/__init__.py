@@ -11,8 +11,9 @@
             unit: Temperature unit.
         \"\"\"
 
-Serve a module with ``toolmesh runtime --module my_tools``; call a gateway with
-``toolmesh.Client``, ``toolmesh.AsyncClient`` or ``toolmesh.GrpcClient``.
+Serve a module with ``toolmesh up --module my_tools`` (the gateway needs
+``pip install 'toolmesh[mesh]'``); call it with ``toolmesh.Client``, ``toolmesh.AsyncClient``
+or ``toolmesh.GrpcClient``, which the slim install has.
 """
 
 from __future__ import annotations

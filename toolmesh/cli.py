@@ -1,6 +1,6 @@
 """The `toolmesh` command.
 
-    toolmesh up [--config FILE] [--host H] [--http-port P] [--grpc-port P]
+    toolmesh up [--module MOD ... | --config FILE] [--host H] [--http-port P] [--grpc-port P]
     toolmesh runtime --module MOD [--module MOD ...] [--host H] [--port P] [--metrics-port P]
     toolmesh functions (--module MOD [--module MOD ...] | --url URL) [--format json|openai|text] [--strict]
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
@@ -9,7 +9,9 @@
     toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
     toolmesh router build | eval ...   (see toolmesh/router/commands.py)
 
-Imports happen inside each command so that starting a pod loads only what a pod needs.
+Imports happen inside each command so that starting a pod loads only what a pod needs, and
+so that the commands of the slim install (functions, invoke, tools, runtime, hash-key) run
+without the `mesh` extra; the others say in one line that they need it (toolmesh/extras.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from toolmesh.client.http import Client
+    from toolmesh.config import MeshConfig
     from toolmesh.errors import ToolmeshError
     from toolmesh.runtimes.functions.spec import FunctionSpec
 
@@ -47,17 +50,38 @@ def _runtime(args: argparse.Namespace) -> int:
         return 2
 
 
+def _up_config(args: argparse.Namespace) -> MeshConfig:
+    """What `toolmesh up` serves: the --module list as one runtime, else --config, else
+    ./toolmesh.toml, else the examples."""
+    from pathlib import Path
+
+    from toolmesh.config import CONFIG_FILE, ConfigError, find_config, load_config, modules_config
+
+    if args.module:
+        if args.config is not None:
+            raise ConfigError("give --module or --config, not both (a config lists its runtimes' modules)")
+        return modules_config(args.module, Path.cwd())
+    path = find_config(args.config)
+    config = load_config(path)
+    if path is None and config.directory is None and not Path("examples", "weather.py").is_file():
+        raise ConfigError(
+            f"nothing to serve: give --module MOD (a module in this directory) or --config FILE, or "
+            f"run it beside a {CONFIG_FILE} (the examples/ default needs a source checkout)"
+        )
+    return config
+
+
 def _up(args: argparse.Namespace) -> int:
     import asyncio
 
-    from toolmesh.config import ConfigError, load_config
+    from toolmesh.config import ConfigError
     from toolmesh.errors import ToolmeshError
     from toolmesh.gateway.server import serve
     from toolmesh.runtimes.pod import logs
 
     logs.configure(args.log_level)
     try:
-        config = load_config(args.config)
+        config = _up_config(args)
     except ConfigError as exc:
         print(f"toolmesh up: {exc}", file=sys.stderr)
         return 2
@@ -95,7 +119,7 @@ def _hash_key(args: argparse.Namespace) -> int:
 def _deploy_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from toolmesh.config import ConfigError, load_config
+    from toolmesh.config import ConfigError, find_config, load_config
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
     options = RenderOptions(
@@ -105,15 +129,16 @@ def _deploy_render(args: argparse.Namespace) -> int:
         prometheus_url=args.prometheus_url,
         profile=args.profile,
     )
+    path = find_config(args.config)
     try:
-        files = render(load_config(args.config), options)
+        files = render(load_config(path), options)
     except ConfigError as exc:
         print(f"toolmesh deploy render: {exc}", file=sys.stderr)
         return 2
     if args.output is None:
         sys.stdout.write(stream(files))
         return 0
-    written = write(files, Path(args.output), source=args.config or "the default config (examples/)")
+    written = write(files, Path(args.output), source=str(path or "the default config (examples/)"))
     print(f"wrote {len(written)} files to {args.output}; apply with: kubectl apply -k {args.output}")
     return 0
 
@@ -222,6 +247,7 @@ def _add_deploy_parser(commands: Any) -> None:
         DEFAULT_PROMETHEUS_URL,
         PROFILES,
     )
+    from toolmesh.extras import RENDER_MODULES, needs_mesh
 
     deploy = commands.add_parser("deploy", help="run the mesh on Kubernetes")
     actions = deploy.add_subparsers(dest="deploy_command", required=True, metavar="ACTION")
@@ -231,7 +257,9 @@ def _add_deploy_parser(commands: Any) -> None:
         description="Write the gateway's and each runtime's Kubernetes objects (a kustomization "
         "with --output, else one YAML stream on stdout) for the runtimes in a toolmesh.toml.",
     )
-    render.add_argument("--config", "-c", help="toolmesh.toml (default: every module in examples/)")
+    render.add_argument(
+        "--config", "-c", help="toolmesh.toml (default: ./toolmesh.toml if there is one, else examples/)"
+    )
     render.add_argument("--image", default=DEFAULT_IMAGE, help="the toolmesh image (default %(default)s)")
     render.add_argument("--namespace", "-n", default=DEFAULT_NAMESPACE, help="default %(default)s")
     render.add_argument("--output", "-o", help="directory to write (default: print to stdout)")
@@ -247,11 +275,13 @@ def _add_deploy_parser(commands: Any) -> None:
         "--prometheus-url", default=DEFAULT_PROMETHEUS_URL, help="KEDA's Prometheus (default %(default)s)"
     )
     render.set_defaults(handler=_deploy_render)
+    needs_mesh(render, RENDER_MODULES)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
     from toolmesh.config import DEFAULT_HTTP_PORT
+    from toolmesh.extras import needs_mesh
     from toolmesh.runtimes.pod.settings import add_arguments as add_runtime_arguments
 
     default_url = f"http://{GATEWAY_HOST}:{DEFAULT_HTTP_PORT}"
@@ -259,13 +289,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolmesh", description="A serverless function-calling mesh.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    up = commands.add_parser("up", help="start the gateway and the runtimes in a config (default: examples/)")
-    up.add_argument("--config", "-c", help="toolmesh.toml (default: serve every module in examples/)")
+    up = commands.add_parser(
+        "up",
+        help="start the gateway and its runtimes: your modules, or a toolmesh.toml",
+        description="Start the gateway (HTTP and gRPC) and the runtimes it serves: the --module "
+        "list, else the --config file, else ./toolmesh.toml when there is one, else examples/ "
+        "(in a source checkout). Needs the mesh extra: pip install 'toolmesh[mesh]'.",
+    )
+    up.add_argument(
+        "--module",
+        "-m",
+        action="append",
+        metavar="MOD",
+        help="serve this module, importable from the current directory (repeatable); the modules "
+        "form one runtime named after the first (my_tools: 'my-tools'). No toolmesh.toml is read",
+    )
+    up.add_argument(
+        "--config",
+        "-c",
+        help="toolmesh.toml; its modules and relative paths are found beside it "
+        "(default: ./toolmesh.toml if there is one, else every module in examples/)",
+    )
     up.add_argument("--host", help="address to bind (overrides [gateway] host)")
     up.add_argument("--http-port", type=int, help="HTTP port (overrides [gateway] http_port, default 8080)")
     up.add_argument("--grpc-port", type=int, help="gRPC port (overrides [gateway] grpc_port, default 50051)")
     up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     up.set_defaults(handler=_up)
+    needs_mesh(up)
 
     hashing = commands.add_parser("hash-key", help="print the key_hash form of an API key for toolmesh.toml")
     hashing.add_argument("key", nargs="?", help="the key (prompted for when omitted)")
@@ -316,7 +366,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from toolmesh.extras import mesh_refusal
+
     args = build_parser().parse_args(argv)
+    refusal = mesh_refusal(args)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 2
     code: int = args.handler(args)
     return code
 

@@ -40,6 +40,9 @@
     quantized = true            # the int8 model; false for fp32
     threshold = 0.3             # fused score below which no function fits
 
+Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
+`data_dir`) resolve against the file's own directory, so a config works from any directory.
+
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
 
@@ -49,7 +52,7 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,6 +93,14 @@ SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 #: Seconds between two scale requests for the same runtime: a burst of calls makes one.
 DEFAULT_WAKE_INTERVAL = 5.0
 DEFAULT_KUBE_API_TIMEOUT = 5.0
+
+#: The file `toolmesh up`, `deploy render` and `router` read when given no --config, if it exists
+#: in the current directory.
+CONFIG_FILE = "toolmesh.toml"
+#: The runtime `toolmesh up --module` serves when the first module's name makes no runtime name.
+LOCAL_RUNTIME = "local"
+#: The source checkout (this file is toolmesh/config.py in it), whose examples/ are the default.
+CHECKOUT = Path(__file__).resolve().parent.parent
 
 #: What `toolmesh up` serves when given no config: every example module.
 EXAMPLE_MODULES = (
@@ -358,6 +369,9 @@ class RouterConfig(_Section):
 
 
 class MeshConfig(_Section):
+    #: Where the runtimes' modules are found and relative paths resolve: the config file's
+    #: directory, set by `load_config` (not a key of the file). None: the current directory.
+    directory: Path | None = None
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     runtimes: tuple[RuntimeConfig, ...] = ()
     keys: tuple[KeyConfig, ...] = ()
@@ -376,6 +390,11 @@ class MeshConfig(_Section):
             if repeated:
                 raise ValueError(f"{what} names repeat: {', '.join(repeated)}")
         return self
+
+    def resolve(self, path: str | Path) -> Path:
+        """`path` from the config, relative to the config's directory."""
+        given = Path(path).expanduser()
+        return given if self.directory is None else self.directory / given
 
 
 def hash_key(key: str) -> str:
@@ -415,6 +434,9 @@ def _location(loc: tuple[int | str, ...]) -> str:
 
 def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
     """Validate a config mapping (a parsed TOML file)."""
+    if "directory" in data:
+        # The field records where the file is; it is never read from the file.
+        raise ConfigError(f"{source}: directory: Extra inputs are not permitted")
     try:
         return MeshConfig.model_validate(data)
     except pydantic.ValidationError as exc:
@@ -425,15 +447,62 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
         raise ConfigError(f"{source}: {problems}") from None
 
 
+def default_config() -> MeshConfig:
+    """Every example module in one runtime, found in the source checkout when there is one
+    (an installed wheel has no examples/: then they must be importable from the current directory)."""
+    checkout = CHECKOUT if (CHECKOUT / "examples" / "weather.py").is_file() else None
+    return MeshConfig(directory=checkout, runtimes=(RuntimeConfig(name="examples", modules=EXAMPLE_MODULES),))
+
+
+def find_config(path: str | Path | None, cwd: Path | None = None) -> Path | None:
+    """The config a command reads: `path` when given, else ./toolmesh.toml when it exists, else
+    None (the default config)."""
+    if path is not None:
+        return Path(path)
+    here = (cwd or Path.cwd()) / CONFIG_FILE
+    return here if here.is_file() else None
+
+
+def runtime_name(module: str) -> str:
+    """A runtime name (a DNS label) for a module: its last part, "my_tools" -> "my-tools"."""
+    name = re.sub(r"[^a-z0-9]+", "-", module.rsplit(".", 1)[-1].lower()).strip("-")[:63].strip("-")
+    return name if _RUNTIME_NAME.match(name) else LOCAL_RUNTIME
+
+
+def modules_config(modules: Sequence[str], directory: Path) -> MeshConfig:
+    """`toolmesh up --module ...`: the modules as one runtime named after the first, found in
+    `directory`, with every other setting at its default."""
+    if not modules:
+        raise ConfigError("give at least one module")
+    runtime = RuntimeConfig(name=runtime_name(modules[0]), modules=tuple(modules))
+    return MeshConfig(directory=directory.resolve(), runtimes=(runtime,))
+
+
+def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
+    router = config.router
+    paths = {"cache_dir": router.cache_dir, "data_dir": router.data_dir}
+    paths.update(
+        {key: value for key, value in (("model", router.model), ("tokenizer", router.tokenizer)) if value}
+    )
+    resolved = {key: config.resolve(value) for key, value in paths.items()}
+    return config.model_copy(update={"router": router.model_copy(update=resolved)})
+
+
 def load_config(path: str | Path | None = None) -> MeshConfig:
-    """Read `path`, or return the default: every example module in one runtime."""
+    """Read `path`, or return the default: every example module in one runtime.
+
+    The config records the file's directory: its runtimes' modules and its relative paths
+    resolve there, whatever the current directory."""
     if path is None:
-        return MeshConfig(runtimes=(RuntimeConfig(name="examples", modules=EXAMPLE_MODULES),))
+        return default_config()
     file = Path(path)
     try:
         data = tomllib.loads(file.read_text())
     except FileNotFoundError:
         raise ConfigError(f"{file}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{file}: is a directory, not a toolmesh.toml") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    return parse_config(data, str(file))
+    config = parse_config(data, str(file)).model_copy(update={"directory": file.resolve().parent})
+    return _resolve_router_paths(config)

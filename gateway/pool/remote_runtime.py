@@ -50,9 +50,19 @@ def retry_is_safe(error: Unavailable, idempotent: bool) -> bool:
 
 
 class RemoteRuntime:
-    def __init__(self, config: RuntimeConfig, metrics: PoolMetrics, waker: Waker | None = None) -> None:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        metrics: PoolMetrics,
+        waker: Waker | None = None,
+        directory: Path | None = None,
+    ) -> None:
         assert config.address is not None
         self.config = config
+        #: The catalog file; a relative path is in the config file's directory.
+        self._catalog = None if config.catalog is None else Path(config.catalog).expanduser()
+        if self._catalog is not None and directory is not None:
+            self._catalog = directory / self._catalog
         self.name = config.name
         self.client = RuntimeClient(config.name, config.address, balanced=True)
         self._waker = waker
@@ -86,8 +96,8 @@ class RemoteRuntime:
         if self.config.modules:
             self.specs = await read_modules(self.config, env)
             return
-        if self.config.catalog is not None:
-            self.specs = load_catalog(self.config.catalog)
+        if self._catalog is not None:
+            self.specs = load_catalog(self._catalog)
             return
         try:
             self.specs, self.namespaces = await self.client.list_functions(self.config.startup_timeout)
@@ -156,7 +166,7 @@ def _specs(document: str) -> list[FunctionSpec]:
     return [spec_from_dict(item) for item in json.loads(document)["functions"]]
 
 
-def load_catalog(path: str) -> list[FunctionSpec]:
+def load_catalog(path: str | Path) -> list[FunctionSpec]:
     try:
         return _specs(Path(path).read_text())
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -10,8 +10,10 @@ see replicas.py) and balances over the pods of runtimes given as an `address`
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -36,7 +38,11 @@ class MeshAccess:
 
 
 class Pool:
-    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes."""
+    """Serverless pods for `modules` runtimes; plain connections for `address` runtimes.
+
+    `directory` (the config file's, see `MeshConfig.directory`) is where the runtimes' modules
+    are found, whatever the gateway's current directory, and relative `catalog` paths resolve.
+    """
 
     def __init__(
         self,
@@ -45,10 +51,12 @@ class Pool:
         mesh: MeshAccess | None = None,
         metrics: PoolMetrics | None = None,
         waker: Waker | None = None,
+        directory: Path | None = None,
     ) -> None:
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
+        self._directory = directory
         self._mesh = mesh
         self._metrics = metrics or PoolMetrics(CollectorRegistry(), list(self._configs))
         #: Wakes remote runtimes scaled to zero (the Kubernetes scaler), if any.
@@ -65,7 +73,9 @@ class Pool:
             local = [c for c in self._configs.values() if c.address is None]
             for config in self._configs.values():
                 if config.address is not None:
-                    self._remotes[config.name] = RemoteRuntime(config, self._metrics, self._waker)
+                    self._remotes[config.name] = RemoteRuntime(
+                        config, self._metrics, self._waker, self._directory
+                    )
             templates = await asyncio.gather(
                 *(TemplateProcess.start(config, self._environment(config)) for config in local),
                 return_exceptions=True,
@@ -87,6 +97,11 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
         env.update(config.env)
+        if self._directory is not None:
+            # First on the path (after the current directory, which `python -m` puts first).
+            env["PYTHONPATH"] = os.pathsep.join(
+                part for part in (str(self._directory), env.get("PYTHONPATH")) if part
+            )
         if self._mesh is not None:
             # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/environment.py).
             env.update(PodEnvironment(self._mesh.address, self._mesh.token).variables())

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from tests.deploy.conftest import DEPLOY, ROOT
+from toolmesh.deploy.names import IMAGE_WORKDIR
 
 
 def _instructions() -> list[tuple[str, str]]:
@@ -53,3 +54,8 @@ def test_the_build_context_holds_what_the_image_copies() -> None:
     # The package (with deploy/'s templates), its README, and the examples the default runtime serves.
     assert not {"deploy", "examples", "README.md", "pyproject.toml"} & ignored
     assert "toolmesh router build" in (ROOT / "Dockerfile").read_text()
+
+
+def test_the_renderer_knows_the_image_working_directory() -> None:
+    (workdir,) = [args for name, args in _instructions() if name == "WORKDIR"]
+    assert workdir == IMAGE_WORKDIR

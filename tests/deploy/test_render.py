@@ -233,3 +233,15 @@ def test_keys_given_by_hash_need_no_secret() -> None:
     (gateway,) = containers(files["deployment-gateway.yaml"])
     assert [e["name"] for e in gateway["env"]] == ["TOOLMESH_MESH_TOKEN"]
     assert parse_config(_toml(files)).keys == (key,)
+
+
+def test_a_relative_catalog_names_the_file_in_the_image() -> None:
+    """Locally a relative `catalog` is beside the config; in the cluster the config is a mounted
+    ConfigMap, and the file is in the image's working directory, /app."""
+    runtimes = (
+        RuntimeConfig(name="a", modules=("m",)),
+        RuntimeConfig(name="near", address="10.0.0.7:50061", catalog="catalogs/near.json"),
+        RuntimeConfig(name="far", address="10.0.0.8:50061", catalog="/srv/far.json"),
+    )
+    cluster = parse_config(_toml(render(MeshConfig(runtimes=runtimes))))
+    assert [r.catalog for r in cluster.runtimes] == [None, "/app/catalogs/near.json", "/srv/far.json"]

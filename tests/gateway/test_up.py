@@ -1,9 +1,13 @@
-"""`toolmesh up` as a user runs it: config file, ready line, SIGTERM, no orphans, config errors."""
+"""`toolmesh up` as a user runs it: config file, ready line, SIGTERM, no orphans, config errors,
+`--module`, and the README's opening example from an empty directory."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, pod_env
+from tests.conftest import ROOT, pod_env, user_dirs
 
 
 def alive(pid: int) -> bool:
@@ -166,3 +170,168 @@ def test_a_gateway_killed_outright_leaves_no_orphans(tmp_path: Path) -> None:
     while any(alive(pid) for pid in below) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in below if alive(pid)], "SIGKILL'd gateway: its template and pods exit too"
+
+
+# ---- `toolmesh up --module`, and configs run from elsewhere, as a user runs them ----
+
+README = ROOT / "README.md"
+
+
+def user_env(tmp_path: Path, router_cache: Path) -> dict[str, str]:
+    """A user's shell: the venv's `toolmesh` on PATH, nothing of the checkout on PYTHONPATH, and
+    the session's router model as the user's model cache."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return {**env, **user_dirs(tmp_path, router_cache)}
+
+
+def empty_directory(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    assert not work.resolve().is_relative_to(ROOT)
+    return work
+
+
+def start_up(
+    command: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    """Start `toolmesh up` on free ports; return it and its ready line."""
+    process = subprocess.Popen(
+        [*command, "--http-port", "0", "--grpc-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line:
+        _, err = process.communicate(timeout=30)
+        raise AssertionError(f"toolmesh up exited: {err}")
+    return process, json.loads(line)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=30)
+    assert process.returncode == 0
+
+
+def invoke(http_port: int, function: str, arguments: dict[str, object]) -> object:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{http_port}/v1/functions/{function}/invoke",
+        data=json.dumps(arguments).encode(),
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=20) as response:
+        result = json.loads(response.read())
+    return result["structured"] if result["structured"] is not None else result["content"][0]["text"]
+
+
+def readme_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of the README, in order."""
+    return re.findall(r"^```(\w*)\n(.*?)^```$", README.read_text(), flags=re.MULTILINE | re.DOTALL)
+
+
+def commands(block: str) -> list[list[str]]:
+    return [shlex.split(line[2:], comments=True) for line in block.splitlines() if line.startswith("$ ")]
+
+
+@pytest.mark.slow
+def test_the_readme_opening_example_works_as_written(tmp_path: Path, router_cache: Path) -> None:
+    """The README's first example, from an empty directory outside the checkout, with the venv's
+    `toolmesh` on PATH: only the ports are changed (to free ones) for the test."""
+    blocks = readme_blocks()
+    languages = [language for language, _ in blocks]
+    tools = next(i for i, (language, text) in enumerate(blocks) if text.startswith("# my_tools.py"))
+    serve = languages.index("console", tools)
+    calls = languages.index("console", serve + 1)
+    client = languages.index("python", calls)
+    ((up, *up_args),) = commands(blocks[serve][1])
+    assert [up, *up_args] == ["toolmesh", "up", "--module", "my_tools"]
+
+    work = empty_directory(tmp_path)
+    (work / "my_tools.py").write_text(blocks[tools][1])
+    env = user_env(tmp_path, router_cache)
+    assert shutil.which("toolmesh", path=env["PATH"]) == str(Path(sys.executable).parent / "toolmesh")
+    process, ready = start_up([up, *up_args], work, env)
+    try:
+        url = f"http://127.0.0.1:{ready['http_port']}"
+        outputs = []
+        for command in commands(blocks[calls][1]):
+            if command[:2] == ["toolmesh", "invoke"]:
+                command += ["--url", url]
+            done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            outputs.append(json.loads(done.stdout))
+        invoked, schemas = outputs
+        assert invoked["structured"] == {"city": "Paris", "days": [21.5, 21.5, 21.5]}
+        assert [tool["function"]["name"] for tool in schemas] == ["get_forecast"]
+
+        code = blocks[client][1]
+        assert code.count("http://127.0.0.1:8080") == 1 and code.count('"127.0.0.1:50051"') == 1
+        code = code.replace("http://127.0.0.1:8080", url)
+        code = code.replace('"127.0.0.1:50051"', f'"127.0.0.1:{ready["grpc_port"]}"')
+        done = subprocess.run(
+            ["python", "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [
+            "{'city': 'Paris', 'days': [21.5, 21.5]}",
+            "{'city': 'Oslo', 'days': [21.5, 21.5, 21.5]}",
+        ]
+    finally:
+        stop(process)
+
+
+@pytest.mark.slow
+def test_up_serves_several_modules_as_one_runtime(tmp_path: Path, router_cache: Path) -> None:
+    work = empty_directory(tmp_path)
+    (work / "first_tools.py").write_text("def one() -> int:\n    return 1\n")
+    (work / "second.py").write_text("def two() -> int:\n    return 2\n")
+    env = user_env(tmp_path, router_cache)
+    process, ready = start_up(["toolmesh", "up", "-m", "first_tools", "--module", "second"], work, env)
+    try:
+        assert invoke(ready["http_port"], "one", {}) == 1 and invoke(ready["http_port"], "two", {}) == 2
+        with urllib.request.urlopen(f"http://127.0.0.1:{ready['http_port']}/readyz", timeout=10) as response:
+            assert "first-tools" in json.loads(response.read())["runtimes"]
+    finally:
+        stop(process)
+
+
+@pytest.mark.slow
+def test_a_config_finds_its_modules_beside_it_from_any_directory(tmp_path: Path, router_cache: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "project_tools.py").write_text("def where() -> str:\n    return __file__\n")
+    (project / "toolmesh.toml").write_text('[[runtimes]]\nname = "project"\nmodules = ["project_tools"]\n')
+    env = user_env(tmp_path, router_cache)
+    elsewhere = empty_directory(tmp_path)
+    # From another directory, named...
+    process, ready = start_up(["toolmesh", "up", "--config", "../project/toolmesh.toml"], elsewhere, env)
+    try:
+        assert invoke(ready["http_port"], "where", {}) == str(project / "project_tools.py")
+    finally:
+        stop(process)
+    # ... and found in the current directory when no --config is given.
+    process, ready = start_up(["toolmesh", "up"], project, env)
+    try:
+        assert invoke(ready["http_port"], "where", {}) == str(project / "project_tools.py")
+    finally:
+        stop(process)
+
+
+def test_module_and_config_together_are_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolmesh", "up", "--module", "m", "--config", "toolmesh.toml"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip()
+        == "toolmesh up: give --module or --config, not both (a config lists its runtimes' modules)"
+    )
