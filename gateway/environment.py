@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolmesh.config import ConfigError, KeyConfig, MeshConfig, chat_api_key, key_hashes
+from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, hash_key
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.runtimes.pod.environment import MESH_TOKEN_ENV
 
@@ -44,12 +44,38 @@ class GatewayEnvironment:
             if not llm_key:
                 raise ConfigError(f"router.llm: environment variable {llm.api_key_env} is not set")
         return cls(
-            keys=key_hashes(config, environ),
+            keys=_key_hashes(config, environ),
             # On Kubernetes the runtime pods are not the gateway's children: they share a token
             # from a Secret (deploy/) instead of the one a gateway makes up for the pods it starts.
             mesh_token=environ.get(MESH_TOKEN_ENV) or secrets.token_urlsafe(32),
-            chat_api_key=chat_api_key(config.chat, environ) if config.chat.enabled else None,
+            chat_api_key=_chat_api_key(config.chat, environ) if config.chat.enabled else None,
             llm_api_key=llm_key,
             kubernetes={name: environ[name] for name in (HOST_ENV, PORT_ENV) if name in environ},
             pods=dict(environ),
         )
+
+
+def _key_hashes(config: MeshConfig, env: Mapping[str, str]) -> dict[str, KeyConfig]:
+    """Each configured key by its hash; keys given through the environment are read from `env`."""
+    found: dict[str, KeyConfig] = {}
+    for key in config.keys:
+        if key.key_hash is not None:
+            digest = key.key_hash
+        else:
+            assert key.key_env is not None
+            value = env.get(key.key_env)
+            if not value:
+                raise ConfigError(f"keys.{key.name}: environment variable {key.key_env} is not set")
+            digest = hash_key(value)
+        found[digest] = key
+    return found
+
+
+def _chat_api_key(config: ChatConfig, env: Mapping[str, str]) -> str | None:
+    """The upstream LLM's API key from `env` (None: send no key)."""
+    if config.api_key_env is None:
+        return None
+    value = env.get(config.api_key_env)
+    if not value:
+        raise ConfigError(f"chat: environment variable {config.api_key_env} is not set")
+    return value

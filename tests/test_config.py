@@ -13,7 +13,6 @@ from toolmesh.config import (
     CONFIG_FILE,
     EXAMPLE_MODULES,
     ConfigError,
-    chat_api_key,
     find_config,
     load_config,
     modules_config,
@@ -43,9 +42,7 @@ def test_the_sections_parse_into_typed_settings() -> None:
         and config.chat.max_rounds == 3
         and config.chat.aliases == {"fast": "gpt-4.1-mini"}
     )
-    assert chat_api_key(config.chat, {"UPSTREAM_KEY": "sk-1"}) == "sk-1"
-    with pytest.raises(ConfigError, match="chat: environment variable UPSTREAM_KEY is not set"):
-        chat_api_key(config.chat, {})
+    # The key itself is read at start-up: tests/gateway/test_environment.py.
     defaults = parse_config({})
     assert defaults.mcp.enabled and not defaults.chat.enabled
 

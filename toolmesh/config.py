@@ -402,32 +402,6 @@ def hash_key(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def key_hashes(config: MeshConfig, env: Mapping[str, str]) -> dict[str, KeyConfig]:
-    """Each configured key by its hash; keys given through the environment are read from `env`."""
-    found: dict[str, KeyConfig] = {}
-    for key in config.keys:
-        if key.key_hash is not None:
-            digest = key.key_hash
-        else:
-            assert key.key_env is not None
-            value = env.get(key.key_env)
-            if not value:
-                raise ConfigError(f"keys.{key.name}: environment variable {key.key_env} is not set")
-            digest = hash_key(value)
-        found[digest] = key
-    return found
-
-
-def chat_api_key(config: ChatConfig, env: Mapping[str, str]) -> str | None:
-    """The upstream LLM's API key from `env` (None: send no key)."""
-    if config.api_key_env is None:
-        return None
-    value = env.get(config.api_key_env)
-    if not value:
-        raise ConfigError(f"chat: environment variable {config.api_key_env} is not set")
-    return value
-
-
 def _location(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc)
 

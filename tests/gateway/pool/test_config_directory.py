@@ -5,6 +5,7 @@ modules of a runtime someone else runs."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def beside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def test_pods_import_the_modules_beside_the_config(beside: Path) -> None:
-    pool = Pool([RuntimeConfig(name="beside", modules=("beside_tools",))], directory=beside)
+    pool = Pool([RuntimeConfig(name="beside", modules=("beside_tools",))], os.environ, directory=beside)
     await pool.start()
     try:
         specs, _ = await pool.list_functions("beside")
@@ -55,7 +56,7 @@ async def test_pods_import_the_modules_beside_the_config(beside: Path) -> None:
 
 
 async def test_without_the_directory_the_modules_are_not_found(beside: Path) -> None:
-    pool = Pool([RuntimeConfig(name="beside", modules=("beside_tools",))])
+    pool = Pool([RuntimeConfig(name="beside", modules=("beside_tools",))], os.environ)
     with pytest.raises(Unavailable, match="exited with status 2 while loading its modules"):
         await pool.start()
 
@@ -68,7 +69,7 @@ async def test_a_remote_runtime_reads_its_modules_and_catalog_beside_the_config(
         RuntimeConfig(name="modules", address="127.0.0.1:9", modules=("beside_tools",)),
         RuntimeConfig(name="catalog", address="127.0.0.1:9", catalog="catalog.json"),
     ]
-    pool = Pool(runtimes, directory=beside)
+    pool = Pool(runtimes, os.environ, directory=beside)
     await pool.start()
     try:
         assert [s.name for s in (await pool.list_functions("modules"))[0]] == ["where_am_i"]
@@ -77,4 +78,4 @@ async def test_a_remote_runtime_reads_its_modules_and_catalog_beside_the_config(
         await pool.close()
     # The same catalog path without the config's directory is looked for in the checkout.
     with pytest.raises(ConfigError, match=r"catalog file catalog\.json"):
-        await Pool(runtimes[1:]).start()
+        await Pool(runtimes[1:], os.environ).start()
