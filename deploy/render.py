@@ -42,7 +42,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
-from toolmesh.runtimes.pod.environment import MESH_ADDRESS_ENV
+from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
 
 Manifest = dict[str, Any]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, hash_key
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
-from toolmesh.runtimes.pod.environment import MESH_TOKEN_ENV
+from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
 
 
 @dataclass(frozen=True)

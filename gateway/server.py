@@ -33,7 +33,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelector
 from toolmesh.gateway.environment import GatewayEnvironment
-from toolmesh.gateway.grpc.service import MeshServicer
+from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
 from toolmesh.gateway.http.app import create_app
 from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.mcp.endpoint import McpEndpoint

@@ -36,7 +36,7 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
     from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.environment import read_environment
+    from toolmesh.runtimes.pod.pod_env import read_environment
     from toolmesh.runtimes.pod.serving import run
     from toolmesh.runtimes.pod.settings import PodSettings
     from toolmesh.runtimes.pod.template import run_template
@@ -161,7 +161,7 @@ def _refused(command: str, error: ToolmeshError) -> int:
 
 def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
     from toolmesh.gateway.core.tool_formats import openai_tool
-    from toolmesh.runtimes.functions.render import render_functions
+    from toolmesh.runtimes.functions.describe import render_functions
     from toolmesh.runtimes.functions.spec import spec_to_dict
 
     if fmt == "text":

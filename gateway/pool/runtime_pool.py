@@ -25,8 +25,8 @@ from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.environment import PodEnvironment
 from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.pod_env import PodEnvironment
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +103,7 @@ class Pool:
                 part for part in (str(self._directory), env.get("PYTHONPATH")) if part
             )
         if self._mesh is not None:
-            # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/environment.py).
+            # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/pod_env.py).
             env.update(PodEnvironment(self._mesh.address, self._mesh.token).variables())
         return env
 

@@ -33,7 +33,7 @@ from toolmesh.runtimes.pod.defaults import (
     LogLevel,
     TemplateMode,
 )
-from toolmesh.runtimes.pod.environment import PodEnvironment
+from toolmesh.runtimes.pod.pod_env import PodEnvironment
 
 #: What follows the interpreter in a pod's command line: `python -m toolmesh runtime ...`.
 COMMAND = ("-m", "toolmesh", "runtime")

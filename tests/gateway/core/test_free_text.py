@@ -21,7 +21,7 @@ from starlette.routing import Route
 import toolmesh
 from tests.conftest import pod_env
 from tests.gateway.conftest import StartGateway, runtime
-from tests.gateway.grpc.test_service import failure, mesh_stub
+from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub
 from toolmesh.config import KeyConfig, LlmConfig, RouterConfig, hash_key
 from toolmesh.gateway.server import Gateway
 from toolmesh.v1 import mesh_pb2

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +59,21 @@ def test_the_package_root_is_a_folder_of_its_own() -> None:
         "runtimes": ROOT / "runtimes",
         "v1": ROOT / "protos" / "toolmesh" / "v1",
     }
+
+
+def _package_modules() -> list[Path]:
+    folders = ["gateway", "runtimes", "router", "client", "deploy", "toolmesh"]
+    found = [p for name in folders for p in (ROOT / name).rglob("*.py") if not p.is_symlink()]
+    return [p for p in found if "toolmesh/v1" not in str(p) and p.name != "__init__.py"]
+
+
+def test_module_and_class_names_say_which_one_they_are() -> None:
+    # Two `service.py` or two `Executor` classes make a reader (and a stack trace) guess.
+    names = sorted(p.name for p in _package_modules())
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+    classes = sorted(
+        match
+        for module in _package_modules()
+        for match in re.findall(r"^class ([A-Z]\w*)", module.read_text(), flags=re.MULTILINE)
+    )
+    assert sorted({c for c in classes if classes.count(c) > 1}) == []
