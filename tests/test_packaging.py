@@ -4,6 +4,7 @@ serve and call functions."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import site
@@ -12,7 +13,9 @@ import sys
 import textwrap
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +56,21 @@ reply = stub.Invoke(invoke_pb2.InvokeRequest(function="greet", arguments=argumen
 pod.terminate()
 print(wire.result_from_proto(reply).text, pod.wait(timeout=10))
 """
+
+
+@contextlib.contextmanager
+def serving_my_tools(toolmesh: list[str | Path], cwd: Path, env: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """`toolmesh up -m my_tools` on free ports; yields its ready line."""
+    command = [*toolmesh, "up", "-m", "my_tools", "--http-port", "0", "--grpc-port", "0"]
+    gateway = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd, env=env
+    )
+    try:
+        assert gateway.stdout is not None
+        yield json.loads(gateway.stdout.readline())
+    finally:
+        gateway.terminate()
+        gateway.communicate(timeout=30)
 
 
 @pytest.mark.slow
@@ -109,25 +127,16 @@ def test_wheel_installs_and_runs_outside_the_source_tree(
     assert pod.split() == ["hello", "wheel", "0"]
 
     # With the mesh's dependencies, `toolmesh up --module` serves the module...
-    gateway = subprocess.Popen(
-        [venv / "bin" / "toolmesh", "up", "-m", "my_tools", "--http-port", "0", "--grpc-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=work,
-        env={**env, **user_dirs(tmp_path, router_cache)},
-    )
-    try:
-        assert gateway.stdout is not None
-        port = json.loads(gateway.stdout.readline())["http_port"]
+    with serving_my_tools(
+        [venv / "bin" / "toolmesh"], work, {**env, **user_dirs(tmp_path, router_cache)}
+    ) as ready:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/v1/functions/greet/invoke", data=b'{"name": "up"}', method="POST"
+            f"http://127.0.0.1:{ready['http_port']}/v1/functions/greet/invoke",
+            data=b'{"name": "up"}',
+            method="POST",
         )
         with urllib.request.urlopen(request, timeout=20) as response:
             assert json.loads(response.read())["content"] == [{"type": "text", "text": "hello up"}]
-    finally:
-        gateway.terminate()
-        gateway.communicate(timeout=30)
     # ... and with nothing to serve (no module, no toolmesh.toml, no checkout's examples/) says so.
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -211,17 +220,8 @@ def test_the_slim_install_is_small_and_serves_and_calls_functions(
         assert line.endswith("not installed): pip install 'toolmesh[mesh]'")
 
     # The slim clients call a gateway (run by this test's own, full install) over HTTP and gRPC.
-    gateway = subprocess.Popen(
-        [sys.executable, "-m", "toolmesh", "up", "-m", "my_tools", "--http-port", "0", "--grpc-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=work,
-        env={**env, **user_dirs(tmp_path, router_cache)},
-    )
-    try:
-        assert gateway.stdout is not None
-        ready = json.loads(gateway.stdout.readline())
+    full = [sys.executable, "-m", "toolmesh"]
+    with serving_my_tools(full, work, {**env, **user_dirs(tmp_path, router_cache)}) as ready:
         url, address = f"http://127.0.0.1:{ready['http_port']}", f"127.0.0.1:{ready['grpc_port']}"
         invoked = json.loads(
             run(toolmesh, "invoke", "greet", "--args", '{"name": "cli"}', "--url", url, cwd=work, env=env)
@@ -232,6 +232,3 @@ def test_the_slim_install_is_small_and_serves_and_calls_functions(
             "hello grpc",
             "[]",
         ]
-    finally:
-        gateway.terminate()
-        gateway.communicate(timeout=30)
