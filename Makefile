@@ -65,6 +65,7 @@ bench: $(STAMPS)/dev
 	$(BIN)/python bench/runtime_invoke.py
 	$(BIN)/python bench/gateway_invoke.py
 	$(BIN)/python bench/cold_start.py
+	$(BIN)/python bench/chaos.py --seconds 30
 
 # The router against sentence-transformers needs torch, which must never enter .venv:
 # it gets a venv of its own (toolmesh[bench]).
