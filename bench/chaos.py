@@ -200,8 +200,8 @@ async def call(http: httpx.AsyncClient, function: str, arguments: dict[str, Any]
         answer = await http.post(f"/v1/functions/{function}/invoke", json=arguments)
     except httpx.TimeoutException:
         return Call(function, sent, time.monotonic(), 0, "client_timeout", False)
-    except httpx.HTTPError as error:
-        return Call(function, sent, time.monotonic(), 0, type(error).__name__, False)
+    except httpx.HTTPError as failure:
+        return Call(function, sent, time.monotonic(), 0, type(failure).__name__, False)
     done = time.monotonic()
     code = ""
     try:

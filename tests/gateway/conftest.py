@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -66,3 +69,27 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
     yield start
     for gateway in started:
         await gateway.stop(grace=0)
+
+
+@contextlib.contextmanager
+def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = None) -> Iterator[Gateway]:
+    """A real gateway on an event loop of its own, in a thread, for blocking clients (schemathesis,
+    a sync gRPC channel under hypothesis) that would stall a gateway sharing the test's loop."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="gateway-loop", daemon=True)
+    thread.start()
+    config = MeshConfig(
+        gateway=GatewayConfig(http_port=0, grpc_port=0),
+        runtimes=runtimes or (runtime(),),
+        router=router or RouterConfig(enabled=False),
+    )
+    try:
+        gateway = asyncio.run_coroutine_threadsafe(start_gateway(config, environ={}), loop).result(120)
+        try:
+            yield gateway
+        finally:
+            asyncio.run_coroutine_threadsafe(gateway.stop(grace=0), loop).result(60)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
