@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMPS := .make
 
-.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench clean
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench fuzz clean
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
@@ -14,7 +14,8 @@ help:
 	@echo "make lint         ruff + mypy --strict on the package"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
 	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
-	@echo "make bench        run the benchmarks in bench/"
+	@echo "make bench        run the benchmarks in bench/ (chaos included)"
+	@echo "make fuzz         the long fuzz run of the HTTP API and gRPC Mesh (FUZZ_EXAMPLES=2000 per operation)"
 	@echo "make bench-router route latency vs sentence-transformers (torch in .venv-bench), gateway RSS"
 
 $(BIN)/python:
@@ -66,6 +67,13 @@ bench: $(STAMPS)/dev
 	$(BIN)/python bench/gateway_invoke.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/chaos.py --seconds 30
+
+# The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
+FUZZ_EXAMPLES ?= 2000
+
+fuzz: $(STAMPS)/dev $(STAMPS)/model
+	TOOLMESH_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q --timeout 0 \
+		tests/gateway/http/test_fuzz.py tests/gateway/grpc/test_fuzz.py
 
 # The router against sentence-transformers needs torch, which must never enter .venv:
 # it gets a venv of its own (toolmesh[bench]).
