@@ -33,6 +33,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelector
 from toolmesh.gateway.environment import GatewayEnvironment
+from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
 from toolmesh.gateway.http.app import create_app
 from toolmesh.gateway.http.chat_routes import chat_routes
@@ -136,7 +137,7 @@ async def start_gateway(
     if config.kube_scaler.enabled:
         waker = KubeScaler.from_config(config.kube_scaler, environment.kubernetes)
     http_socket = _bind(settings.host, settings.http_port)
-    grpc_server = grpc.aio.server(options=server_options())
+    grpc_server = grpc.aio.server(options=server_options(), interceptors=[RejectUndecodable()])
     try:
         grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     except RuntimeError:
