@@ -198,7 +198,7 @@ async def test_a_killed_pod_is_replaced_and_idempotent_calls_still_succeed(
     # min_replicas asks for a replacement.
     await eventually(lambda: len(ready_pids(gateway)) == 2 and victim not in ready_pids(gateway))
     assert survivor in ready_pids(gateway)
-    assert metric(await scrape(gateway), "toolmesh_pod_restarts_total", runtime="tools") == 1
+    assert metric(await scrape(gateway), "toolmesh_pod_restarts_total", runtime="tools", reason="killed") == 1
 
 
 async def test_calls_that_are_not_idempotent_fail_retryably_when_their_pod_dies(
