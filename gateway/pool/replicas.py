@@ -309,10 +309,10 @@ class ReplicaSet:
         while the runtime has no template and gets none before `limit`."""
         if not self.template.alive:
             wait = self.templates.retry_at - self._clock()
-            if not self.templates.restarting or self.templates.retry_at > limit:
+            if not self.templates.restarts or self.templates.retry_at > limit:
                 raise Unavailable(
                     f"runtime {self.name!r} is down ({self.templates.down_reason or 'no template process'})"
-                    + (f"; next attempt in {wait:.1f} s" if self.templates.restarting else ""),
+                    + (f"; next attempt in {wait:.1f} s" if self.templates.restarts else ""),
                     retry_after=max(wait, 1.0),
                 )
             return

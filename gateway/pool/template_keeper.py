@@ -83,8 +83,9 @@ class TemplateKeeper:
         return self._closed
 
     @property
-    def restarting(self) -> bool:
-        return self._restarting is not None
+    def restarts(self) -> bool:
+        """Whether a template that ends is replaced (when the keeper has a way to start one)."""
+        return self._start is not None and not self._closed
 
     @property
     def specs(self) -> list[FunctionSpec]:
