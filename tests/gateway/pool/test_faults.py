@@ -10,11 +10,12 @@ import signal
 from collections import Counter
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.pool.test_replicas import client, eventually, metric, ready_pids, replicas, scrape
-from toolmesh import ToolmeshError, Unavailable
+from toolmesh import AsyncClient, ToolmeshError, Unavailable
 
 __all__ = ["client"]  # the fixture, shared with test_replicas.py
 
@@ -139,3 +140,24 @@ async def test_a_hung_template_is_killed_and_replaced(gateway_factory: StartGate
     assert not (await mesh.invoke("wait", {})).is_error
     text = await scrape(gateway)
     assert metric(text, "toolmesh_template_restarts_total", runtime="tools", reason="hung") == 1
+
+
+async def test_readiness_is_per_runtime_and_one_down_runtime_keeps_the_gateway_in_service(
+    gateway_factory: StartGateway,
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "pool_tools"), runtime("crashy", "crashing_tools"))
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        async with AsyncClient(gateway.url) as mesh:
+            with pytest.raises(Unavailable):
+                await mesh.invoke("hello", {})  # its pods die at birth: backing off
+        plain = await http.get("/readyz")
+        assert plain.status_code == 200, "what a Kubernetes probe reads keeps the gateway in its Service"
+        assert plain.json() == {"ready": False, "runtimes": {"tools": True, "crashy": False}}
+        assert (await http.get("/readyz", params={"strict": "true"})).status_code == 503
+        assert (await http.get("/readyz", params={"runtime": "tools"})).status_code == 200
+        down = await http.get("/readyz", params={"runtime": "crashy"})
+        assert down.status_code == 503 and down.json()["runtime"] == "crashy"
+        unknown = await http.get("/readyz", params={"runtime": "nope"})
+        assert unknown.status_code == 404 and "nope" in unknown.json()["error"]["message"]
+        assert (await http.get("/readyz", params={"strict": "maybe"})).status_code == 400
+        assert (await http.get("/healthz")).json() == {"status": "ok"}

@@ -225,7 +225,7 @@ async def test_a_crash_loop_backs_off_and_fails_fast(gateway_factory: StartGatew
     assert "failing to start pods" in again.value.message
     assert again.value.retry_after is not None and again.value.retry_after > 0
     async with httpx.AsyncClient() as http:
-        ready = await http.get(f"{gateway.url}/readyz")
+        ready = await http.get(f"{gateway.url}/readyz", params={"strict": "true"})
     assert ready.status_code == 503
     assert ready.json()["runtimes"] == {"crashy": False}
     assert metric(await scrape(gateway), "toolmesh_pod_start_failures_total", runtime="crashy") >= 1
