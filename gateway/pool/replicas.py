@@ -17,7 +17,7 @@ held as for a cold start. Its in-flight calls to idempotent functions go to
 another pod (or wait for the replacement); the others end with a retryable
 `Unavailable` saying the pod died mid-call and the call may have run. A pod
 death is not a crash loop: only pods that fail to start (never ready, or dead
-on their own within `STARTUP_GRACE` without serving a call) back off,
+on their own within `STARTUP_GRACE` before taking a call) back off,
 exponentially. A template that dies or hangs is replaced (template_keeper.py),
 its pods drained, and calls held the same way.
 """
@@ -84,7 +84,8 @@ class Replica:
     state: str = READY
     inflight: int = 0
     last_used: float = 0.0
-    #: Calls it answered (with a result or an error of the function's own).
+    #: Calls it took, and those it answered (with a result or an error of the function's own).
+    taken: int = 0
     served: int = 0
 
     async def close(self) -> None:
@@ -258,6 +259,7 @@ class ReplicaSet:
 
     async def _acquire(self, deadline: float) -> Replica:
         replica = self._pick() or await self._hold(deadline)
+        replica.taken += 1
         replica.inflight += 1
         self._inflight += 1
         if (
@@ -436,9 +438,11 @@ class ReplicaSet:
             lived = self._clock() - replica.started_at
             what = (
                 f"pod {pid} exited with status {status} ({reason}) after {lived:.1f} s "
-                f"and {replica.served} calls"
+                f"and {replica.taken} calls"
             )
-            if replica.served == 0 and lived < STARTUP_GRACE and reason != "killed":
+            # A pod that died running a call started fine: the call (a crashing function)
+            # killed it, and backing off would deny the runtime's other functions.
+            if replica.taken == 0 and lived < STARTUP_GRACE and reason != "killed":
                 self._failed(what)
             else:
                 log.warning(f"runtime {self.name!r}: {what}; replacing it", extra={"runtime": self.name})

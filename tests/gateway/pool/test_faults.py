@@ -161,3 +161,18 @@ async def test_readiness_is_per_runtime_and_one_down_runtime_keeps_the_gateway_i
         assert unknown.status_code == 404 and "nope" in unknown.json()["error"]["message"]
         assert (await http.get("/readyz", params={"strict": "maybe"})).status_code == 400
         assert (await http.get("/healthz")).json() == {"status": "ok"}
+
+
+async def test_a_function_that_kills_its_pod_does_not_deny_the_runtimes_other_functions(
+    gateway_factory: StartGateway, client: Any
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "pool_tools", "dying_tools"))
+    mesh = client(gateway)
+    for _ in range(5):
+        with pytest.raises(Unavailable) as caught:
+            await mesh.invoke("die", {})
+        assert "died mid-call" in caught.value.message
+        assert not (await mesh.invoke("wait", {})).is_error
+    text = await scrape(gateway)
+    assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="crashed") == 5
+    assert metric(text, "toolmesh_pod_start_failures_total", runtime="tools") == 0
