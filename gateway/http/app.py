@@ -7,7 +7,7 @@ GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&quer
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
-GET  /openapi.json, /healthz, /readyz, /metrics
+GET  /openapi.json, /healthz, /readyz?runtime=&strict=, /metrics
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from toolmesh.errors import InternalError, InvalidRequest, ToolmeshError
+from toolmesh.errors import FunctionNotFound, InternalError, InvalidRequest, ToolmeshError
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
 from toolmesh.gateway.core.result_json import result_json
@@ -104,12 +104,29 @@ def create_app(
         return json_response(document)
 
     async def healthz(request: Request) -> Response:
+        """Liveness of the gateway process itself: it answers, so its event loop runs.
+        Runtimes are not looked at (a dead runtime is no reason to restart the gateway)."""
         return json_response({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
+        """Readiness, per runtime: ``{"ready": <all of them>, "runtimes": {name: bool}}``.
+
+        Plain ``/readyz`` answers 200 while the gateway serves, whatever its runtimes do:
+        that is what a Kubernetes readiness probe reads, and one runtime down (restarting
+        its template, backing off) must not take the whole gateway out of its Service;
+        calls to the other runtimes still work, and calls to that one get a retryable 503.
+        ``?runtime=NAME`` answers 503 unless that runtime is ready (404 for no such
+        runtime); ``?strict=true`` answers 503 unless every runtime is ready.
+        """
         runtimes = dict(ready()) if ready is not None else {}
         ok = all(runtimes.values())
-        return json_response({"ready": ok, "runtimes": runtimes}, 200 if ok else 503)
+        body: dict[str, Any] = {"ready": ok, "runtimes": runtimes}
+        name = request.query_params.get("runtime")
+        if name is not None:
+            if name not in runtimes:
+                raise FunctionNotFound(f"no runtime named {name!r}", param="runtime")
+            return json_response({**body, "runtime": name}, 200 if runtimes[name] else 503)
+        return json_response(body, 200 if ok or not _flag(request, "strict") else 503)
 
     async def metrics(request: Request) -> Response:
         return Response(generate_latest(mesh.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -269,10 +269,27 @@ def openapi_document() -> dict[str, Any]:
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "Alive"}}}},
         "/readyz": {
             "get": {
-                "summary": "Readiness of every runtime",
+                "summary": "Readiness of each runtime (200 while the gateway serves, unless asked otherwise)",
+                "parameters": [
+                    {
+                        "name": "runtime",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                        "description": "Answer 503 unless this runtime is ready.",
+                    },
+                    {
+                        "name": "strict",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "boolean"},
+                        "description": "Answer 503 unless every runtime is ready.",
+                    },
+                ],
                 "responses": {
-                    "200": {"description": "Ready"},
-                    "503": {"description": "A runtime is not ready"},
+                    "200": {"description": "The gateway serves; the body says which runtimes are ready"},
+                    "503": {"description": "The runtime asked for (or, strict, any runtime) is not ready"},
+                    **_errors(400, 404),
                 },
             }
         },

@@ -1,6 +1,12 @@
 """The gateway's side of a template process: start it, read its catalog, ask it for pods.
 
 See toolmesh/runtimes/pod/template.py for the process itself and its line protocol.
+
+The template's end is noticed by polling its exit status, not by the end of its
+output: its pods share that pipe and keep it open while they drain. A template
+that leaves a spawn request unanswered (no pod ready, failed or exited for it)
+for `startup_timeout` + `HANG_MARGIN` seconds is taken as hung and killed, so
+that whoever keeps it (template_keeper.py) starts a new one.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import itertools
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -33,6 +40,11 @@ log = logging.getLogger("toolmesh.pool")
 TEMPLATE_START_TIMEOUT = 60.0
 #: Largest protocol line (a catalog of thousands of functions fits easily).
 LINE_LIMIT = 64 * 1024 * 1024
+#: How often the template's exit status is looked at: its death is noticed within this.
+WATCH_INTERVAL = 0.1
+#: Seconds past `startup_timeout` a spawn request may go unanswered before the template is
+#: taken as hung (a late pod still answers it, so a slow start alone does not count).
+HANG_MARGIN = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +100,14 @@ class TemplateProcess:
         #: Called once if the template process itself ends.
         self.on_template_exit: Callable[[int], None] = lambda status: None
         self._waiting: dict[str, asyncio.Future[Spawned]] = {}
+        #: Spawn requests no event has answered yet -> when they were sent.
+        self._unanswered: dict[str, float] = {}
+        #: Whether the gateway killed it for leaving a spawn unanswered.
+        self.hung = False
+        self._ended = False
         self._ids = itertools.count(1)
         self._reader = asyncio.create_task(self._read())
+        self._watcher = asyncio.create_task(self._watch())
 
     @classmethod
     async def start(cls, config: RuntimeConfig, env: Mapping[str, str]) -> TemplateProcess:
@@ -143,6 +161,7 @@ class TemplateProcess:
         spawn = str(next(self._ids))
         ready: asyncio.Future[Spawned] = asyncio.get_running_loop().create_future()
         self._waiting[spawn] = ready
+        self._unanswered[spawn] = asyncio.get_running_loop().time()
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps({"spawn": spawn}).encode() + b"\n")
@@ -162,7 +181,28 @@ class TemplateProcess:
                 self._dispatch(event)
             except (ValueError, KeyError, TypeError):
                 log.warning("unreadable line from a template", extra={"runtime": self.config.name})
-        status = await self.process.wait()
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        hang_after = self.config.startup_timeout + HANG_MARGIN
+        while self.process.returncode is None:
+            await asyncio.sleep(WATCH_INTERVAL)
+            oldest = min(self._unanswered.values(), default=math.inf)
+            if loop.time() - oldest > hang_after and self.process.returncode is None:
+                log.error(
+                    f"runtime {self.config.name!r}: its template process left a request for a pod "
+                    f"unanswered for {hang_after:g} s; killing it",
+                    extra={"runtime": self.config.name, "pid": self.process.pid},
+                )
+                self.hung = True
+                self.process.kill()
+        self._end(self.process.returncode)
+
+    def _end(self, status: int) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self._unanswered.clear()
         for waiting in self._waiting.values():
             if not waiting.done():
                 waiting.set_exception(Unavailable(f"runtime {self.config.name!r} stopped", retry_after=1.0))
@@ -170,6 +210,7 @@ class TemplateProcess:
 
     def _dispatch(self, event: dict[str, Any]) -> None:
         kind = event["event"]
+        self._unanswered.pop(str(event.get("spawn")), None)
         waiting = self._waiting.get(str(event.get("spawn")))
         if kind == "exit":
             if waiting is not None and not waiting.done():
@@ -196,7 +237,11 @@ class TemplateProcess:
             )
 
     async def close(self) -> None:
-        """Close stdin: the template stops its pods (they drain) and exits."""
+        """Close stdin: the template stops its pods (they drain) and exits.
+
+        Also for a template that already died: its pods (told by the kernel, see
+        lifeline.py) drain on their own, and the wait is for them to close the pipe."""
+        self._ended = True  # its end is asked for, not news
         if self.process.stdin is not None and not self.process.stdin.is_closing():
             self.process.stdin.close()
         try:
@@ -204,7 +249,9 @@ class TemplateProcess:
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
-            await self.process.wait()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._reader
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), 5)
+        for task in (self._watcher, self._reader):
+            task.cancel()
+        await asyncio.gather(self._watcher, self._reader, return_exceptions=True)
         shutil.rmtree(self._socket_dir, ignore_errors=True)

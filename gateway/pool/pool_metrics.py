@@ -7,10 +7,15 @@
     toolmesh_cold_start_seconds{runtime}                     histogram, such a call's wait for a pod
     toolmesh_replica_start_seconds{runtime}                  histogram, asking for a pod -> it serves
     toolmesh_queue_wait_seconds{runtime}                     histogram, time calls were held
-    toolmesh_pod_restarts_total{runtime}                     counter, pods that ended unexpectedly
+    toolmesh_pod_restarts_total{runtime,reason}              counter, pods that ended unexpectedly
     toolmesh_pod_start_failures_total{runtime}               counter, pods that failed to start
+    toolmesh_template_restarts_total{runtime,reason}         counter, template processes that ended unasked
 
-`runtime` only takes names from the config.
+`runtime` only takes names from the config. A pod's `reason`: `killed` (SIGKILL: by
+hand or by the kernel's OOM killer, which cannot be told apart from here), `crashed`
+(any other signal or exit status), `template` (it went with its template process).
+A template's: `killed`, `crashed`, or `hung` (the gateway killed it for leaving a
+request for a pod unanswered).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from prometheus_client.registry import Collector
 
 #: Pod states as the `state` label shows them.
 REPLICA_STATES = ("starting", "ready", "draining")
+POD_RESTART_REASONS = ("crashed", "killed", "template")
+TEMPLATE_RESTART_REASONS = ("crashed", "killed", "hung")
 #: From a forked pod (milliseconds) to a fresh interpreter under load (seconds).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
@@ -74,8 +81,14 @@ class PoolMetrics(Collector):
         )
         self.restarts = Counter(
             "toolmesh_pod_restarts",
-            "Pods that ended without being asked to (crashed or killed).",
-            label,
+            "Pods that ended without being asked to, by reason (crashed, killed, template).",
+            ["runtime", "reason"],
+            registry=registry,
+        )
+        self.template_restarts = Counter(
+            "toolmesh_template_restarts",
+            "Template processes that ended without being asked to and were started again, by reason.",
+            ["runtime", "reason"],
             registry=registry,
         )
         self.start_failures = Counter(
@@ -86,8 +99,12 @@ class PoolMetrics(Collector):
         )
         for name in runtimes:
             # Every series exists from the start, so rate() sees the first event.
-            for family in (self.cold_starts, self.restarts, self.start_failures):
+            for family in (self.cold_starts, self.start_failures):
                 family.labels(name)
+            for reason in POD_RESTART_REASONS:
+                self.restarts.labels(name, reason)
+            for reason in TEMPLATE_RESTART_REASONS:
+                self.template_restarts.labels(name, reason)
             for histogram in (self.cold_start_seconds, self.replica_start_seconds, self.queue_wait_seconds):
                 histogram.labels(name)
         self._loads: dict[str, RuntimeLoad] = {}

@@ -9,10 +9,17 @@ activator of Knative, and how a runtime scales from zero.
 Scaling follows demand: while calls in flight plus held calls exceed
 `target_concurrency` per pod, more pods start (up to `max_replicas`); a pod idle
 for `idle_timeout` is drained and stopped (down to `min_replicas`, zero by
-default). A pod that ends unasked is taken out of rotation at once; its
-in-flight calls fail with a retryable error (calls to idempotent functions are
-retried once on another pod) and a replacement starts when demand or
-`min_replicas` asks for one. Pods that keep dying young back off exponentially.
+default).
+
+Faults: a pod that ends unasked is taken out of rotation at once and a
+replacement starts when demand or `min_replicas` asks for one, while calls are
+held as for a cold start. Its in-flight calls to idempotent functions go to
+another pod (or wait for the replacement); the others end with a retryable
+`Unavailable` saying the pod died mid-call and the call may have run. A pod
+death is not a crash loop: only pods that fail to start (never ready, or dead
+on their own within `STARTUP_GRACE` before taking a call) back off,
+exponentially. A template that dies or hangs is replaced (template_keeper.py),
+its pods drained, and calls held the same way.
 """
 
 from __future__ import annotations
@@ -34,23 +41,33 @@ from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TemplateProcess
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import retry_is_safe
-from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.executor import REFUSED, Call
 
 log = logging.getLogger("toolmesh.pool")
 
-#: A pod that dies within this many seconds of starting counts toward a crash loop.
-CRASH_WINDOW = 10.0
-#: The first back-off after a failed start or a young death, doubled each time, capped.
+#: A pod that dies on its own this soon after it became ready, without serving a call,
+#: failed to start (a module that crashes its pods at once, say).
+STARTUP_GRACE = 1.0
+#: How many pods a call to an idempotent function may try, within its deadline.
+MAX_ATTEMPTS = 3
+#: The first back-off after a failed start, doubled each time, capped.
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 #: How often idle pods are looked for, at most (idle_timeout / 4 when that is shorter).
 REAP_INTERVAL = 1.0
 
 STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
+
+
+def pod_exit_reason(status: int) -> str:
+    """The `reason` label of toolmesh_pod_restarts_total for a pod that ended with `status`
+    (negative: the signal that killed it)."""
+    return "killed" if status == -signal.SIGKILL else "crashed"
 
 
 @dataclass(eq=False)
@@ -67,6 +84,9 @@ class Replica:
     state: str = READY
     inflight: int = 0
     last_used: float = 0.0
+    #: Calls it took, and those it answered (with a result or an error of the function's own).
+    taken: int = 0
+    served: int = 0
 
     async def close(self) -> None:
         if self.socket is not None:
@@ -83,10 +103,12 @@ class ReplicaSet:
         template: TemplateProcess,
         metrics: PoolMetrics,
         clock: Callable[[], float] = time.monotonic,
+        restart: StartTemplate | None = None,
     ) -> None:
+        """`restart` starts a new template when the one running ends unasked (none: no restart)."""
         self.config = config
         self.name = config.name
-        self.template = template
+        self.templates = TemplateKeeper(template, metrics, restart, clock)
         self._metrics = metrics
         self._clock = clock
         self.replicas: list[Replica] = []
@@ -102,19 +124,25 @@ class ReplicaSet:
         self._tasks: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
-        template.on_exit = self._exited
-        template.on_template_exit = self._template_exited
+        self.templates.on_exit = self._exited
+        self.templates.on_lost = self._template_lost
+        self.templates.on_started = self._template_started
         metrics.watch(self.name, self)
 
     # -- what the pool, the metrics and readiness read ---------------------------------------
 
     @property
+    def template(self) -> TemplateProcess:
+        """The template process forking pods now (a new one after a restart)."""
+        return self.templates.current
+
+    @property
     def specs(self) -> list[FunctionSpec]:
-        return self.template.specs
+        return self.templates.specs
 
     @property
     def namespaces(self) -> list[NamespaceSpec]:
-        return self.template.namespaces
+        return self.templates.namespaces
 
     @property
     def inflight(self) -> int:
@@ -144,7 +172,7 @@ class ReplicaSet:
         self._reconcile()
         deadline = self._clock() + self.config.startup_timeout
         while self._ready_count() < self.config.min_replicas:
-            self._raise_if_failing()
+            self._raise_if_failing(deadline)
             await self._wait_for_change(deadline)
         self._reaper = asyncio.create_task(self._reap_idle())
 
@@ -157,7 +185,7 @@ class ReplicaSet:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.template.close()
+        await self.templates.close()
         for replica in self.replicas:
             await replica.close()
         self.replicas.clear()
@@ -166,18 +194,29 @@ class ReplicaSet:
 
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         deadline = self._clock() + timeout
-        for attempt in (1, 2):
+        for attempt in range(1, MAX_ATTEMPTS + 1):
             replica = await self._acquire(deadline)
             try:
                 remaining = max(deadline - self._clock(), 0.001)
-                return await (replica.socket or replica.client).invoke(call, remaining)
-            except Unavailable as exc:
+                result = await (replica.socket or replica.client).invoke(call, remaining)
+                self._served(replica)
+                return result
+            except PodUnreachable as exc:
                 self._suspect(replica)
-                if attempt == 2 or not retry_is_safe(exc, idempotent):
+                if attempt == MAX_ATTEMPTS or not retry_is_safe(exc, idempotent):
+                    raise self._died_mid_call(replica, exc) from None
+            except Unavailable as exc:
+                # The pod's own answer: draining (refused, so safe to send elsewhere), or
+                # the function's error (a runtime it calls is down): not the pod's fault.
+                if exc.details.get(REFUSED) is not True or attempt == MAX_ATTEMPTS:
                     raise
-                log.info("retrying a call on another pod", extra={"runtime": self.name})
+                self._suspect(replica)
+            except ToolmeshError:
+                self._served(replica)
+                raise
             finally:
                 self._release(replica)
+            log.info("retrying a call on another pod", extra={"runtime": self.name})
         raise AssertionError("unreachable")
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
@@ -186,11 +225,27 @@ class ReplicaSet:
         try:
             async for event in replica.client.stream(call, max(deadline - self._clock(), 0.001)):
                 yield event
-        except Unavailable:
+            self._served(replica)
+        except PodUnreachable as exc:
             self._suspect(replica)
-            raise
+            raise self._died_mid_call(replica, exc) from None
         finally:
             self._release(replica)
+
+    def _died_mid_call(self, replica: Replica, error: PodUnreachable) -> Unavailable:
+        """What a caller sees when the pod running its call went away."""
+        if error.details.get(REFUSED) is True:
+            return Unavailable(error.message, retry_after=error.retry_after, details=error.details)
+        return Unavailable(
+            f"pod {replica.pid} of runtime {self.name!r} died mid-call; the call may have run "
+            f"(retry if that is safe: {error.message})",
+            retry_after=1.0,
+        )
+
+    def _served(self, replica: Replica) -> None:
+        replica.served += 1
+        if replica.served == 1:
+            self._failures = 0  # pods start and serve: whatever failed before is over
 
     def _pick(self) -> Replica | None:
         """The ready pod with the fewest calls in flight, below its limit; ties go to the oldest."""
@@ -204,6 +259,7 @@ class ReplicaSet:
 
     async def _acquire(self, deadline: float) -> Replica:
         replica = self._pick() or await self._hold(deadline)
+        replica.taken += 1
         replica.inflight += 1
         self._inflight += 1
         if (
@@ -228,7 +284,7 @@ class ReplicaSet:
             self._reconcile()
             limit = min(deadline, arrived + self.config.startup_timeout)
             while (replica := self._pick()) is None:
-                self._raise_if_failing()
+                self._raise_if_failing(limit)
                 await self._wait_for_change(limit)
             return replica
 
@@ -238,9 +294,10 @@ class ReplicaSet:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), remaining)
                 return
+        why = f"; {self.templates.down_reason}, a new one is starting" if not self.template.alive else ""
         raise Unavailable(
             f"no pod of runtime {self.name!r} could take the call in time "
-            f"({self._ready_count()} ready, {self._starting} starting)",
+            f"({self._ready_count()} ready, {self._starting} starting{why})",
             retry_after=1.0,
         )
 
@@ -249,10 +306,18 @@ class ReplicaSet:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    def _raise_if_failing(self) -> None:
-        """Held calls fail fast while pods crash-loop and none is running or starting."""
+    def _raise_if_failing(self, limit: float) -> None:
+        """Held calls fail fast while pods crash-loop and none is running or starting, or
+        while the runtime has no template and gets none before `limit`."""
         if not self.template.alive:
-            raise Unavailable(f"runtime {self.name!r} is down (its template process exited)", retry_after=5.0)
+            wait = self.templates.retry_at - self._clock()
+            if not self.templates.restarts or self.templates.retry_at > limit:
+                raise Unavailable(
+                    f"runtime {self.name!r} is down ({self.templates.down_reason or 'no template process'})"
+                    + (f"; next attempt in {wait:.1f} s" if self.templates.restarts else ""),
+                    retry_after=max(wait, 1.0),
+                )
+            return
         wait = self._backoff_until - self._clock()
         if wait > 0 and self._ready_count() == 0 and self._starting == 0:
             raise Unavailable(
@@ -289,12 +354,16 @@ class ReplicaSet:
 
     async def _start_one(self) -> None:
         began = self._clock()
+        template = self.template
         try:
-            spawned = await self.template.spawn(self.config.startup_timeout)
+            spawned = await template.spawn(self.config.startup_timeout)
         except ToolmeshError as exc:
             self._starting -= 1
-            self._metrics.start_failures.labels(self.name).inc()
-            self._failed(f"a pod failed to start: {exc.message}")
+            if template.alive and not self._closed:
+                self._metrics.start_failures.labels(self.name).inc()
+                self._failed(f"a pod failed to start: {exc.message}")
+            else:
+                self._notify()  # its template is gone; a new one asks again
             return
         self._starting -= 1
         now = self._clock()
@@ -307,7 +376,7 @@ class ReplicaSet:
             started_at=now,
             last_used=now,
         )
-        if self._closed:
+        if self._closed or template is not self.template:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(replica.pid, signal.SIGTERM)
             await replica.close()
@@ -349,33 +418,47 @@ class ReplicaSet:
             self._drain(replica)
             self._reconcile()
 
-    def _exited(self, pid: int, status: int) -> None:
-        replica = self._by_pid.pop(pid, None)
-        if replica is None:
-            return
-        asked = replica.state == DRAINING and status == 0
+    def _gone(self, replica: Replica) -> None:
+        self._by_pid.pop(replica.pid, None)
         if replica in self.replicas:
             self.replicas.remove(replica)
         replica.state = GONE
         if replica.inflight == 0:
             self._spawn_task(replica.close())
+
+    def _exited(self, pid: int, status: int) -> None:
+        replica = self._by_pid.get(pid)
+        if replica is None:
+            return
+        asked = replica.state == DRAINING and status == 0
+        self._gone(replica)
         if not asked and not self._closed:
-            self._metrics.restarts.labels(self.name).inc()
+            reason = pod_exit_reason(status)
+            self._metrics.restarts.labels(self.name, reason).inc()
             lived = self._clock() - replica.started_at
-            reason = f"pod {pid} exited with status {status} after {lived:.1f} s"
-            if lived < CRASH_WINDOW:
-                self._failed(reason)
+            what = (
+                f"pod {pid} exited with status {status} ({reason}) after {lived:.1f} s "
+                f"and {replica.taken} calls"
+            )
+            # A pod that died running a call started fine: the call (a crashing function)
+            # killed it, and backing off would deny the runtime's other functions.
+            if replica.taken == 0 and lived < STARTUP_GRACE and reason != "killed":
+                self._failed(what)
             else:
-                log.warning(f"runtime {self.name!r}: {reason}", extra={"runtime": self.name})
+                log.warning(f"runtime {self.name!r}: {what}; replacing it", extra={"runtime": self.name})
                 self._reconcile()
         self._notify()
 
-    def _template_exited(self, status: int) -> None:
-        if not self._closed:
-            log.error(
-                f"runtime {self.name!r}: its template process exited with status {status}",
-                extra={"runtime": self.name},
-            )
+    def _template_lost(self, old: TemplateProcess) -> None:
+        """Its pods go with it (they drain, told by the kernel): out of rotation now; their
+        calls in flight may still finish."""
+        for replica in list(self.replicas):
+            self._metrics.restarts.labels(self.name, "template").inc()
+            self._gone(replica)
+        self._notify()
+
+    def _template_started(self) -> None:
+        self._reconcile()
         self._notify()
 
     async def _reap_idle(self) -> None:

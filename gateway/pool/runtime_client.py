@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 
-from toolmesh.error_shapes import from_rpc_error
+from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
+from toolmesh.errors import ToolmeshError, Unavailable
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire
@@ -42,6 +44,21 @@ BALANCED_OPTIONS: list[tuple[str, int | str]] = [
 ]
 
 
+class PodUnreachable(Unavailable):
+    """The road to a pod failed (refused, reset, closed), as opposed to the pod answering with
+    an error of its own. Raised by the pool's clients and caught by the pool, which tells the
+    caller whether the call may have run (see replicas.py); never reaches a caller as such."""
+
+
+def _translate(exc: grpc.aio.AioRpcError, peer: str) -> ToolmeshError:
+    error = from_rpc_error(exc, peer)
+    metadata: Any = exc.trailing_metadata() or ()
+    answered = any(key == GRPC_CODE_KEY for key, _ in metadata)
+    if type(error) is Unavailable and not answered:
+        return PodUnreachable(error.message, retry_after=error.retry_after)
+    return error
+
+
 class RuntimeClient:
     """Calls one runtime over gRPC and speaks toolmesh's core types, not protobuf."""
 
@@ -69,7 +86,7 @@ class RuntimeClient:
                 wire.call_to_proto(call), timeout=timeout, wait_for_ready=wait_for_ready
             )
         except grpc.aio.AioRpcError as exc:
-            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+            raise _translate(exc, f"runtime {self.name!r}") from None
         return wire.result_from_proto(reply)
 
     async def stream(
@@ -85,7 +102,7 @@ class RuntimeClient:
                 else:
                     yield wire.result_from_proto(event.result)
         except grpc.aio.AioRpcError as exc:
-            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+            raise _translate(exc, f"runtime {self.name!r}") from None
 
     async def close(self) -> None:
         await self.channel.close(grace=None)

@@ -23,6 +23,7 @@ from toolmesh.gateway.pool.launcher import TemplateProcess
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
+from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
@@ -82,7 +83,9 @@ class Pool:
             )
             for config, template in zip(local, templates, strict=True):
                 if isinstance(template, TemplateProcess):
-                    self.sets[config.name] = ReplicaSet(config, template, self._metrics)
+                    self.sets[config.name] = ReplicaSet(
+                        config, template, self._metrics, restart=self._template_starter(config)
+                    )
             for failure in templates:
                 if isinstance(failure, BaseException):
                     raise failure
@@ -93,6 +96,10 @@ class Pool:
         except BaseException:
             await self.close()
             raise
+
+    def _template_starter(self, config: RuntimeConfig) -> StartTemplate:
+        """Starts a new template for `config` when its template dies or hangs."""
+        return lambda: TemplateProcess.start(config, self._environment(config))
 
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)

@@ -10,9 +10,10 @@ import itertools
 
 from toolmesh.error_shapes import from_pod_error
 from toolmesh.errors import FunctionTimeout, Unavailable
+from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.executor import REFUSED, Call
 from toolmesh.runtimes.pod.socket_protocol import (
     CANCEL,
     ERROR,
@@ -45,7 +46,9 @@ class _Connection(FrameReader):
         for waiter in self.waiting.values():
             if not waiter.done():
                 waiter.set_exception(
-                    Unavailable(f"lost the connection to a pod of runtime {self.runtime!r}", retry_after=1.0)
+                    PodUnreachable(
+                        f"lost the connection to a pod of runtime {self.runtime!r}", retry_after=1.0
+                    )
                 )
         self.waiting.clear()
 
@@ -72,8 +75,11 @@ class SocketClient:
                         lambda: _Connection(self.runtime), self.path
                     )
                 except OSError as exc:
-                    raise Unavailable(
-                        f"cannot reach a pod of runtime {self.runtime!r}: {exc.strerror}", retry_after=1.0
+                    # Nothing was sent: the call may go to another pod, idempotent or not.
+                    raise PodUnreachable(
+                        f"cannot reach a pod of runtime {self.runtime!r}: {exc.strerror}",
+                        retry_after=1.0,
+                        details={REFUSED: True},
                     ) from None
                 self._connection = protocol
             return self._connection

@@ -198,7 +198,7 @@ async def test_a_killed_pod_is_replaced_and_idempotent_calls_still_succeed(
     # min_replicas asks for a replacement.
     await eventually(lambda: len(ready_pids(gateway)) == 2 and victim not in ready_pids(gateway))
     assert survivor in ready_pids(gateway)
-    assert metric(await scrape(gateway), "toolmesh_pod_restarts_total", runtime="tools") == 1
+    assert metric(await scrape(gateway), "toolmesh_pod_restarts_total", runtime="tools", reason="killed") == 1
 
 
 async def test_calls_that_are_not_idempotent_fail_retryably_when_their_pod_dies(
@@ -225,7 +225,7 @@ async def test_a_crash_loop_backs_off_and_fails_fast(gateway_factory: StartGatew
     assert "failing to start pods" in again.value.message
     assert again.value.retry_after is not None and again.value.retry_after > 0
     async with httpx.AsyncClient() as http:
-        ready = await http.get(f"{gateway.url}/readyz")
+        ready = await http.get(f"{gateway.url}/readyz", params={"strict": "true"})
     assert ready.status_code == 503
     assert ready.json()["runtimes"] == {"crashy": False}
     assert metric(await scrape(gateway), "toolmesh_pod_start_failures_total", runtime="crashy") >= 1
