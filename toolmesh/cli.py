@@ -36,6 +36,7 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
     from toolmesh.runtimes.pod import logs
+    from toolmesh.runtimes.pod.limits import MemoryLimitTooLow
     from toolmesh.runtimes.pod.pod_env import read_environment
     from toolmesh.runtimes.pod.serving import run
     from toolmesh.runtimes.pod.settings import PodSettings
@@ -45,7 +46,7 @@ def _runtime(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     try:
         return run_template(settings) if settings.template else run(settings)
-    except DefinitionError as exc:
+    except (DefinitionError, MemoryLimitTooLow) as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
         return 2
 
