@@ -36,8 +36,8 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
     from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.limits import MemoryLimitTooLow
     from toolmesh.runtimes.pod.pod_env import read_environment
+    from toolmesh.runtimes.pod.pod_process import MemoryLimitTooLow
     from toolmesh.runtimes.pod.serving import run
     from toolmesh.runtimes.pod.settings import PodSettings
     from toolmesh.runtimes.pod.template import run_template

@@ -46,7 +46,7 @@ MAX_RESULT_BYTES_CEILING = WIRE_LIMIT_BYTES - 1024 * 1024
 #: they touch (CUDA, JIT runtimes); set it per runtime where the modules are known.
 DEFAULT_MAX_MEMORY_MB: int | None = None
 #: The lowest max_memory_mb accepted. Measured with a small module and the arenas capped
-#: (limits.py): an idle pod reserves about 200 MiB of address space, and with its 32 workers
+#: (pod_process.py): an idle pod reserves about 200 MiB of address space, and with its 32 workers
 #: busy about 450 MiB (each thread has an 8 MiB stack). The pod checks its own need at start.
 MIN_MAX_MEMORY_MB = 512
 #: The pods' /proc/self/oom_score_adj: when the machine runs out of memory the kernel picks a

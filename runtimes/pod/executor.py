@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import random
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,8 +38,8 @@ from toolmesh.errors import (
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, normalise
-from toolmesh.runtimes.pod.deadlines import Deadlines
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
+from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_MAX_MEMORY_MB,
@@ -49,7 +47,6 @@ from toolmesh.runtimes.pod.defaults import (
     DEFAULT_TIMEOUT,
     DEFAULT_WORKERS,
 )
-from toolmesh.runtimes.pod.limits import content_bytes
 
 DEFAULT_MAX_DEPTH = 8
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
@@ -157,13 +154,8 @@ class Executor:
         self.config = config or ExecutorConfig()
         self._observer = observer
         self._mesh = mesh
-        self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
-        #: Work handed to the thread pool and not finished yet.
-        self._work: set[Future[Any]] = set()
-        self._stuck = 0
-        self._max_stuck = self.config.max_stuck or max(1, self.config.workers // 2)
-        self._on_stuck = on_stuck
-        self._recycling = False
+        max_stuck = self.config.max_stuck or max(1, self.config.workers // 2)
+        self._threads = WorkerThreads(self.config.workers, max_stuck, on_stuck)
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -177,12 +169,12 @@ class Executor:
     @property
     def stuck(self) -> int:
         """Threads still running a sync call whose caller was answered (timed out or cancelled)."""
-        return self._stuck
+        return self._threads.stuck
 
     @property
     def busy_threads(self) -> int:
         """Threads running a function now; idle pool threads are not counted."""
-        return sum(1 for work in list(self._work) if work.running())
+        return self._threads.busy
 
     async def drain(self, grace: float) -> bool:
         """Turn new calls away (UNAVAILABLE, retryable) and wait up to `grace`
@@ -266,7 +258,7 @@ class Executor:
 
     def close(self) -> None:
         """Stop the worker threads. Threads stuck in a sync function are abandoned."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.shutdown()
 
     # -- internals --------------------------------------------------------------------------
 
@@ -276,11 +268,12 @@ class Executor:
         except ToolmeshError:
             self._finish(call, "", Outcome.NOT_FOUND, 0.0)
             raise
-        if not nested and (self._draining or self._recycling or self._inflight >= self.config.max_inflight):
+        recycling = self._threads.overwhelmed
+        if not nested and (self._draining or recycling or self._inflight >= self.config.max_inflight):
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
-            if self._recycling:
+            if recycling:
                 raise Unavailable(
-                    f"runtime pod is being replaced ({self._stuck} threads stuck in calls that timed out); "
+                    f"runtime pod is being replaced ({self.stuck} threads stuck in calls that timed out); "
                     "send the call to another replica",
                     retry_after=0,
                     details={REFUSED: True},
@@ -443,41 +436,10 @@ class Executor:
                     return None
                 await emit(_chunk(item))
         finally:
-            with contextlib.suppress(RuntimeError):  # the pool is shut down
-                self._track(self._pool.submit(_close_quietly, generator))
+            self._threads.run_later(_close_quietly, generator)
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        # copy_context keeps contextvars (e.g. tracing) visible inside the function.
-        work = self._track(self._pool.submit(contextvars.copy_context().run, fn, *args))
-        try:
-            return await asyncio.wrap_future(work)
-        except asyncio.CancelledError:
-            if work.running():
-                self._stuck_in(work)
-            raise
-
-    def _track(self, work: Future[Any]) -> Future[Any]:
-        self._work.add(work)
-        work.add_done_callback(self._work.discard)
-        return work
-
-    def _stuck_in(self, work: Future[Any]) -> None:
-        """The call gave up on `work`, whose thread runs on: count it until it ends."""
-        self._stuck += 1
-        loop = asyncio.get_running_loop()
-
-        def unstuck(_: object) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: the pod is exiting
-                loop.call_soon_threadsafe(self._unstuck)
-
-        work.add_done_callback(unstuck)
-        if self._stuck >= self._max_stuck and not self._recycling:
-            self._recycling = True
-            if self._on_stuck is not None:
-                self._on_stuck(self._stuck)
-
-    def _unstuck(self) -> None:
-        self._stuck -= 1
+    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+        return self._threads.run(fn, *args)
 
 
 _DONE = object()

@@ -7,7 +7,7 @@ refused, in-flight calls get `drain_grace` seconds to finish, then the process
 exits 0. A pod whose worker threads are stuck in timed-out calls (see executor.py)
 drains the same way on its own and exits `RECYCLED`, so its supervisor replaces it.
 
-Before it serves, a pod sets its process limits (limits.py): its OOM score, and
+Before it serves, a pod sets its process limits (pod_process.py): its OOM score, and
 its address space when the runtime has `max_memory_mb`.
 """
 
@@ -30,8 +30,8 @@ from prometheus_client import CollectorRegistry
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
-from toolmesh.runtimes.pod.limits import apply_process_limits
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
+from toolmesh.runtimes.pod.pod_process import apply_process_limits
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.runtimes.pod.socket_protocol import SocketServer

@@ -1,4 +1,8 @@
-"""The limits a pod sets on itself before it serves: its memory, its OOM score, its results.
+"""What pods and templates set on their own processes: dying with their parent, and limits.
+
+A gateway killed with SIGKILL runs no clean-up code, so its pods must notice
+on their own: Linux's parent-death signal delivers SIGTERM to a process the
+moment the thread that forked it exits, and a SIGTERM'd pod drains and exits.
 
 `apply_process_limits` runs in every pod (after the fork from a template, or at the start of
 an exec'd or standalone pod), never in a template: a template's limit would be inherited by
@@ -18,11 +22,26 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import resource
-from collections.abc import Sequence
+import signal
+import sys
 
-from toolmesh.runtimes.functions.results import Binary, Content, Json, Text
 from toolmesh.runtimes.pod.defaults import POD_OOM_SCORE_ADJ
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Get SIGTERM when process `parent` ends (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        # The parent was gone before the signal was armed: it will never come.
+        os.kill(os.getpid(), signal.SIGTERM)
+
 
 MIB = 1024 * 1024
 #: glibc's mallopt() parameter that caps the number of malloc arenas.
@@ -89,16 +108,3 @@ def _limit_malloc_arenas() -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.mallopt(_M_ARENA_MAX, LIMITED_ARENAS)
-
-
-def content_bytes(content: Sequence[Content]) -> int:
-    """The size of `content` on the wire, near enough to hold it to a limit (the protobuf
-    framing adds a few bytes per item)."""
-    total = 0
-    for item in content:
-        if isinstance(item, Text):
-            text = item.text
-            total += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        elif isinstance(item, Json | Binary):
-            total += len(item.data)
-    return total
