@@ -92,3 +92,22 @@ def test_an_oversized_result_is_an_error_result_naming_the_limit(pod_process: St
     assert result.error is not None and result.error.code == "resource_exhausted"
     assert "max_result_bytes (16777216)" in result.error.message
     assert call(pod, "huge", mib=1).structured is None and not call(pod, "huge", mib=1).is_error
+
+
+def test_a_generator_is_held_to_the_limit_in_total_when_collected_and_per_item_when_streamed(
+    pod_process: StartProcess,
+) -> None:
+    pod = pod_process("limit_tools", args=["--max-result-bytes", "3145728"])  # 3 MiB
+    collected = call(pod, "spill", chunks=4, mib=1)
+    assert collected.error is not None and collected.error.code == "resource_exhausted"
+    assert "max_result_bytes (3145728)" in collected.error.message
+    stub = runtime_pb2_grpc.RuntimeStub(grpc.insecure_channel(pod.address))
+
+    def stream(chunks: int, mib: int) -> list[invoke_pb2.InvokeStreamResponse]:
+        arguments = json.dumps({"chunks": chunks, "mib": mib}).encode()
+        return list(stub.InvokeStream(invoke_pb2.InvokeRequest(function="spill", arguments=arguments)))
+
+    streamed = stream(4, 1)
+    assert len(streamed) == 5 and not streamed[-1].result.is_error, "four 1 MiB items, each under the limit"
+    (only,) = stream(1, 4)
+    assert only.result.error.code == "resource_exhausted"
