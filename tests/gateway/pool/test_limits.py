@@ -12,12 +12,14 @@ from toolmesh import AsyncClient, FunctionTimeout, ResourceExhausted
 
 
 @pytest.mark.slow
-async def test_a_function_past_max_memory_mb_fails_alone(gateway_factory: StartGateway) -> None:
+@pytest.mark.parametrize("spawn", ["fork", "exec"])
+async def test_a_function_past_max_memory_mb_fails_alone(gateway_factory: StartGateway, spawn: str) -> None:
     gateway = await gateway_factory(
-        runtime("greedy", "limit_tools", max_memory_mb=1024), runtime("tools", "pool_tools")
+        runtime("greedy", "limit_tools", max_memory_mb=1024, spawn=spawn), runtime("tools", "pool_tools")
     )
     async with AsyncClient(gateway.url) as client:
         await asyncio.gather(client.invoke("ping", {}), client.invoke("wait", {}))  # both pods up
+        assert (await client.invoke("address_space_limit", {})).structured == 1024 * 1024 * 1024
         hogging = True
         answers: list[bool] = []
 
