@@ -63,6 +63,7 @@ _RUNTIME_FLAGS = {
     "--max-inflight": "max_inflight",
     "--workers": "workers",
     "--drain-grace": "drain_grace",
+    "--max-result-bytes": "max_result_bytes",
 }
 
 
@@ -98,7 +99,8 @@ def scaling_query(runtime: str, namespace: str) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:g}"
+    # Integers as they are: "{:g}" would write 16777216 as 1.67772e+07.
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def _check(config: MeshConfig, options: RenderOptions) -> None:
@@ -224,6 +226,11 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
         if flag in _RUNTIME_FLAGS:
             arg = f"{flag}={_number(getattr(runtime, _RUNTIME_FLAGS[flag]))}"
         args.append(arg)
+    if runtime.max_memory_mb is not None:
+        # The pod holds itself to the limit (RLIMIT_AS, so a call past it fails alone); the
+        # container's limit is the kernel's backstop for memory outside its address space.
+        args.append(f"--max-memory-mb={runtime.max_memory_mb}")
+        container["resources"]["limits"]["memory"] = f"{runtime.max_memory_mb}Mi"
     container["args"] = args + [f"--module={module}" for module in runtime.modules]
     mesh = f"{service_host(GATEWAY, options.namespace, options.cluster_domain)}:{config.gateway.grpc_port}"
     env = [{**item, "value": mesh} if item["name"] == MESH_ADDRESS_ENV else item for item in container["env"]]

@@ -61,6 +61,14 @@ def test_the_sections_parse_into_typed_settings() -> None:
         ("[chat]\nmax_rounds = 0", "chat.max_rounds: Input should be greater than or equal to 1"),
         ("[mcp]\npage_size = 0", "mcp.page_size: Input should be greater than or equal to 1"),
         ('[mcp]\norigins = ["x"]', "mcp.origins: Extra inputs are not permitted"),
+        (
+            '[[runtimes]]\nname = "t"\nmodules = ["m"]\nmax_memory_mb = 256',
+            "runtimes.0.max_memory_mb: Input should be greater than or equal to 512",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\nmodules = ["m"]\nmax_result_bytes = 67108864',
+            "runtimes.0.max_result_bytes: Input should be less than or equal to 66060288",
+        ),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:

@@ -37,6 +37,7 @@ def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
     from toolmesh.runtimes.pod import logs
     from toolmesh.runtimes.pod.pod_env import read_environment
+    from toolmesh.runtimes.pod.pod_process import MemoryLimitTooLow
     from toolmesh.runtimes.pod.serving import run
     from toolmesh.runtimes.pod.settings import PodSettings
     from toolmesh.runtimes.pod.template import run_template
@@ -45,7 +46,7 @@ def _runtime(args: argparse.Namespace) -> int:
     logs.configure(settings.log_level)
     try:
         return run_template(settings) if settings.template else run(settings)
-    except DefinitionError as exc:
+    except (DefinitionError, MemoryLimitTooLow) as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
         return 2
 

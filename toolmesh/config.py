@@ -63,8 +63,12 @@ from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
     DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_TIMEOUT,
     DEFAULT_WORKERS,
+    MAX_RESULT_BYTES_CEILING,
+    MIN_MAX_MEMORY_MB,
     LogLevel,
     TemplateMode,
 )
@@ -188,6 +192,16 @@ class RuntimeConfig(_Section):
     max_inflight: int = Field(DEFAULT_MAX_INFLIGHT, ge=1)
     #: Threads for sync functions in each pod.
     workers: int = Field(DEFAULT_WORKERS, ge=1)
+    #: Each pod's memory limit in MiB, as an address-space limit (RLIMIT_AS) set in the pod
+    #: after it starts, never in the template; on Kubernetes also the container's memory limit.
+    #: A call that passes it gets a `resource_exhausted` error naming the limit, and at worst
+    #: its own pod dies. None (the default): no limit. Address space counts what a pod
+    #: reserves, not what it uses: an idle pod reserves about 200 MiB, each busy worker thread
+    #: 8 MiB more, so it is at least 512 and a pod refuses to start below its own need.
+    max_memory_mb: int | None = Field(DEFAULT_MAX_MEMORY_MB, ge=MIN_MAX_MEMORY_MB)
+    #: Largest result a call may return, in bytes (content plus structured JSON); a larger one
+    #: is a `resource_exhausted` error for that call only. At most 63 MiB (the wire takes 64).
+    max_result_bytes: int = Field(DEFAULT_MAX_RESULT_BYTES, ge=1024, le=MAX_RESULT_BYTES_CEILING)
     #: Seconds a pod's in-flight calls get to finish when it stops.
     drain_grace: float = Field(DEFAULT_DRAIN_GRACE, ge=0)
     #: Pods kept running with no calls at all (0: scale to zero when idle).

@@ -13,6 +13,7 @@ own::
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
     ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
     ├── RateLimited            429  RESOURCE_EXHAUSTED  per-key rate limit hit
+    ├── ResourceExhausted      507  RESOURCE_EXHAUSTED  a call passed its runtime's memory or result limit
     ├── Overloaded             503  RESOURCE_EXHAUSTED  in-flight limit of a runtime reached
     ├── Unavailable            503  UNAVAILABLE         no runtime can take the call (draining, down)
     ├── FunctionTimeout        504  DEADLINE_EXCEEDED   the call ran out of time
@@ -164,6 +165,17 @@ class Overloaded(ToolmeshError):
     retryable = True
 
 
+class ResourceExhausted(ToolmeshError):
+    """A call passed a limit of its runtime (``max_memory_mb``, ``max_result_bytes``); the
+    message names the limit. The call ran (or began to), so sending it again fails the same way.
+    507 rather than 413: the request was fine, the function's own appetite was not."""
+
+    code = "resource_exhausted"
+    http_status = 507
+    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    jsonrpc_code = -32000
+
+
 class Unavailable(ToolmeshError):
     """No runtime can take the call now (starting, draining, crashed)."""
 
@@ -216,6 +228,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     PayloadTooLarge,
     RateLimited,
     Overloaded,
+    ResourceExhausted,
     Unavailable,
     FunctionTimeout,
     Cancelled,

@@ -17,6 +17,7 @@ from toolmesh.errors import (
     InvalidArguments,
     PermissionDenied,
     RateLimited,
+    ResourceExhausted,
     ToolmeshError,
     Unauthenticated,
 )
@@ -53,7 +54,9 @@ class Refusals:
 
 
 REFUSALS: dict[Surface, Refusals] = {
-    Surface.DIRECT: Refusals((ToolmeshError,), frozenset({InvalidArguments.code, FunctionTimeout.code})),
+    Surface.DIRECT: Refusals(
+        (ToolmeshError,), frozenset({InvalidArguments.code, FunctionTimeout.code, ResourceExhausted.code})
+    ),
     Surface.MCP: Refusals((FunctionNotFound, PermissionDenied, RateLimited, Unauthenticated), frozenset()),
     Surface.BATCH: Refusals((), frozenset()),
 }

@@ -74,6 +74,8 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
         timeout=config.timeout,
         max_inflight=config.max_inflight,
         workers=config.workers,
+        max_memory_mb=config.max_memory_mb,
+        max_result_bytes=config.max_result_bytes,
         log_level=config.log_level,
         template=config.spawn,
         socket_dir=socket_dir if config.transport == "socket" else None,

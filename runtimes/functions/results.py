@@ -14,6 +14,7 @@ items plus, for JSON-like values, the structured result:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,3 +148,16 @@ def normalise(value: Any) -> tuple[list[Content], bytes | None]:
     except pydantic_core.PydanticSerializationError as exc:
         raise TypeError(f"the function returned a {type(value).__name__}, which is not JSON: {exc}") from None
     return [Json(data)], data
+
+
+def content_bytes(content: Sequence[Content]) -> int:
+    """The size of `content` on the wire, near enough to hold it to a limit (the protobuf
+    framing adds a few bytes per item)."""
+    total = 0
+    for item in content:
+        if isinstance(item, Text):
+            text = item.text
+            total += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        elif isinstance(item, Json | Binary):
+            total += len(item.data)
+    return total

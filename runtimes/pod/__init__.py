@@ -7,5 +7,5 @@ servicer.py         the gRPC Runtime service;  socket_protocol.py: the Unix-sock
 wire.py             protobuf messages <-> toolmesh types
 mesh_invoker.py     ctx.invoke through the gateway
 telemetry.py        Prometheus metrics;  logs.py: JSON log lines
-deadlines.py, lifeline.py   shared call deadlines; dying with the parent
+deadlines.py      call deadlines, the worker threads;  pod_process.py: dying with the parent, limits
 """

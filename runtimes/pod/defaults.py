@@ -32,3 +32,23 @@ DEFAULT_MAX_INFLIGHT = 256
 #: Threads for sync functions.
 DEFAULT_WORKERS = 32
 DEFAULT_LOG_LEVEL: LogLevel = "info"
+
+#: Largest message on a pod's wires: gRPC (both ends are configured for it) and the Unix socket.
+WIRE_LIMIT_BYTES = 64 * 1024 * 1024
+#: Largest result a call may return, counted as the bytes of its content and structured JSON.
+#: Well below the wire limit, so an oversized result becomes an error result for that call
+#: instead of a message the transport refuses (which would take the pod's other calls with it).
+DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024
+#: The highest max_result_bytes accepted: room is left under the wire limit for the envelope.
+MAX_RESULT_BYTES_CEILING = WIRE_LIMIT_BYTES - 1024 * 1024
+#: A pod's address-space limit in MiB (RLIMIT_AS), or None for no limit. Off by default: an
+#: address-space limit counts reservations, not use, and some libraries reserve far more than
+#: they touch (CUDA, JIT runtimes); set it per runtime where the modules are known.
+DEFAULT_MAX_MEMORY_MB: int | None = None
+#: The lowest max_memory_mb accepted. Measured with a small module and the arenas capped
+#: (pod_process.py): an idle pod reserves about 200 MiB of address space, and with its 32 workers
+#: busy about 450 MiB (each thread has an 8 MiB stack). The pod checks its own need at start.
+MIN_MAX_MEMORY_MB = 512
+#: The pods' /proc/self/oom_score_adj: when the machine runs out of memory the kernel picks a
+#: pod (which the pool replaces) before the gateway or a template (which every pod depends on).
+POD_OOM_SCORE_ADJ = 500

@@ -4,19 +4,25 @@ Sync functions run in a bounded thread pool, async ones on the event loop,
 generators stream one item at a time. Every call ends in a `Result` except
 those turned away before they start (unknown function, pod at its limit),
 which raise the matching toolmesh error.
+
+A call that runs out of memory (MemoryError, e.g. at the pod's address-space
+limit) or returns more than `max_result_bytes` ends in a `resource_exhausted`
+error result naming the limit; the pod and its other calls carry on. A sync
+call that passes its timeout leaves its thread running (Python cannot stop a
+thread); when `max_stuck` threads are stuck so, the executor turns new calls
+away (refused, so the gateway sends them elsewhere) and tells its owner, which
+drains the pod and exits so that a fresh one replaces it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import random
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,15 +31,22 @@ from toolmesh.errors import (
     InvalidArguments,
     InvalidRequest,
     Overloaded,
+    ResourceExhausted,
     ToolmeshError,
     Unavailable,
 )
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, normalise
-from toolmesh.runtimes.pod.deadlines import Deadlines
-from toolmesh.runtimes.pod.defaults import DEFAULT_MAX_INFLIGHT, DEFAULT_TIMEOUT, DEFAULT_WORKERS
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
+from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
+from toolmesh.runtimes.pod.defaults import (
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+)
 
 DEFAULT_MAX_DEPTH = 8
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
@@ -51,6 +64,14 @@ class ExecutorConfig:
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     #: Threads for sync functions.
     workers: int = DEFAULT_WORKERS
+    #: Threads stuck in timed-out sync calls at which the pod stops taking calls to be
+    #: replaced; None: half the workers (at least one), so the pod still has threads to finish
+    #: the calls it is draining.
+    max_stuck: int | None = None
+    #: Largest result, in bytes; larger ones become resource_exhausted errors.
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    #: The pod's memory limit, named in the error of a call that runs out of memory.
+    max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
     #: How deep ctx.invoke chains may go, which stops runaway recursion.
     max_depth: int = DEFAULT_MAX_DEPTH
     #: Put tracebacks in error results. Never on in production: it leaks code paths.
@@ -99,6 +120,7 @@ class Outcome:
     INVALID_ARGUMENTS = "invalid_arguments"
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
+    RESOURCE_EXHAUSTED = "resource_exhausted"
     REJECTED = "rejected"
     NOT_FOUND = "not_found"
 
@@ -110,6 +132,7 @@ def outcome_of(result: Result) -> str:
         InvalidArguments.code: Outcome.INVALID_ARGUMENTS,
         InvalidRequest.code: Outcome.INVALID_ARGUMENTS,
         FunctionTimeout.code: Outcome.TIMEOUT,
+        ResourceExhausted.code: Outcome.RESOURCE_EXHAUSTED,
     }.get(result.error.code, Outcome.ERROR)
 
 
@@ -124,12 +147,15 @@ class Executor:
         *,
         observer: Observer | None = None,
         mesh: MeshClient | None = None,
+        on_stuck: Callable[[int], None] | None = None,
     ) -> None:
+        """`on_stuck(threads)` is called once, when `max_stuck` threads are stuck."""
         self.registry = registry
         self.config = config or ExecutorConfig()
         self._observer = observer
         self._mesh = mesh
-        self._pool = ThreadPoolExecutor(self.config.workers, thread_name_prefix="toolmesh-fn")
+        max_stuck = self.config.max_stuck or max(1, self.config.workers // 2)
+        self._threads = WorkerThreads(self.config.workers, max_stuck, on_stuck)
         self._inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -139,6 +165,16 @@ class Executor:
     @property
     def inflight(self) -> int:
         return self._inflight
+
+    @property
+    def stuck(self) -> int:
+        """Threads still running a sync call whose caller was answered (timed out or cancelled)."""
+        return self._threads.stuck
+
+    @property
+    def busy_threads(self) -> int:
+        """Threads running a function now; idle pool threads are not counted."""
+        return self._threads.busy
 
     async def drain(self, grace: float) -> bool:
         """Turn new calls away (UNAVAILABLE, retryable) and wait up to `grace`
@@ -159,8 +195,12 @@ class Executor:
             if hosted.kind is Kind.SYNC or hosted.kind is Kind.ASYNC:
                 return await self._run(hosted, call, _no_items)
             chunks: list[Content] = []
+            size = 0
 
             async def collect(items: list[Content]) -> None:
+                nonlocal size
+                size += content_bytes(items)
+                self._check_size(hosted, size)
                 chunks.extend(items)
 
             result = await self._run(hosted, call, collect)
@@ -176,12 +216,17 @@ class Executor:
 
         async def produce() -> None:
             try:
-                await queue.put(await self._run(hosted, call, queue.put))
+                await queue.put(await self._run(hosted, call, emit))
             except ToolmeshError as exc:
                 await queue.put(exc)
 
         # The function runs in its own task so its timeout never fires inside
         # the consumer's code while the stream is suspended at a yield.
+        async def emit(items: list[Content]) -> None:
+            # Each item is its own message on the stream: the limit holds for each.
+            self._check_size(hosted, content_bytes(items))
+            await queue.put(items)
+
         producer = asyncio.ensure_future(produce())
         try:
             while True:
@@ -213,7 +258,7 @@ class Executor:
 
     def close(self) -> None:
         """Stop the worker threads. Threads stuck in a sync function are abandoned."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.shutdown()
 
     # -- internals --------------------------------------------------------------------------
 
@@ -223,8 +268,16 @@ class Executor:
         except ToolmeshError:
             self._finish(call, "", Outcome.NOT_FOUND, 0.0)
             raise
-        if not nested and (self._draining or self._inflight >= self.config.max_inflight):
+        recycling = self._threads.overwhelmed
+        if not nested and (self._draining or recycling or self._inflight >= self.config.max_inflight):
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
+            if recycling:
+                raise Unavailable(
+                    f"runtime pod is being replaced ({self.stuck} threads stuck in calls that timed out); "
+                    "send the call to another replica",
+                    retry_after=0,
+                    details={REFUSED: True},
+                )
             if self._draining:
                 raise Unavailable(
                     "runtime is shutting down; send the call to another replica",
@@ -318,13 +371,42 @@ class Executor:
             if ctx is not None:
                 ctx.cancel()
             raise
+        except _TooLarge as exc:
+            return Result.failure(exc.error)
+        except MemoryError as exc:
+            _release_frames(exc)
+            return self._out_of_memory(hosted)
         except Exception as exc:
             return self._function_error(exc)
         try:
             content, structured = normalise(value)
         except TypeError as exc:
             return self._function_error(exc)
+        except MemoryError:
+            return self._out_of_memory(hosted)
+        del value  # a result too large to send should not stay alive while the error goes out
+        try:
+            self._check_size(hosted, content_bytes(content) + len(structured or b""))
+        except _TooLarge as exc:
+            return Result.failure(exc.error)
         return Result(content=content, structured_json=structured)
+
+    def _check_size(self, hosted: HostedFunction, size: int) -> None:
+        limit = self.config.max_result_bytes
+        if size > limit:
+            message = (
+                f"{hosted.spec.qualified_name} returned {size} bytes, more than its runtime's "
+                f"max_result_bytes ({limit})"
+            )
+            raise _TooLarge(ErrorInfo(ResourceExhausted.code, message))
+
+    def _out_of_memory(self, hosted: HostedFunction) -> Result:
+        name = hosted.spec.qualified_name
+        limit = self.config.max_memory_mb
+        where = f"its runtime's memory limit (max_memory_mb = {limit})" if limit else "the memory of its pod"
+        return Result.failure(
+            ErrorInfo(ResourceExhausted.code, f"{name} ran out of memory: it passed {where}")
+        )
 
     def _function_error(self, exc: BaseException) -> Result:
         if isinstance(exc, ToolmeshError):
@@ -354,15 +436,21 @@ class Executor:
                     return None
                 await emit(_chunk(item))
         finally:
-            self._pool.submit(_close_quietly, generator)
+            self._threads.run_later(_close_quietly, generator)
 
-    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-        # copy_context keeps contextvars (e.g. tracing) visible inside the function.
-        run = contextvars.copy_context().run
-        return asyncio.get_running_loop().run_in_executor(self._pool, run, fn, *args)
+    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
+        return self._threads.run(fn, *args)
 
 
 _DONE = object()
+
+
+class _TooLarge(Exception):
+    """A result (or a streamed item) passed max_result_bytes; carries the error to return."""
+
+    def __init__(self, error: ErrorInfo) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 async def _no_items(items: list[Content]) -> None:
@@ -372,6 +460,14 @@ async def _no_items(items: list[Content]) -> None:
 def _chunk(item: Any) -> list[Content]:
     content, _ = normalise(item)
     return content or [Text("")]
+
+
+def _release_frames(exc: BaseException) -> None:
+    """Drop the locals of the frames a MemoryError passed through, which hold what the function
+    allocated: through the futures in them the error refers to itself, so without this the
+    memory would wait for a garbage collection while other calls need it."""
+    traceback.clear_frames(exc.__traceback__)
+    exc.__traceback__ = None
 
 
 def _close_quietly(generator: Any) -> None:

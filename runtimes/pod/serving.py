@@ -4,7 +4,11 @@ Start-up order matters for health: modules load first, then the server starts
 with health already SERVING, so a pod never reports SERVING without its
 functions. SIGTERM (or SIGINT) drains: health turns NOT_SERVING, new calls are
 refused, in-flight calls get `drain_grace` seconds to finish, then the process
-exits 0.
+exits 0. A pod whose worker threads are stuck in timed-out calls (see executor.py)
+drains the same way on its own and exits `RECYCLED`, so its supervisor replaces it.
+
+Before it serves, a pod sets its process limits (pod_process.py): its OOM score, and
+its address space when the runtime has `max_memory_mb`.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Mapping
 
 import grpc
@@ -28,6 +31,7 @@ from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
+from toolmesh.runtimes.pod.pod_process import apply_process_limits
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.runtimes.pod.socket_protocol import SocketServer
@@ -38,6 +42,10 @@ RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
 
 log = logging.getLogger("toolmesh.runtime")
 
+#: Exit status of a pod that stopped itself to be replaced (EX_TEMPFAIL): too many of its
+#: threads were stuck in calls that had timed out.
+RECYCLED = 75
+
 
 def executor_config(settings: PodSettings) -> ExecutorConfig:
     """The executor's part of a pod's settings."""
@@ -45,6 +53,8 @@ def executor_config(settings: PodSettings) -> ExecutorConfig:
         default_timeout=settings.timeout,
         max_inflight=settings.max_inflight,
         workers=settings.workers,
+        max_result_bytes=settings.max_result_bytes,
+        max_memory_mb=settings.max_memory_mb,
         debug=settings.debug,
     )
 
@@ -82,6 +92,10 @@ class Pod:
         self.metrics_port: int | None = None
         self._metrics_server: asyncio.Server | None = None
         self._socket_server: SocketServer | None = None
+        #: Set when the pod should drain and exit: on SIGTERM, or by the pod itself.
+        self.stop_requested = asyncio.Event()
+        #: The pod asked to be replaced (its threads are stuck), rather than being told to stop.
+        self.recycling = False
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
@@ -93,6 +107,7 @@ class Pod:
             executor_config(self.settings),
             observer=logs.Observers(metrics, self.invocation_log),
             mesh=self.mesh,
+            on_stuck=self._recycle,
         )
         server = grpc.aio.server(options=server_options())
         runtime_pb2_grpc.add_RuntimeServicer_to_server(RuntimeServicer(self.executor), server)
@@ -112,6 +127,14 @@ class Pod:
                 self.metrics_registry, self.settings.host, self.settings.metrics_port
             )
             self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
+
+    def _recycle(self, stuck: int) -> None:
+        log.warning(
+            "too many threads stuck in calls that timed out; draining to be replaced",
+            extra={"stuck_threads": stuck},
+        )
+        self.recycling = True
+        self.stop_requested.set()
 
     def _inflight(self) -> float:
         return float(self.executor.inflight) if self.executor is not None else 0.0
@@ -149,11 +172,14 @@ def announce(ready: Mapping[str, object], fd: int | None) -> None:
         os.write(fd, line.encode())
 
 
-async def serve(settings: PodSettings, registry: Registry | None = None) -> int:
-    """Run a pod until SIGTERM/SIGINT; returns the exit status. A template process
-    passes the `registry` it loaded before forking; otherwise the modules load here."""
+async def serve(settings: PodSettings, registry: Registry | None = None) -> tuple[int, int]:
+    """Run a pod until SIGTERM/SIGINT (or until it recycles itself); returns the exit status
+    and how many threads are still running calls nobody waits for. A template process passes
+    the `registry` it loaded before forking; otherwise the modules load here."""
     if registry is None:
         registry = Registry.from_modules(settings.modules)
+    # After the modules (whose size the limit's check counts), before gRPC starts its threads.
+    apply_process_limits(settings.max_memory_mb, settings.workers)
     pod = Pod(settings, registry)
     await pod.start()
     settle_garbage_collector()
@@ -168,16 +194,16 @@ async def serve(settings: PodSettings, registry: Registry | None = None) -> int:
     }
     announce(ready, settings.ready_fd)
     log.info("serving", extra={k: v for k, v in ready.items() if k != "event"})
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+        loop.add_signal_handler(sig, pod.stop_requested.set)
+    await pod.stop_requested.wait()
     inflight = pod.executor.inflight if pod.executor else 0
     log.info("draining", extra={"inflight": inflight, "grace_seconds": settings.drain_grace})
     await pod.stop()
     log.info("stopped")
-    return 0
+    busy = pod.executor.busy_threads if pod.executor else 0
+    return (RECYCLED if pod.recycling else 0), busy
 
 
 def use_working_directory() -> None:
@@ -190,11 +216,11 @@ def use_working_directory() -> None:
 def run(settings: PodSettings, registry: Registry | None = None) -> int:
     """Blocking entry point used by the CLI and by template processes after a fork."""
     use_working_directory()
-    code = asyncio.run(serve(settings, registry))
-    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if stuck:
-        # Sync functions still running past the grace period must not hold the exit.
-        log.warning("abandoning calls stuck in worker threads", extra={"threads": len(stuck)})
+    code, busy = asyncio.run(serve(settings, registry))
+    if busy:
+        # Sync functions still running past the grace period must not hold the exit
+        # (the interpreter would join their threads). Idle pool threads end on their own.
+        log.warning("abandoning calls stuck in worker threads", extra={"threads": busy})
         logging.shutdown()
         sys.stdout.flush()
         os._exit(code)

@@ -24,6 +24,8 @@ from toolmesh.runtimes.pod.defaults import (
     DEFAULT_HOST,
     DEFAULT_LOG_LEVEL,
     DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_METRICS_PORT,
     DEFAULT_PORT,
     DEFAULT_TIMEOUT,
@@ -60,6 +62,11 @@ class PodSettings:
     max_inflight: int = DEFAULT_MAX_INFLIGHT
     #: Threads for sync functions.
     workers: int = DEFAULT_WORKERS
+    #: The pod's address-space limit in MiB (RLIMIT_AS, applied in the pod, never the template),
+    #: or None for none. A call that passes it ends with a resource_exhausted error.
+    max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
+    #: Largest result a call may return, in bytes; larger ones become resource_exhausted errors.
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     #: Put tracebacks in error results. Never on in production: it leaks code paths.
     debug: bool = False
     log_level: LogLevel = DEFAULT_LOG_LEVEL
@@ -95,6 +102,8 @@ class PodSettings:
             timeout=args.timeout,
             max_inflight=args.max_inflight,
             workers=args.workers,
+            max_memory_mb=args.max_memory_mb,
+            max_result_bytes=args.max_result_bytes,
             debug=args.debug,
             log_level=args.log_level,
             template=args.template,
@@ -120,6 +129,8 @@ class PodSettings:
         argv += ["--metrics-port", str(metrics_port), "--timeout", str(self.timeout)]
         argv += ["--max-inflight", str(self.max_inflight), "--workers", str(self.workers)]
         argv += ["--drain-grace", str(self.drain_grace), "--log-level", self.log_level]
+        argv += ["--max-result-bytes", str(self.max_result_bytes)]
+        argv += ["--max-memory-mb", str(self.max_memory_mb)] if self.max_memory_mb is not None else []
         argv += ["--debug"] if self.debug else []
         internal = (
             ("--template", self.template),
@@ -171,6 +182,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_DRAIN_GRACE,
         help="seconds in-flight calls get after SIGTERM (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=DEFAULT_MAX_MEMORY_MB,
+        help="address-space limit of the pod in MiB; calls past it fail with resource_exhausted "
+        "(default: none)",
+    )
+    parser.add_argument(
+        "--max-result-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESULT_BYTES,
+        help="largest result a call may return; larger ones fail with resource_exhausted "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--log-level",

@@ -29,13 +29,15 @@ from typing import cast
 from toolmesh.error_shapes import pod_error
 from toolmesh.errors import ToolmeshError
 from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import invoke_pb2
 
 HEADER = struct.Struct(">IBQd")
 INVOKE, CANCEL, RESULT, ERROR = 1, 2, 3, 4
-#: Largest payload accepted, as for gRPC messages.
-MAX_PAYLOAD = 64 * 1024 * 1024
+#: Largest payload accepted, as for gRPC messages. A frame over it ends the connection and so
+#: every call on it: the executor keeps results under max_result_bytes, well below this.
+MAX_PAYLOAD = WIRE_LIMIT_BYTES
 
 
 def frame(kind: int, call_id: int, payload: bytes = b"", timeout: float = 0.0) -> bytes:

@@ -43,7 +43,7 @@ import traceback
 
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.lifeline import die_with_parent
+from toolmesh.runtimes.pod.pod_process import die_with_parent
 from toolmesh.runtimes.pod.serving import announce, run, use_working_directory
 from toolmesh.runtimes.pod.settings import PodSettings
 

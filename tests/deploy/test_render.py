@@ -38,6 +38,8 @@ timeout = 7.5
 max_inflight = 64
 workers = 8
 drain_grace = 42
+max_memory_mb = 1536
+max_result_bytes = 4096
 
 [[runtimes]]
 name = "legacy"
@@ -114,9 +116,12 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
         "--max-inflight=64",
         "--workers=8",
         "--drain-grace=42",
+        "--max-result-bytes=4096",
+        "--max-memory-mb=1536",
         "--module=examples.weather",
     ):
         assert flag in runtime["args"]
+    assert runtime["resources"]["limits"]["memory"] == "1536Mi", "the container's limit is the pod's"
     assert [a for a in runtime["args"] if a.startswith("--module")] == ["--module=examples.weather"]
     env = {e["name"]: e.get("value") for e in runtime["env"]}
     assert env["WEATHER_API"] == "offline"
