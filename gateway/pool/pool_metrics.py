@@ -13,7 +13,8 @@
 
 `runtime` only takes names from the config. A pod's `reason`: `killed` (SIGKILL: by
 hand or by the kernel's OOM killer, which cannot be told apart from here), `crashed`
-(any other signal or exit status), `template` (it went with its template process).
+(any other signal or exit status), `recycled` (it stopped itself: too many threads stuck
+in timed-out calls), `template` (it went with its template process).
 A template's: `killed`, `crashed`, or `hung` (the gateway killed it for leaving a
 request for a pod unanswered).
 """
@@ -29,7 +30,7 @@ from prometheus_client.registry import Collector
 
 #: Pod states as the `state` label shows them.
 REPLICA_STATES = ("starting", "ready", "draining")
-POD_RESTART_REASONS = ("crashed", "killed", "template")
+POD_RESTART_REASONS = ("crashed", "killed", "recycled", "template")
 TEMPLATE_RESTART_REASONS = ("crashed", "killed", "hung")
 #: From a forked pod (milliseconds) to a fresh interpreter under load (seconds).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -81,7 +82,7 @@ class PoolMetrics(Collector):
         )
         self.restarts = Counter(
             "toolmesh_pod_restarts",
-            "Pods that ended without being asked to, by reason (crashed, killed, template).",
+            "Pods that ended without being asked to, by reason (crashed, killed, recycled, template).",
             ["runtime", "reason"],
             registry=registry,
         )

@@ -46,6 +46,7 @@ from toolmesh.gateway.pool.socket_client import SocketClient
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.defaults import RECYCLED
 from toolmesh.runtimes.pod.executor import REFUSED, Call
 
 log = logging.getLogger("toolmesh.pool")
@@ -67,6 +68,8 @@ STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
 def pod_exit_reason(status: int) -> str:
     """The `reason` label of toolmesh_pod_restarts_total for a pod that ended with `status`
     (negative: the signal that killed it)."""
+    if status == RECYCLED:
+        return "recycled"  # it stopped itself: too many threads stuck in timed-out calls
     return "killed" if status == -signal.SIGKILL else "crashed"
 
 

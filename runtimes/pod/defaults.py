@@ -52,3 +52,7 @@ MIN_MAX_MEMORY_MB = 512
 #: The pods' /proc/self/oom_score_adj: when the machine runs out of memory the kernel picks a
 #: pod (which the pool replaces) before the gateway or a template (which every pod depends on).
 POD_OOM_SCORE_ADJ = 500
+
+#: Exit status of a pod that stopped itself to be replaced (EX_TEMPFAIL): too many of its
+#: threads were stuck in calls that had timed out.
+RECYCLED = 75

@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
+from toolmesh.runtimes.pod.defaults import RECYCLED
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
 from toolmesh.runtimes.pod.pod_process import apply_process_limits
@@ -41,10 +42,6 @@ from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
 
 log = logging.getLogger("toolmesh.runtime")
-
-#: Exit status of a pod that stopped itself to be replaced (EX_TEMPFAIL): too many of its
-#: threads were stuck in calls that had timed out.
-RECYCLED = 75
 
 
 def executor_config(settings: PodSettings) -> ExecutorConfig:
