@@ -462,7 +462,7 @@ def main() -> int:
         if "max_memory_mb" not in RuntimeConfig.model_fields:
             memory = "skipped: RuntimeConfig has no `max_memory_mb` yet"
         else:
-            extra = "max_memory_mb = 256\n"
+            extra = "max_memory_mb = 1024\n"
             with gateway(workdir, config_text(args.replicas, extra), "memory") as (process, url):
                 result = asyncio.run(memory_run(url, args.memory_seconds, args.clients))
             reap(runtime_processes(tmp))
