@@ -14,13 +14,15 @@
 `runtime` only takes names from the config. A pod's `reason`: `killed` (SIGKILL: by
 hand or by the kernel's OOM killer, which cannot be told apart from here), `crashed`
 (any other signal or exit status), `recycled` (it stopped itself: too many threads stuck
-in timed-out calls), `template` (it went with its template process).
+in timed-out calls), `template` (it went with its template process), `unresponsive` (the
+gateway killed it for answering no liveness ping: frozen, or its event loop blocked).
 A template's: `killed`, `crashed`, or `hung` (the gateway killed it for leaving a
 request for a pod unanswered).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -28,9 +30,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, Metric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from toolmesh.runtimes.pod.defaults import RECYCLED
+
 #: Pod states as the `state` label shows them.
 REPLICA_STATES = ("starting", "ready", "draining")
-POD_RESTART_REASONS = ("crashed", "killed", "recycled", "template")
+POD_RESTART_REASONS = ("crashed", "killed", "recycled", "template", "unresponsive")
 TEMPLATE_RESTART_REASONS = ("crashed", "killed", "hung")
 #: From a forked pod (milliseconds) to a fresh interpreter under load (seconds).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -82,7 +86,7 @@ class PoolMetrics(Collector):
         )
         self.restarts = Counter(
             "toolmesh_pod_restarts",
-            "Pods that ended without being asked to, by reason (crashed, killed, recycled, template).",
+            "Pods that ended without being asked to, by reason (see the module docstring).",
             ["runtime", "reason"],
             registry=registry,
         )
@@ -138,3 +142,11 @@ class PoolMetrics(Collector):
             for state in REPLICA_STATES:
                 replicas.add_metric([name, state], counts.get(state, 0))
         return [inflight, pending, replicas]
+
+
+def pod_exit_reason(status: int) -> str:
+    """The `reason` label of toolmesh_pod_restarts_total for a pod that ended with `status`
+    (negative: the signal that killed it)."""
+    if status == RECYCLED:
+        return "recycled"  # it stopped itself: too many threads stuck in timed-out calls
+    return "killed" if status == -signal.SIGKILL else "crashed"

@@ -32,21 +32,21 @@ import os
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.gateway.pool import liveness
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TemplateProcess
-from toolmesh.gateway.pool.pool_metrics import PoolMetrics
+from toolmesh.gateway.pool.pods import DRAINING, GONE, READY, STARTING, Replica
+from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
 from toolmesh.gateway.pool.remote_runtime import retry_is_safe
 from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.defaults import RECYCLED
 from toolmesh.runtimes.pod.executor import REFUSED, Call
 
 log = logging.getLogger("toolmesh.pool")
@@ -61,40 +61,6 @@ BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 #: How often idle pods are looked for, at most (idle_timeout / 4 when that is shorter).
 REAP_INTERVAL = 1.0
-
-STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
-
-
-def pod_exit_reason(status: int) -> str:
-    """The `reason` label of toolmesh_pod_restarts_total for a pod that ended with `status`
-    (negative: the signal that killed it)."""
-    if status == RECYCLED:
-        return "recycled"  # it stopped itself: too many threads stuck in timed-out calls
-    return "killed" if status == -signal.SIGKILL else "crashed"
-
-
-@dataclass(eq=False)
-class Replica:
-    """One pod of a runtime."""
-
-    pid: int
-    address: str
-    metrics_port: int | None
-    client: RuntimeClient
-    #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
-    socket: SocketClient | None
-    started_at: float
-    state: str = READY
-    inflight: int = 0
-    last_used: float = 0.0
-    #: Calls it took, and those it answered (with a result or an error of the function's own).
-    taken: int = 0
-    served: int = 0
-
-    async def close(self) -> None:
-        if self.socket is not None:
-            await self.socket.close()
-        await self.client.close()
 
 
 class ReplicaSet:
@@ -178,6 +144,7 @@ class ReplicaSet:
             self._raise_if_failing(deadline)
             await self._wait_for_change(deadline)
         self._reaper = asyncio.create_task(self._reap_idle())
+        self._spawn_task(liveness.watch(self._running, self._unresponsive))
 
     async def close(self) -> None:
         """Stop every pod (they drain) and the template."""
@@ -330,8 +297,15 @@ class ReplicaSet:
 
     # -- scaling ----------------------------------------------------------------------------
 
+    def _ready(self) -> list[Replica]:
+        return [r for r in self.replicas if r.state == READY]
+
+    def _running(self) -> list[Replica]:
+        """Pods that should answer pings: ready ones, and draining ones until they exit."""
+        return [r for r in self.replicas if r.state in (READY, DRAINING)]
+
     def _ready_count(self) -> int:
-        return sum(1 for r in self.replicas if r.state == READY)
+        return len(self._ready())
 
     def _wanted(self) -> int:
         demand = math.ceil((self._inflight + self._held.waiting) / self.config.target_concurrency)
@@ -421,6 +395,19 @@ class ReplicaSet:
             self._drain(replica)
             self._reconcile()
 
+    def _unresponsive(self, pod: liveness.Watched) -> None:
+        """A frozen pod: out of rotation now, then killed, so it is replaced like any dead pod."""
+        replica = self._by_pid.get(pod.pid)
+        if replica is None or replica.frozen:
+            return
+        silent = f"answered no ping for {liveness.UNRESPONSIVE_AFTER:g} s (frozen, or its loop blocked)"
+        log.warning(
+            f"runtime {self.name!r}: pod {pod.pid} {silent}; killing it", extra={"runtime": self.name}
+        )
+        replica.state, replica.frozen = DRAINING, True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(replica.pid, signal.SIGKILL)
+
     def _gone(self, replica: Replica) -> None:
         self._by_pid.pop(replica.pid, None)
         if replica in self.replicas:
@@ -436,7 +423,7 @@ class ReplicaSet:
         asked = replica.state == DRAINING and status == 0
         self._gone(replica)
         if not asked and not self._closed:
-            reason = pod_exit_reason(status)
+            reason = "unresponsive" if replica.frozen else pod_exit_reason(status)
             self._metrics.restarts.labels(self.name, reason).inc()
             lived = self._clock() - replica.started_at
             what = (
@@ -445,7 +432,7 @@ class ReplicaSet:
             )
             # A pod that died running a call started fine: the call (a crashing function)
             # killed it, and backing off would deny the runtime's other functions.
-            if replica.taken == 0 and lived < STARTUP_GRACE and reason != "killed":
+            if replica.taken == 0 and lived < STARTUP_GRACE and reason not in ("killed", "unresponsive"):
                 self._failed(what)
             else:
                 log.warning(f"runtime {self.name!r}: {what}; replacing it", extra={"runtime": self.name})

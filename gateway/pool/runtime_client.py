@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
 from toolmesh.errors import ToolmeshError, Unavailable
@@ -68,6 +69,7 @@ class RuntimeClient:
         options = BALANCED_OPTIONS if balanced else CHANNEL_OPTIONS
         self.channel = grpc.aio.insecure_channel(address, options=options)
         self._stub = runtime_pb2_grpc.RuntimeStub(self.channel)
+        self._health = health_pb2_grpc.HealthStub(self.channel)
 
     async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         try:
@@ -79,6 +81,15 @@ class RuntimeClient:
         specs = [wire.spec_from_proto(message) for message in reply.functions]
         namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
         return specs, namespaces
+
+    async def ping(self, timeout: float) -> bool:
+        """Whether the pod answers the standard health check within `timeout` seconds (serving
+        or draining: either way its event loop runs)."""
+        try:
+            await self._health.Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+        except grpc.aio.AioRpcError:
+            return False
+        return True
 
     async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
         try:

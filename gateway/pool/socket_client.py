@@ -18,6 +18,7 @@ from toolmesh.runtimes.pod.socket_protocol import (
     CANCEL,
     ERROR,
     INVOKE,
+    PING,
     RESULT,
     FrameReader,
     frame,
@@ -106,6 +107,24 @@ class SocketClient:
         if kind == ERROR:
             raise from_pod_error(payload)
         raise Unavailable(f"a pod of runtime {self.runtime!r} sent an unknown frame ({kind})")
+
+    async def ping(self, timeout: float) -> bool:
+        """Whether the pod's event loop answers within `timeout` seconds."""
+        try:
+            connection = await asyncio.wait_for(self._connect(), timeout)
+        except (TimeoutError, Unavailable):
+            return False
+        ping_id = next(self._ids)
+        answer: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        connection.waiting[ping_id] = answer
+        assert connection.transport is not None
+        connection.transport.write(frame(PING, ping_id))
+        try:
+            await asyncio.wait_for(answer, timeout)
+        except (TimeoutError, Unavailable):
+            connection.waiting.pop(ping_id, None)
+            return False
+        return True
 
     async def close(self) -> None:
         if self._connection is not None and self._connection.transport is not None:

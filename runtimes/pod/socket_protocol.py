@@ -35,6 +35,9 @@ from toolmesh.v1 import invoke_pb2
 
 HEADER = struct.Struct(">IBQd")
 INVOKE, CANCEL, RESULT, ERROR = 1, 2, 3, 4
+#: A liveness check: the pod's event loop answers PING with PONG (same id), so a pod that
+#: does not answer is frozen or has its loop blocked (gateway/pool/liveness.py).
+PING, PONG = 5, 6
 #: Largest payload accepted, as for gRPC messages. A frame over it ends the connection and so
 #: every call on it: the executor keeps results under max_result_bytes, well below this.
 MAX_PAYLOAD = WIRE_LIMIT_BYTES
@@ -93,6 +96,8 @@ class PodConnection(FrameReader):
             running = self._calls.get(call_id)
             if running is not None:
                 running.cancel()
+        elif kind == PING:
+            self._send(frame(PONG, call_id))
 
     async def _invoke(self, call_id: int, timeout: float, payload: bytes) -> None:
         request = invoke_pb2.InvokeRequest.FromString(payload)

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import require_tool
 from tests.gateway.conftest import StartGateway, runtime
 from toolmesh import AsyncClient
-from toolmesh.gateway.pool.replicas import Replica
+from toolmesh.gateway.pool.pods import Replica
 from toolmesh.gateway.pool.runtime_pool import Pool
 from toolmesh.gateway.server import Gateway
 

@@ -14,7 +14,15 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import StartGateway, runtime
-from tests.gateway.pool.test_replicas import client, eventually, metric, ready_pids, replicas, scrape
+from tests.gateway.pool.test_replicas import (
+    alive,
+    client,
+    eventually,
+    metric,
+    ready_pids,
+    replicas,
+    scrape,
+)
 from toolmesh import AsyncClient, ToolmeshError, Unavailable
 
 __all__ = ["client"]  # the fixture, shared with test_replicas.py
@@ -176,3 +184,42 @@ async def test_a_function_that_kills_its_pod_does_not_deny_the_runtimes_other_fu
     text = await scrape(gateway)
     assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="crashed") == 5
     assert metric(text, "toolmesh_pod_start_failures_total", runtime="tools") == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["socket", "grpc"])
+async def test_a_frozen_pod_is_found_by_its_pings_killed_and_replaced(
+    gateway_factory: StartGateway, client: Any, transport: str
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "pool_tools", min_replicas=1, transport=transport))
+    mesh = client(gateway)
+    (frozen,) = ready_pids(gateway)
+    os.kill(frozen, signal.SIGSTOP)
+    try:
+        # Held on the frozen pod (or refused by it, over gRPC), then served by another pod;
+        # the frozen one, silent to pings, is killed either way.
+        started = asyncio.get_running_loop().time()
+        answer = await mesh.invoke("wait", {})
+        waited = asyncio.get_running_loop().time() - started
+        assert answer.structured != frozen and waited < 10, waited
+        await eventually(lambda: not alive(frozen))
+        text = await scrape(gateway)
+        assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="unresponsive") == 1
+        assert metric(text, "toolmesh_pod_start_failures_total", runtime="tools") == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(frozen, signal.SIGCONT)
+
+
+@pytest.mark.slow
+async def test_a_function_that_blocks_its_pods_event_loop_loses_the_pod_not_the_runtime(
+    gateway_factory: StartGateway, client: Any
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "dying_tools", "pool_tools", min_replicas=1))
+    mesh = client(gateway)
+    (blocked,) = ready_pids(gateway)
+    with pytest.raises(Unavailable, match="died mid-call"):
+        await mesh.invoke("block_loop", {"seconds": 20})
+    assert (await mesh.invoke("wait", {})).structured != blocked
+    text = await scrape(gateway)
+    assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="unresponsive") == 1

@@ -1,0 +1,40 @@
+"""One pod of a runtime as the gateway holds it: where it is, its clients, its state and load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.gateway.pool.socket_client import SocketClient
+
+STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
+
+
+@dataclass(eq=False)
+class Replica:
+    """One pod of a runtime."""
+
+    pid: int
+    address: str
+    metrics_port: int | None
+    client: RuntimeClient
+    #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
+    socket: SocketClient | None
+    started_at: float
+    state: str = READY
+    inflight: int = 0
+    last_used: float = 0.0
+    #: Calls it took, and those it answered (with a result or an error of the function's own).
+    taken: int = 0
+    served: int = 0
+    #: Killed for answering no liveness ping (liveness.py).
+    frozen: bool = False
+
+    @property
+    def pinger(self) -> SocketClient | RuntimeClient:
+        return self.socket or self.client
+
+    async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
+        await self.client.close()
