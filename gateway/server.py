@@ -2,8 +2,12 @@
 
 Start-up order: bind both ports (so a busy port fails fast, before any pod
 starts), start the runtimes with the mesh's gRPC address in their environment
-(for ctx.invoke), load the catalog, then serve. Shutdown reverses it and
-drains the pods.
+(for ctx.invoke), load the catalog, then serve.
+
+Stopping (SIGTERM) drains before it tears down: both ports stop accepting at once, so a new
+call is refused (connection refused, or UNAVAILABLE on a gRPC connection already open); calls
+in flight get `[gateway] drain_grace` seconds, and any still running then ends with a retryable
+`unavailable` error; only then do the pods stop (they drain with their runtime's grace).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -49,6 +54,8 @@ from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")
 MESH_SERVICE = mesh_pb2.DESCRIPTOR.services_by_name["Mesh"].full_name
+#: Seconds past the drain grace the front doors get to send the errors of the calls cut off.
+DELIVERY_MARGIN = 1.0
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -103,17 +110,27 @@ class Gateway:
     def url(self) -> str:
         return f"http://{self.config.gateway.host}:{self.http_port}"
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float | None = None) -> None:
+        """Refuse new calls, give those in flight `grace` seconds (default: `[gateway]
+        drain_grace`) before cutting them off, then stop the pods."""
+        grace = self.config.gateway.drain_grace if grace is None else grace
         if self.mcp is not None:
             self.mcp.close_streams()  # open MCP listen streams would hold the HTTP server open
+        # Each front door's own deadline comes a little after the cut-off, so that it sends
+        # the cut-off calls' errors instead of cancelling them bare (uvicorn takes whole seconds).
+        self.http_server.config.timeout_graceful_shutdown = math.ceil(grace + DELIVERY_MARGIN)
         self.http_server.should_exit = True
+        grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
+        cut = await self.mesh.drain.wait(grace)
+        if cut:
+            log.warning(f"cut off {cut} call(s) still running after the drain grace of {grace:g} s")
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
+        await grpc_stopped
         if self.mcp is not None:
             await self.mcp.stop()
         if self.chat is not None:
             await self.chat.close()
-        await self.grpc_server.stop(grace)
         await self.pool.close()
         if self.router is not None:
             await self.router.aclose()
