@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,18 +59,22 @@ class Up:
         return found
 
 
+StartUp = Callable[..., Up]
+
+
 @pytest.fixture
-def up(tmp_path: Path) -> Iterator[Callable[[str], Up]]:
-    """Start `toolmesh up` serving sample_tools with one warm pod, plus `gateway` config lines."""
+def up(tmp_path: Path) -> Iterator[StartUp]:
+    """Start `toolmesh up` serving sample_tools with one warm pod, plus `gateway` config lines
+    and further `runtimes`."""
     started: list[Up] = []
 
-    def start(gateway: str = "") -> Up:
+    def start(gateway: str = "", runtimes: str = "") -> Up:
         marker = tmp_path / "tmp"
         marker.mkdir()
         config = tmp_path / "toolmesh.toml"
         config.write_text(
             f"[gateway]\nhttp_port = 0\ngrpc_port = 0\n{gateway}\n"
-            '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\nmin_replicas = 1\n'
+            '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\nmin_replicas = 1\n' + runtimes
         )
         process = subprocess.Popen(
             [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
@@ -108,7 +112,8 @@ def http_call(port: int, function: str, arguments: dict[str, object], timeout: f
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            json.loads(response.read())
+            result = json.loads(response.read())
+            assert not result["is_error"], result
             return response.status, ""
     except urllib.error.HTTPError as error:
         return error.code, error.headers.get("Retry-After", "")
@@ -121,13 +126,19 @@ def http_call(port: int, function: str, arguments: dict[str, object], timeout: f
 def grpc_call(port: int, function: str, arguments: dict[str, object], timeout: float) -> grpc.StatusCode:
     """The status of one invocation over the Mesh service, on a channel of its own."""
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        request = invoke_pb2.InvokeRequest(function=function, arguments=json.dumps(arguments).encode())
-        try:
-            response = mesh_pb2_grpc.MeshStub(channel).Invoke(request, timeout=timeout)
-        except grpc.RpcError as error:
-            return error.code()  # type: ignore[no-any-return]
-        assert not response.is_error, response.error
-        return grpc.StatusCode.OK
+        return grpc_invoke(mesh_pb2_grpc.MeshStub(channel), function, arguments, timeout)
+
+
+def grpc_invoke(
+    mesh: mesh_pb2_grpc.MeshStub, function: str, arguments: dict[str, object], timeout: float
+) -> grpc.StatusCode:
+    request = invoke_pb2.InvokeRequest(function=function, arguments=json.dumps(arguments).encode())
+    try:
+        response = mesh.Invoke(request, timeout=timeout)
+    except grpc.RpcError as error:
+        return error.code()  # type: ignore[no-any-return]
+    assert not response.is_error, response.error
+    return grpc.StatusCode.OK
 
 
 def wait_gone(up: Up, timeout: float) -> list[int]:
@@ -137,33 +148,77 @@ def wait_gone(up: Up, timeout: float) -> list[int]:
     return left
 
 
+#: A runtime whose function calls sample_tools' `add` through the mesh after a nap.
+COMPOSER = '[[runtimes]]\nname = "composer"\nmodules = ["shutdown_tools"]\nmin_replicas = 1\n'
+
+
 @pytest.mark.slow
-def test_sigterm_finishes_calls_in_flight_and_refuses_new_ones(up: Callable[[str], Up]) -> None:
-    gateway = up("drain_grace = 10\n")
-    assert len(gateway.runtime_processes()) == 2, "a template and its warm pod carry the marker"
+def test_sigterm_finishes_calls_in_flight_and_refuses_new_ones(up: StartUp) -> None:
+    gateway = up("drain_grace = 10\n", COMPOSER)
+    assert len(gateway.runtime_processes()) == 4, "two templates and their warm pods carry the marker"
     assert http_call(gateway.http_port, "add", {"a": 1}, timeout=10)[0] == 200
-    with ThreadPoolExecutor(2 * CALLS + 2) as threads:
-        arguments = {"seconds": CALL_SECONDS}
-        http: list[Future[tuple[int, str]]] = [
-            threads.submit(http_call, gateway.http_port, "block", arguments, 15) for _ in range(CALLS)
-        ]
-        rpc: list[Future[grpc.StatusCode]] = [
-            threads.submit(grpc_call, gateway.grpc_port, "block", arguments, 15) for _ in range(CALLS)
-        ]
+    channel = grpc.insecure_channel(f"127.0.0.1:{gateway.grpc_port}")
+    opened = mesh_pb2_grpc.MeshStub(channel)
+    assert grpc_invoke(opened, "add", {"a": 1}, timeout=10) == grpc.StatusCode.OK
+    # Half the calls compose: after their nap, SIGTERM has come and they call `add` through the mesh.
+    calls = [("block", {"seconds": CALL_SECONDS}), ("nap_then_add", {"seconds": CALL_SECONDS})] * (CALLS // 2)
+    with channel, ThreadPoolExecutor(2 * CALLS + 3) as threads:
+        http = [threads.submit(http_call, gateway.http_port, name, args, 15) for name, args in calls]
+        rpc = [threads.submit(grpc_call, gateway.grpc_port, name, args, 15) for name, args in calls]
         time.sleep(0.5)  # every call has reached its pod
         gateway.process.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         time.sleep(0.3)
         late_http = threads.submit(http_call, gateway.http_port, "add", {"a": 1}, 5)
         late_rpc = threads.submit(grpc_call, gateway.grpc_port, "add", {"a": 1}, 5)
+        late_on_open_channel = threads.submit(grpc_invoke, opened, "add", {"a": 1}, 5)
         status, retry_after = late_http.result()
         assert status == 0 or (status == 503 and retry_after), "a call after SIGTERM is refused cleanly"
         assert late_rpc.result() == grpc.StatusCode.UNAVAILABLE
+        assert late_on_open_channel.result() == grpc.StatusCode.UNAVAILABLE
         assert [call.result()[0] for call in http] == [200] * CALLS, "HTTP calls in flight finish"
         assert [call.result() for call in rpc] == [grpc.StatusCode.OK] * CALLS, "gRPC calls finish"
     _, stderr = gateway.process.communicate(timeout=CALL_SECONDS + EXIT_MARGIN)
     exited = time.monotonic() - signalled
     assert gateway.process.returncode == 0, stderr
-    assert exited < CALL_SECONDS + EXIT_MARGIN
+    assert exited < CALL_SECONDS + EXIT_MARGIN, f"exited {exited:.1f} s after SIGTERM"
     assert "Traceback" not in stderr
+    assert not wait_gone(gateway, 1.0), "no template or pod outlives the gateway"
+
+
+def http_refusal(
+    port: int, function: str, arguments: dict[str, object], timeout: float
+) -> tuple[int, str, str]:
+    """(HTTP status, error code, Retry-After) of one invocation that is expected to fail."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/functions/{function}/invoke",
+        data=json.dumps(arguments).encode(),
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, "", ""
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())["error"]["code"], error.headers.get("Retry-After", "")
+
+
+@pytest.mark.slow
+def test_calls_outliving_the_drain_grace_end_with_a_retryable_error(up: StartUp) -> None:
+    grace = 1.0
+    gateway = up(f"drain_grace = {grace}\n")
+    with ThreadPoolExecutor(2 * CALLS) as threads:
+        arguments = {"seconds": 30.0}
+        http = [threads.submit(http_refusal, gateway.http_port, "block", arguments, 15) for _ in range(CALLS)]
+        rpc = [threads.submit(grpc_call, gateway.grpc_port, "block", arguments, 15) for _ in range(CALLS)]
+        time.sleep(0.5)
+        gateway.process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        assert [call.result() for call in http] == [(503, "unavailable", "1")] * CALLS, "retryable"
+        assert [call.result() for call in rpc] == [grpc.StatusCode.UNAVAILABLE] * CALLS
+    _, stderr = gateway.process.communicate(timeout=grace + EXIT_MARGIN + 10)
+    exited = time.monotonic() - signalled
+    assert gateway.process.returncode == 0, stderr
+    assert exited < grace + EXIT_MARGIN, f"exited {exited:.1f} s after SIGTERM"
+    assert "Traceback" not in stderr
+    assert f"cut off {2 * CALLS} call(s)" in stderr
     assert not wait_gone(gateway, 1.0), "no template or pod outlives the gateway"
