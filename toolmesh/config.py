@@ -32,7 +32,6 @@
     aliases = { fast = "gpt-4.1-mini" }
     max_rounds = 4
 
-
     [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
     enabled = true
 
@@ -81,7 +80,6 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_JSON_DEPTH = 64
 DEFAULT_CALL_TIMEOUT = 30.0
-#: Seconds a stopping gateway gives its calls in flight (pods then drain with their own grace).
 DEFAULT_GATEWAY_DRAIN_GRACE = 10.0
 DEFAULT_MIN_REPLICAS = 0
 DEFAULT_MAX_REPLICAS = 4
@@ -174,9 +172,8 @@ class GatewayConfig(_Section):
     max_json_depth: int = Field(DEFAULT_MAX_JSON_DEPTH, ge=2, le=512)
     #: Seconds the gateway waits for one call (the function's own timeout may be shorter).
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
-    #: Seconds calls in flight get to finish once the gateway is told to stop (SIGTERM): both
-    #: ports refuse new connections at once, and a call still running at the end gets a
-    #: retryable `unavailable` error (503 with Retry-After; it may have run). Then the pods stop.
+    #: Seconds calls in flight get to finish on SIGTERM (new ones are refused at once); a call
+    #: still running then gets a retryable `unavailable` error (it may have run). Then pods stop.
     drain_grace: float = Field(DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
 
 
