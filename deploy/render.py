@@ -51,7 +51,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 #: The gateway metrics KEDA scales runtimes on (label `runtime`).
 PENDING_METRIC = "toolmesh_pending_requests"
 INFLIGHT_METRIC = "toolmesh_inflight_requests"
-#: Seconds between the end of a runtime's drain and the kubelet's SIGKILL.
+#: Seconds between the end of a runtime's or the gateway's drain and the kubelet's SIGKILL.
 SHUTDOWN_MARGIN = 15
 #: The Secret whose entries become the gateway's environment for `key_env` API keys.
 KEYS_SECRET = "toolmesh-keys"
@@ -193,6 +193,9 @@ def _gateway(config: MeshConfig, options: RenderOptions, toml_text: str) -> dict
     pod["metadata"]["annotations"][CONFIG_CHECKSUM] = config_checksum(toml_text)
     container = _container(deployment)
     container["image"] = options.image
+    pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    grace = pre_stop + math.ceil(config.gateway.drain_grace) + SHUTDOWN_MARGIN
+    pod["spec"]["terminationGracePeriodSeconds"] = grace
     ports = {"http": config.gateway.http_port, "grpc": config.gateway.grpc_port}
     for port in container["ports"]:
         port["containerPort"] = ports[port["name"]]

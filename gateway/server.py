@@ -2,8 +2,13 @@
 
 Start-up order: bind both ports (so a busy port fails fast, before any pod
 starts), start the runtimes with the mesh's gRPC address in their environment
-(for ctx.invoke), load the catalog, then serve. Shutdown reverses it and
-drains the pods.
+(for ctx.invoke, on a loopback port of their own), load the catalog, then serve.
+
+Stopping (SIGTERM) drains before it tears down: both public ports stop accepting at once, so
+a new call is refused (connection refused, or UNAVAILABLE on a gRPC connection already open);
+calls in flight get `[gateway] drain_grace` seconds, and any still running then ends with a
+retryable `unavailable` error. Only then do the pods lose their way into the mesh and stop
+(they drain with their runtime's own grace).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import ipaddress
 import json
 import logging
+import math
 import os
 import signal
 import socket
@@ -49,6 +55,8 @@ from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")
 MESH_SERVICE = mesh_pb2.DESCRIPTOR.services_by_name["Mesh"].full_name
+#: Seconds past the drain grace the front doors get to send the errors of the calls cut off.
+DELIVERY_MARGIN = 1.0
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -98,22 +106,36 @@ class Gateway:
     mcp: McpEndpoint | None = field(default=None, repr=False)
     chat: ChatProxy | None = field(default=None, repr=False)
     router: RouterService | None = field(default=None, repr=False)
+    #: The Mesh service on loopback for the pods this gateway runs (their ctx.invoke calls).
+    pods_server: grpc.aio.Server | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
         return f"http://{self.config.gateway.host}:{self.http_port}"
 
-    async def stop(self, grace: float = 5.0) -> None:
+    async def stop(self, grace: float | None = None) -> None:
+        """Refuse new calls, give those in flight `grace` seconds (default: `[gateway]
+        drain_grace`) before cutting them off, then stop the pods."""
+        grace = self.config.gateway.drain_grace if grace is None else grace
         if self.mcp is not None:
             self.mcp.close_streams()  # open MCP listen streams would hold the HTTP server open
+        # Each front door's own deadline comes a little after the cut-off, so that it sends
+        # the cut-off calls' errors instead of cancelling them bare (uvicorn takes whole seconds).
+        self.http_server.config.timeout_graceful_shutdown = math.ceil(grace + DELIVERY_MARGIN)
         self.http_server.should_exit = True
+        grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
+        cut = await self.mesh.drain.wait(grace)
+        if cut:
+            log.warning(f"cut off {cut} call(s) still running after the drain grace of {grace:g} s")
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
+        await grpc_stopped
+        if self.pods_server is not None:
+            await self.pods_server.stop(0)
         if self.mcp is not None:
             await self.mcp.stop()
         if self.chat is not None:
             await self.chat.close()
-        await self.grpc_server.stop(grace)
         await self.pool.close()
         if self.router is not None:
             await self.router.aclose()
@@ -144,12 +166,16 @@ async def start_gateway(
         http_socket.close()
         raise OSError(f"cannot listen on {settings.host}:{settings.grpc_port} for gRPC") from None
 
-    mesh_host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     token = auth.internal_token or ""
     metrics = GatewayMetrics()
+    pods_server: grpc.aio.Server | None = None
     if pool is None:
+        # The pods' own way in for ctx.invoke: loopback only, and open until the public ports
+        # have drained, so that a call in flight at SIGTERM can still call other functions.
+        pods_server = grpc.aio.server(options=server_options(), interceptors=[RejectUndecodable()])
+        pods_port = pods_server.add_insecure_port("127.0.0.1:0")
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
-        access = MeshAccess(f"{mesh_host}:{grpc_port}", token)
+        access = MeshAccess(f"127.0.0.1:{pods_port}", token)
         pool = Pool(config.runtimes, environment.pods, access, pool_metrics, waker, config.directory)
     try:
         await pool.start()
@@ -164,7 +190,11 @@ async def start_gateway(
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    mesh_pb2_grpc.add_MeshServicer_to_server(MeshServicer(mesh), grpc_server)
+    servicer = MeshServicer(mesh)
+    mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
+    if pods_server is not None:
+        mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)
+        await pods_server.start()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
     reflection.enable_server_reflection(
         (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
@@ -210,7 +240,18 @@ async def start_gateway(
         },
     )
     return Gateway(
-        config, mesh, pool, grpc_server, http_server, http_port, grpc_port, http_task, mcp, chat, router
+        config,
+        mesh,
+        pool,
+        grpc_server,
+        http_server,
+        http_port,
+        grpc_port,
+        http_task,
+        mcp,
+        chat,
+        router,
+        pods_server,
     )
 
 

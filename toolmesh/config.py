@@ -4,6 +4,7 @@
     host = "127.0.0.1"          # with no [[keys]] the gateway is open: keep it on loopback
     http_port = 8080
     grpc_port = 50051
+    drain_grace = 10.0          # seconds calls in flight get to finish on SIGTERM
 
     [[runtimes]]
     name = "weather"
@@ -30,7 +31,6 @@
     models = ["gpt-4.1-mini"]   # empty: any model name passes through
     aliases = { fast = "gpt-4.1-mini" }
     max_rounds = 4
-
 
     [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
     enabled = true
@@ -80,6 +80,7 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MAX_BATCH = 64
 DEFAULT_MAX_JSON_DEPTH = 64
 DEFAULT_CALL_TIMEOUT = 30.0
+DEFAULT_GATEWAY_DRAIN_GRACE = 10.0
 DEFAULT_MIN_REPLICAS = 0
 DEFAULT_MAX_REPLICAS = 4
 DEFAULT_TARGET_CONCURRENCY = 32
@@ -171,6 +172,9 @@ class GatewayConfig(_Section):
     max_json_depth: int = Field(DEFAULT_MAX_JSON_DEPTH, ge=2, le=512)
     #: Seconds the gateway waits for one call (the function's own timeout may be shorter).
     call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+    #: Seconds calls in flight get to finish on SIGTERM (new ones are refused at once); a call
+    #: still running then gets a retryable `unavailable` error (it may have run). Then pods stop.
+    drain_grace: float = Field(DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
 
 
 class RuntimeConfig(_Section):

@@ -24,6 +24,7 @@ from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import Authenticator, Principal
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
+from toolmesh.gateway.core.drain import Drain
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.requests import (
     CallOptions,
@@ -60,6 +61,8 @@ class Mesh:
         self.metrics = metrics or GatewayMetrics()
         #: Free-text routing; without one, route/execute/tools?query answer 503.
         self.router = router or RouterService(RouterConfig(enabled=False))
+        #: The calls in flight, for a graceful stop (server.py).
+        self.drain = Drain()
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -138,9 +141,10 @@ class Mesh:
         try:
             spec = self.function(request.name, principal)
             call, timeout = self._call(spec, request)
-            result = await self.pool.invoke(
-                spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
-            )
+            with self.drain.track():
+                result = await self.pool.invoke(
+                    spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
+                )
             outcome = self.metrics.outcome_of(result)
         except ToolmeshError as exc:
             outcome = exc.code
@@ -163,13 +167,14 @@ class Mesh:
         outcome = "unavailable"
         streamed = False
         try:
-            async for event in self.pool.stream(spec.runtime, call, timeout):
-                if isinstance(event, Result):
-                    outcome = self.metrics.outcome_of(event)
-                    yield event if streamed else refusals.check(event)
-                else:
-                    streamed = True
-                    yield event
+            with self.drain.track():
+                async for event in self.pool.stream(spec.runtime, call, timeout):
+                    if isinstance(event, Result):
+                        outcome = self.metrics.outcome_of(event)
+                        yield event if streamed else refusals.check(event)
+                    else:
+                        streamed = True
+                        yield event
         except ToolmeshError as exc:
             outcome = exc.code
             raise

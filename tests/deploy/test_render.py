@@ -29,6 +29,7 @@ host = "127.0.0.1"
 http_port = 9000
 grpc_port = 9001
 call_timeout = 12.5
+drain_grace = 33.5
 
 [[runtimes]]
 name = "weather"
@@ -129,6 +130,8 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
     assert [e["name"] for e in runtime["env"]].count("TOOLMESH_MESH_ADDRESS") == 1
     grace = one(objects, "Deployment", "toolmesh-runtime-weather")["spec"]["template"]["spec"]
     assert grace["terminationGracePeriodSeconds"] == 5 + 42 + 15
+    gateway_grace = one(objects, "Deployment", GATEWAY)["spec"]["template"]["spec"]
+    assert gateway_grace["terminationGracePeriodSeconds"] == 5 + 34 + 15, "preStop, the drain, a margin"
 
     # key_env keys come from a Secret; the kube-scaler may scale exactly the weather runtime.
     (gateway,) = containers(one(objects, "Deployment", GATEWAY))
