@@ -17,8 +17,8 @@ the successful calls, the seconds the runtime was not ready, the time from the
 template kill to the next successful call, and the `toolmesh runtime` processes left after the gateway
 exits (found by the run's temporary directory in their command line).
 
-The memory scenario (a function allocating without bound while calls to another
-function must all succeed) runs only when RuntimeConfig has `max_memory_mb`.
+The memory scenario: a function allocating without bound under `max_memory_mb = 1024` while
+calls to another function must all succeed.
 
 Issue 13's targets: idempotent calls >= 99.9 % succeed, and any failure is a
 retryable 503; calls succeed again within 2 s of a template kill; no orphans.
@@ -46,8 +46,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from toolmesh.config import RuntimeConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -385,7 +383,7 @@ def summarize(run: dict[str, Any], orphans: list[int], seconds: float) -> dict[s
     }
 
 
-def print_report(summary: dict[str, Any], memory: dict[str, Any] | str) -> None:
+def print_report(summary: dict[str, Any], memory: dict[str, Any]) -> None:
     print(
         f"{summary['seconds']:g} s, cpus {os.cpu_count()}; {summary['pod_kills']} pods SIGKILLed "
         f"(every {KILL_EVERY:g} s; {summary['no_pod_to_kill']} times no pod to kill)"
@@ -420,14 +418,11 @@ def print_report(summary: dict[str, Any], memory: dict[str, Any] | str) -> None:
     listed = f" {orphans}" if orphans else ""
     print(f"orphan `toolmesh runtime` processes after the gateway exited: {len(orphans)}{listed}")
     print()
-    if isinstance(memory, str):
-        print(f"memory scenario: {memory}")
-    else:
-        print(
-            f"memory scenario: {memory['lookup_ok']}/{memory['lookup_requests']} concurrent `lookup` calls "
-            f"succeeded (target 100 %); `hoard` calls: {memory['greedy_requests']}, "
-            f"failures by code: {memory['greedy_failures']}"
-        )
+    print(
+        f"memory scenario: {memory['lookup_ok']}/{memory['lookup_requests']} concurrent `lookup` calls "
+        f"succeeded (target 100 %); `hoard` calls: {memory['greedy_requests']}, "
+        f"failures by code: {memory['greedy_failures']}"
+    )
 
 
 def reap(orphans: list[int]) -> None:
@@ -458,22 +453,18 @@ def main() -> int:
         if args.log:
             args.log.write_text((workdir / "load.log").read_text())
         summary = summarize(run, orphans, args.seconds)
-        memory: dict[str, Any] | str
-        if "max_memory_mb" not in RuntimeConfig.model_fields:
-            memory = "skipped: RuntimeConfig has no `max_memory_mb` yet"
-        else:
-            extra = "max_memory_mb = 1024\n"
-            with gateway(workdir, config_text(args.replicas, extra), "memory") as (process, url):
-                result = asyncio.run(memory_run(url, args.memory_seconds, args.clients))
-            reap(runtime_processes(tmp))
-            lookups: list[Call] = result["calls"]
-            greedy: list[Call] = result["greedy"]
-            memory = {
-                "lookup_requests": len(lookups),
-                "lookup_ok": sum(c.ok for c in lookups),
-                "greedy_requests": len(greedy),
-                "greedy_failures": dict(Counter(f"{c.status} {c.code}" for c in greedy if not c.ok)),
-            }
+        extra = "max_memory_mb = 1024\n"
+        with gateway(workdir, config_text(args.replicas, extra), "memory") as (process, url):
+            result = asyncio.run(memory_run(url, args.memory_seconds, args.clients))
+        reap(runtime_processes(tmp))
+        lookups: list[Call] = result["calls"]
+        greedy: list[Call] = result["greedy"]
+        memory = {
+            "lookup_requests": len(lookups),
+            "lookup_ok": sum(c.ok for c in lookups),
+            "greedy_requests": len(greedy),
+            "greedy_failures": dict(Counter(f"{c.status} {c.code}" for c in greedy if not c.ok)),
+        }
     if args.json:
         print(json.dumps({**summary, "memory": memory}, indent=2))
     else:

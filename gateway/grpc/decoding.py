@@ -69,17 +69,33 @@ def _unary_stream(method: str, behaviour: Callable[..., Any]) -> Callable[..., A
 
 
 class RejectUndecodable(_Interceptor):
-    """Wraps every unary-request handler (streaming-request ones are left as they are)."""
+    """Wraps every unary-request handler (streaming-request ones are left as they are).
+
+    A method's handler never changes once the server runs, so each is wrapped once and kept:
+    the interceptor sits on every call's path.
+    """
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler[Any, Any]:
+        method = handler_call_details.method
+        wrapped = self._wrapped.get(method)
+        if wrapped is not None:
+            return wrapped
         handler = await continuation(handler_call_details)
         if handler is None or handler.request_streaming or handler.request_deserializer is None:
             return handler
-        method = handler_call_details.method
+        self._wrapped[method] = wrapped = self._wrap(method, handler)
+        return wrapped
+
+    @staticmethod
+    def _wrap(method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
+        assert handler.request_deserializer is not None
         decode = _lenient(handler.request_deserializer)
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(

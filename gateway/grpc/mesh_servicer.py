@@ -10,7 +10,6 @@ from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest
-from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
@@ -76,11 +75,8 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         try:
             events = self._mesh.stream(self._principal(context), _invocation(request, context))
             async for event in events:
-                if isinstance(event, Result):
-                    yield invoke_pb2.InvokeStreamResponse(result=wire.result_to_proto(event))
-                else:
-                    for item in event:
-                        yield invoke_pb2.InvokeStreamResponse(content=wire.content_to_proto(item))
+                for message in wire.stream_messages(event):
+                    yield message
         except ToolmeshError as exc:
             await wire.abort(context, exc)
 

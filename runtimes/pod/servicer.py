@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 import grpc
 
 from toolmesh.errors import ToolmeshError
-from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
@@ -45,10 +44,7 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
         call = wire.call_from_proto(request, context.time_remaining())
         try:
             async for event in self._executor.stream(call):
-                if isinstance(event, Result):
-                    yield invoke_pb2.InvokeStreamResponse(result=wire.result_to_proto(event))
-                else:
-                    for item in event:
-                        yield invoke_pb2.InvokeStreamResponse(content=wire.content_to_proto(item))
+                for message in wire.stream_messages(event):
+                    yield message
         except ToolmeshError as exc:
             await wire.abort(context, exc)

@@ -149,6 +149,14 @@ def result_from_proto(message: invoke_pb2.InvokeResponse) -> Result:
     )
 
 
+def stream_messages(event: list[Content] | Result) -> list[invoke_pb2.InvokeStreamResponse]:
+    """One event of a stream (content items as yielded, or the final result) as the messages
+    `InvokeStream` sends, for the pod's and the gateway's servicers alike."""
+    if isinstance(event, Result):
+        return [invoke_pb2.InvokeStreamResponse(result=result_to_proto(event))]
+    return [invoke_pb2.InvokeStreamResponse(content=content_to_proto(item)) for item in event]
+
+
 async def abort(context: grpc.aio.ServicerContext[object, object], error: ToolmeshError) -> None:
     """End an RPC with the error's status and the trailers that let a toolmesh client rebuild it."""
     status, details, trailers = grpc_status(error)
