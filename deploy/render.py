@@ -144,6 +144,10 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
     `modules` replaced by the address of its headless Service, listening on every interface."""
     gateway = config.gateway.model_dump(mode="json", exclude_defaults=True)
     gateway.update(host="0.0.0.0", http_port=config.gateway.http_port, grpc_port=config.gateway.grpc_port)
+    # Clients in the cluster address the gateway by its Service's names (the Host check).
+    cluster = service_host(GATEWAY, options.namespace, options.cluster_domain)
+    service_names = [GATEWAY, f"{GATEWAY}.{options.namespace}", f"{GATEWAY}.{options.namespace}.svc", cluster]
+    gateway["allowed_hosts"] = [*service_names, *config.gateway.allowed_hosts]
     runtimes = [
         {
             "name": r.name,

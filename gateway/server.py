@@ -51,6 +51,7 @@ from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
+from toolmesh.runtimes.pod.telemetry import serve_metrics
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")
@@ -108,6 +109,12 @@ class Gateway:
     router: RouterService | None = field(default=None, repr=False)
     #: The Mesh service on loopback for the pods this gateway runs (their ctx.invoke calls).
     pods_server: grpc.aio.Server | None = field(default=None, repr=False)
+    #: The metrics-only listener (`[gateway] metrics_port`), if any.
+    metrics_server: asyncio.Server | None = field(default=None, repr=False)
+
+    @property
+    def metrics_port(self) -> int | None:
+        return None if self.metrics_server is None else int(self.metrics_server.sockets[0].getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -132,6 +139,8 @@ class Gateway:
         await grpc_stopped
         if self.pods_server is not None:
             await self.pods_server.stop(0)
+        if self.metrics_server is not None:
+            self.metrics_server.close()
         if self.mcp is not None:
             await self.mcp.stop()
         if self.chat is not None:
@@ -211,7 +220,9 @@ async def start_gateway(
         upstream = Upstream(config.chat, environment.chat_api_key)
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
-    app = create_app(mesh, ready=pool.readiness, extra_routes=routes)
+    app = create_app(
+        mesh, ready=pool.readiness, extra_routes=routes, allowed_origins=config.mcp.allowed_origins
+    )
     uv_config = uvicorn.Config(
         app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
     )
@@ -223,6 +234,9 @@ async def start_gateway(
             raise RuntimeError("the HTTP server stopped while starting")
         await asyncio.sleep(0.01)
     http_port = http_socket.getsockname()[1]
+    metrics_server = None
+    if settings.metrics_port is not None:
+        metrics_server = await serve_metrics(metrics.registry, settings.host, settings.metrics_port)
     if auth.open:
         where = f"{settings.host}:{http_port}"
         if _is_loopback(settings.host):
@@ -252,6 +266,7 @@ async def start_gateway(
         chat,
         router,
         pods_server,
+        metrics_server,
     )
 
 

@@ -134,6 +134,7 @@ def test_wheel_installs_and_runs_outside_the_source_tree(
             f"http://127.0.0.1:{ready['http_port']}/v1/functions/greet/invoke",
             data=b'{"name": "up"}',
             method="POST",
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=20) as response:
             assert json.loads(response.read())["content"] == [{"type": "text", "text": "hello up"}]

@@ -38,6 +38,7 @@ from toolmesh.errors import (
     ToolmeshError,
     Unauthenticated,
     Unavailable,
+    UnsupportedMediaType,
     Violation,
 )
 from toolmesh.runtimes import (
@@ -90,6 +91,7 @@ __all__ = [
     "Toolset",
     "Unauthenticated",
     "Unavailable",
+    "UnsupportedMediaType",
     "Violation",
     "__version__",
     "function",

@@ -280,8 +280,8 @@ def _add_deploy_parser(commands: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolmesh.config import DEFAULT_HOST as GATEWAY_HOST
-    from toolmesh.config import DEFAULT_HTTP_PORT
+    from toolmesh.config_defaults import DEFAULT_HOST as GATEWAY_HOST
+    from toolmesh.config_defaults import DEFAULT_HTTP_PORT
     from toolmesh.extras import needs_mesh
     from toolmesh.runtimes.pod.settings import add_arguments as add_runtime_arguments
 

@@ -5,6 +5,8 @@
     http_port = 8080
     grpc_port = 50051
     drain_grace = 10.0          # seconds calls in flight get to finish on SIGTERM
+    allowed_hosts = ["gw.example.com"]             # besides loopback names and IP literals
+    allowed_origins = ["https://app.example.com"]  # besides loopback origins and its own
 
     [[runtimes]]
     name = "weather"
@@ -22,7 +24,6 @@
     burst = 20
 
     [mcp]
-    allowed_origins = ["https://app.example.com"]  # besides loopback origins, which are always allowed
     page_size = 100
 
     [chat]
@@ -59,6 +60,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from toolmesh import config_defaults as defaults
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -73,37 +75,16 @@ from toolmesh.runtimes.pod.defaults import (
     TemplateMode,
 )
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_HTTP_PORT = 8080
-DEFAULT_GRPC_PORT = 50051
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-DEFAULT_MAX_BATCH = 64
-DEFAULT_MAX_JSON_DEPTH = 64
-DEFAULT_CALL_TIMEOUT = 30.0
-DEFAULT_GATEWAY_DRAIN_GRACE = 10.0
-DEFAULT_MIN_REPLICAS = 0
-DEFAULT_MAX_REPLICAS = 4
-DEFAULT_TARGET_CONCURRENCY = 32
-DEFAULT_IDLE_TIMEOUT = 120.0
-DEFAULT_STARTUP_TIMEOUT = 10.0
-DEFAULT_MAX_QUEUE = 256
-DEFAULT_MCP_PAGE_SIZE = 100
-DEFAULT_CHAT_MAX_ROUNDS = 4
-DEFAULT_CHAT_TIMEOUT = 120.0
-DEFAULT_CHAT_NARROW_ABOVE = 128
-DEFAULT_CHAT_TOP_K = 16
-
 #: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-#: Seconds between two scale requests for the same runtime: a burst of calls makes one.
-DEFAULT_WAKE_INTERVAL = 5.0
-DEFAULT_KUBE_API_TIMEOUT = 5.0
 
 #: The file `toolmesh up`, `deploy render` and `router` read when given no --config, if it exists
 #: in the current directory.
 CONFIG_FILE = "toolmesh.toml"
+
 #: The runtime `toolmesh up --module` serves when the first module's name makes no runtime name.
 LOCAL_RUNTIME = "local"
+
 #: The source checkout (this file is toolmesh/config.py in it), whose examples/ are the default.
 CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -116,20 +97,6 @@ EXAMPLE_MODULES = (
     "examples.knowledge",
     "examples.streaming",
 )
-
-DEFAULT_ROUTER_K = 5
-#: Fused score (cosine + lexical bonus) the best function needs to count as a match;
-#: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
-DEFAULT_ROUTER_THRESHOLD = 0.3
-DEFAULT_ROUTER_MAX_TOKENS = 256
-#: onnxruntime threads per prompt. Two cut a prompt's embedding by about a fifth; more
-#: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
-#: runs (bench/RESULTS.md).
-DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
-DEFAULT_SESSION_TTL = 24 * 3600.0
-DEFAULT_MAX_SESSIONS = 10_000
-DEFAULT_SESSION_TURNS = 50
-DEFAULT_LLM_TIMEOUT = 20.0
 
 
 def _xdg(variable: str, fallback: str) -> Path:
@@ -161,20 +128,26 @@ class _Section(BaseModel):
 class GatewayConfig(_Section):
     """The front door: where it listens and the limits it applies to every request."""
 
-    host: str = DEFAULT_HOST
-    http_port: int = Field(DEFAULT_HTTP_PORT, ge=0, le=65535)
-    grpc_port: int = Field(DEFAULT_GRPC_PORT, ge=0, le=65535)
+    host: str = defaults.DEFAULT_HOST
+    http_port: int = Field(defaults.DEFAULT_HTTP_PORT, ge=0, le=65535)
+    grpc_port: int = Field(defaults.DEFAULT_GRPC_PORT, ge=0, le=65535)
     #: Largest request body; bigger ones get 413.
-    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024)
+    max_body_bytes: int = Field(defaults.DEFAULT_MAX_BODY_BYTES, ge=1024)
     #: Most tool calls in one /v1/tool_calls batch.
-    max_batch: int = Field(DEFAULT_MAX_BATCH, ge=1)
+    max_batch: int = Field(defaults.DEFAULT_MAX_BATCH, ge=1)
     #: Deepest JSON nesting accepted in a request body.
-    max_json_depth: int = Field(DEFAULT_MAX_JSON_DEPTH, ge=2, le=512)
+    max_json_depth: int = Field(defaults.DEFAULT_MAX_JSON_DEPTH, ge=2, le=512)
     #: Seconds the gateway waits for one call (the function's own timeout may be shorter).
-    call_timeout: float = Field(DEFAULT_CALL_TIMEOUT, gt=0)
+    call_timeout: float = Field(defaults.DEFAULT_CALL_TIMEOUT, gt=0)
     #: Seconds calls in flight get to finish on SIGTERM (new ones are refused at once); a call
     #: still running then gets a retryable `unavailable` error (it may have run). Then pods stop.
-    drain_grace: float = Field(DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
+    drain_grace: float = Field(defaults.DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
+    #: Host names (globs) served besides loopback names and IP literals (DNS rebinding); "*": any.
+    allowed_hosts: tuple[str, ...] = ()
+    #: Origins (globs) browsers may call from besides loopback and the gateway's own; get CORS.
+    allowed_origins: tuple[str, ...] = ()
+    #: A port serving only `GET /metrics` with no key; on the main port it needs "@metrics".
+    metrics_port: int | None = Field(None, ge=0, le=65535)
 
 
 class RuntimeConfig(_Section):
@@ -209,17 +182,17 @@ class RuntimeConfig(_Section):
     #: Seconds a pod's in-flight calls get to finish when it stops.
     drain_grace: float = Field(DEFAULT_DRAIN_GRACE, ge=0)
     #: Pods kept running with no calls at all (0: scale to zero when idle).
-    min_replicas: int = Field(DEFAULT_MIN_REPLICAS, ge=0)
+    min_replicas: int = Field(defaults.DEFAULT_MIN_REPLICAS, ge=0)
     #: Most pods at once, however many calls arrive.
-    max_replicas: int = Field(DEFAULT_MAX_REPLICAS, ge=1)
+    max_replicas: int = Field(defaults.DEFAULT_MAX_REPLICAS, ge=1)
     #: Calls in flight per pod above which another pod starts.
-    target_concurrency: int = Field(DEFAULT_TARGET_CONCURRENCY, ge=1)
+    target_concurrency: int = Field(defaults.DEFAULT_TARGET_CONCURRENCY, ge=1)
     #: Seconds a pod may sit without calls before it is stopped (down to min_replicas).
-    idle_timeout: float = Field(DEFAULT_IDLE_TIMEOUT, gt=0)
+    idle_timeout: float = Field(defaults.DEFAULT_IDLE_TIMEOUT, gt=0)
     #: Seconds a new pod may take to serve; also the longest a call is held waiting for one.
-    startup_timeout: float = Field(DEFAULT_STARTUP_TIMEOUT, gt=0)
+    startup_timeout: float = Field(defaults.DEFAULT_STARTUP_TIMEOUT, gt=0)
     #: Calls held waiting for a pod before new ones are turned away (503).
-    max_queue: int = Field(DEFAULT_MAX_QUEUE, ge=0)
+    max_queue: int = Field(defaults.DEFAULT_MAX_QUEUE, ge=0)
     #: How pods start: "fork" from a template process that has the modules loaded
     #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
     #: cannot survive a fork, e.g. ones that start threads at import).
@@ -276,11 +249,10 @@ class McpConfig(_Section):
 
     #: Serve `/mcp` and `/mcp/{namespace}` at all.
     enabled: bool = True
-    #: Origins browsers may call from, besides loopback ones ("http://localhost:*" and the like),
-    #: which are always allowed; "*" allows any. Requests without an Origin header always pass.
+    #: Added to `[gateway] allowed_origins` (where new configs should put them).
     allowed_origins: tuple[str, ...] = ()
     #: Tools per tools/list page.
-    page_size: int = Field(DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
+    page_size: int = Field(defaults.DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
 
 
 class ChatConfig(_Section):
@@ -295,12 +267,12 @@ class ChatConfig(_Section):
     #: Names clients may use for upstream models: { fast = "gpt-4.1-mini" }.
     aliases: dict[str, str] = Field(default_factory=dict)
     #: Rounds of mesh tool calls before the model is asked to answer without tools.
-    max_rounds: int = Field(DEFAULT_CHAT_MAX_ROUNDS, ge=1, le=32)
+    max_rounds: int = Field(defaults.DEFAULT_CHAT_MAX_ROUNDS, ge=1, le=32)
     #: Seconds one upstream request may take.
-    timeout: float = Field(DEFAULT_CHAT_TIMEOUT, gt=0)
+    timeout: float = Field(defaults.DEFAULT_CHAT_TIMEOUT, gt=0)
     #: With more visible tools than this, only the tool selector's `top_k` are offered to the model.
-    narrow_above: int = Field(DEFAULT_CHAT_NARROW_ABOVE, ge=1)
-    top_k: int = Field(DEFAULT_CHAT_TOP_K, ge=1)
+    narrow_above: int = Field(defaults.DEFAULT_CHAT_NARROW_ABOVE, ge=1)
+    top_k: int = Field(defaults.DEFAULT_CHAT_TOP_K, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> ChatConfig:
@@ -331,9 +303,9 @@ class KubeScalerConfig(_Section):
     token_path: str = f"{SERVICE_ACCOUNT_DIR}/token"
     ca_path: str = f"{SERVICE_ACCOUNT_DIR}/ca.crt"
     #: Seconds between two scale requests for one runtime.
-    min_interval: float = Field(DEFAULT_WAKE_INTERVAL, ge=0)
+    min_interval: float = Field(defaults.DEFAULT_WAKE_INTERVAL, ge=0)
     #: Seconds one request to the API server may take.
-    timeout: float = Field(DEFAULT_KUBE_API_TIMEOUT, gt=0)
+    timeout: float = Field(defaults.DEFAULT_KUBE_API_TIMEOUT, gt=0)
 
 
 class LlmConfig(_Section):
@@ -343,7 +315,7 @@ class LlmConfig(_Section):
     model: str
     #: Environment variable holding the API key (read once at start-up); none for open endpoints.
     api_key_env: str | None = None
-    timeout: float = Field(DEFAULT_LLM_TIMEOUT, gt=0)
+    timeout: float = Field(defaults.DEFAULT_LLM_TIMEOUT, gt=0)
 
 
 class RouterConfig(_Section):
@@ -360,16 +332,16 @@ class RouterConfig(_Section):
     #: Your own ONNX sentence-embedding model and its tokenizer.json, instead of the built one.
     model: Path | None = None
     tokenizer: Path | None = None
-    max_tokens: int = Field(DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
-    threads: int = Field(DEFAULT_ROUTER_THREADS, ge=1, le=64)
-    threshold: float = DEFAULT_ROUTER_THRESHOLD
+    max_tokens: int = Field(defaults.DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
+    threads: int = Field(defaults.DEFAULT_ROUTER_THREADS, ge=1, le=64)
+    threshold: float = defaults.DEFAULT_ROUTER_THRESHOLD
     #: Candidates returned when the request does not say.
-    k: int = Field(DEFAULT_ROUTER_K, ge=1, le=100)
+    k: int = Field(defaults.DEFAULT_ROUTER_K, ge=1, le=100)
     #: Seconds a session lives after its last use, and how many are kept at most.
-    session_ttl: float = Field(DEFAULT_SESSION_TTL, gt=0)
-    max_sessions: int = Field(DEFAULT_MAX_SESSIONS, ge=1)
+    session_ttl: float = Field(defaults.DEFAULT_SESSION_TTL, gt=0)
+    max_sessions: int = Field(defaults.DEFAULT_MAX_SESSIONS, ge=1)
     #: Turns remembered per session (older ones are dropped).
-    session_turns: int = Field(DEFAULT_SESSION_TURNS, ge=1)
+    session_turns: int = Field(defaults.DEFAULT_SESSION_TURNS, ge=1)
     llm: LlmConfig | None = None
 
     @field_validator("cache_dir", "data_dir", "model", "tokenizer")

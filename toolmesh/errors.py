@@ -7,7 +7,8 @@ own::
 
     ToolmeshError                       (base; never raised itself)
     ├── InvalidRequest         400  INVALID_ARGUMENT    malformed JSON, wrong shape
-    │   └── InvalidArguments   422  INVALID_ARGUMENT    arguments break the schema
+    │   ├── InvalidArguments   422  INVALID_ARGUMENT    arguments break the schema
+    │   └── UnsupportedMediaType 415 INVALID_ARGUMENT   a body not sent as JSON
     ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
@@ -102,6 +103,13 @@ class InvalidArguments(InvalidRequest):
         details = {"violations": [v.to_dict() for v in violations]}
         super().__init__(message, details=details, **kwargs)
         self.violations = tuple(violations)
+
+
+class UnsupportedMediaType(InvalidRequest):
+    """A request body was not declared as JSON (`Content-Type`), so it is not read."""
+
+    code = "unsupported_media_type"
+    http_status = 415
 
 
 class Unauthenticated(ToolmeshError):
@@ -222,6 +230,7 @@ class InternalError(ToolmeshError):
 ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     InvalidRequest,
     InvalidArguments,
+    UnsupportedMediaType,
     Unauthenticated,
     PermissionDenied,
     FunctionNotFound,

@@ -1,8 +1,15 @@
 """API keys, their scopes and their rate limits.
 
 Keys are only ever held as SHA-256 hashes. A key's scopes are globs over
-qualified function names; listings show only what the key may call. With no
-keys configured the gateway is open (and binds to loopback by default).
+qualified function names; listings show only what the key may call, and a name
+outside them is answered exactly like a name that does not exist. Scopes that
+start with `@` are permissions rather than functions (`@metrics` reads
+`/metrics`); a glob never grants one. With no keys configured the gateway is
+open (and binds to loopback by default).
+
+The rate limit is charged per unit of work, not per request: each function call
+(one in a batch of 64 costs one, 64 cost 64), each routing of a free-text prompt
+and each chat completion request. Listing is free.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ class TokenBucket:
         self._updated = time.monotonic()
 
     def take(self) -> float:
-        """Take a token: 0.0 if there was one, else the seconds until there will be."""
+        """Take a token: 0.0 if there was one, else the seconds until there will be (none taken)."""
         now = time.monotonic()
         self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
         self._updated = now
@@ -45,26 +52,39 @@ class Principal:
     scopes: Sequence[str] = ("*",)
     bucket: TokenBucket | None = field(default=None, repr=False)
 
+    #: Whether this caller holds every `@` permission (the open gateway, the mesh's own pods).
+    privileged: bool = False
+
     def __post_init__(self) -> None:
         self._everything = "*" in self.scopes
+        self._functions = tuple(s for s in self.scopes if not s.startswith(PERMISSION_PREFIX))
 
     def allows(self, qualified_name: str) -> bool:
-        return self._everything or any(fnmatch.fnmatchcase(qualified_name, scope) for scope in self.scopes)
+        return self._everything or any(fnmatch.fnmatchcase(qualified_name, s) for s in self._functions)
 
-    def check(self, qualified_name: str) -> None:
-        if not self.allows(qualified_name):
-            raise PermissionDenied(f"key {self.name!r} may not call {qualified_name!r}", param="function")
+    def may(self, permission: str) -> bool:
+        """Whether the caller holds `permission` (e.g. "@metrics"): only named, never by glob."""
+        return self.privileged or permission in self.scopes
+
+    def require(self, permission: str, what: str) -> None:
+        if not self.may(permission):
+            raise PermissionDenied(f"key {self.name!r} may not {what}: it needs the scope {permission!r}")
 
     def spend(self) -> None:
-        """Count one call against the key's rate limit."""
+        """Count one unit of work (a call, a routing) against the key's rate limit."""
         if self.bucket is not None:
             wait = self.bucket.take()
             if wait > 0:
                 raise RateLimited(f"key {self.name!r} is over its rate limit", retry_after=wait)
 
 
-ANONYMOUS = Principal("anonymous")
-MESH = Principal("mesh")
+#: Scopes that are permissions start with this; function names never do.
+PERMISSION_PREFIX = "@"
+#: Reading the gateway's Prometheus metrics on its HTTP port.
+METRICS = "@metrics"
+
+ANONYMOUS = Principal("anonymous", privileged=True)
+MESH = Principal("mesh", privileged=True)
 
 
 class Authenticator:
@@ -92,6 +112,11 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None) -> Principal:
         token = _bearer(authorization)
+        if token is not None and not token.isascii():
+            # Keys are ASCII; a header with other bytes is malformed, not merely unknown.
+            raise Unauthenticated(
+                "the Authorization header must be 'Bearer <key>' in ASCII", param="Authorization"
+            )
         if self._internal is not None and token is not None and hmac.compare_digest(token, self._internal):
             return MESH
         if self.open:

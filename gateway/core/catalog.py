@@ -110,11 +110,13 @@ class Catalog:
     def names(self) -> frozenset[str]:
         return frozenset(self._specs)
 
-    def resolve(self, name: str) -> FunctionSpec:
-        """The function called `name` (qualified or tool-name form); FunctionNotFound otherwise."""
+    def resolve(self, name: str, visible: Callable[[str], bool] | None = None) -> FunctionSpec:
+        """The function called `name` (qualified or tool-name form); FunctionNotFound otherwise.
+        With `visible`, names it rejects are treated as absent, in the answer and the suggestions."""
         spec = self._specs.get(name)
         if spec is None and NAMESPACE_SEPARATOR not in name:
             spec = self._specs.get(from_tool_name(name))
-        if spec is None:
-            raise not_found(name, self._specs)
+        if spec is None or (visible is not None and not visible(spec.qualified_name)):
+            known = self._specs if visible is None else [n for n in self._specs if visible(n)]
+            raise not_found(name, known)
         return spec

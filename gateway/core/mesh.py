@@ -67,10 +67,9 @@ class Mesh:
     # -- who is calling -------------------------------------------------------------------
 
     def authenticate(self, authorization: str | None) -> Principal:
-        """The caller behind an `Authorization` value, after counting the request against its rate."""
-        principal = self.auth.authenticate(authorization)
-        principal.spend()
-        return principal
+        """The caller behind an `Authorization` value. Its rate limit is charged per call and per
+        routing (see auth.py), by the methods below, not per request."""
+        return self.auth.authenticate(authorization)
 
     # -- listing --------------------------------------------------------------------------
 
@@ -78,9 +77,9 @@ class Mesh:
         return [spec for spec in self.catalog.specs() if principal.allows(spec.qualified_name)]
 
     def function(self, name: str, principal: Principal) -> FunctionSpec:
-        spec = self.catalog.resolve(name)
-        principal.check(spec.qualified_name)
-        return spec
+        """The function `name` if `principal` may call it; a name outside its scopes is not found,
+        exactly like one that does not exist (and suggestions only name what it may call)."""
+        return self.catalog.resolve(name, principal.allows)
 
     def namespaces(self, principal: Principal) -> list[Namespace]:
         visible = []
@@ -139,6 +138,7 @@ class Mesh:
         spec: FunctionSpec | None = None
         outcome = "unavailable"
         try:
+            principal.spend()
             spec = self.function(request.name, principal)
             call, timeout = self._call(spec, request)
             with self.drain.track():
@@ -162,6 +162,7 @@ class Mesh:
         until the first item is out; after that, failures can only be the final result."""
         refusals = REFUSALS[Surface.DIRECT]
         started = time.perf_counter()
+        principal.spend()
         spec = self.function(request.name, principal)
         call, timeout = self._call(spec, request)
         outcome = "unavailable"
@@ -195,6 +196,7 @@ class Mesh:
                 request = InvokeRequest(name, arguments, options or CallOptions())
                 return await self.invoke(principal, request, Surface.BATCH)
             try:
+                principal.spend()
                 if name:
                     # An unknown or forbidden function says more than its broken arguments.
                     self.function(name, principal)
@@ -207,7 +209,8 @@ class Mesh:
     # -- free text --------------------------------------------------------------------------
 
     async def route(self, principal: Principal, request: RouteRequest) -> RouteResult:
-        """Rank the functions `principal` may call for the prompt."""
+        """Rank the functions `principal` may call for the prompt (one unit of its rate limit)."""
+        principal.spend()
         return await free_text.rank(self.router, principal.allows, request)
 
     async def execute(self, principal: Principal, request: ExecuteRequest) -> Execution:

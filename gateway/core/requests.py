@@ -13,6 +13,8 @@ from toolmesh.router.sessions import MAX_SESSION_ID
 
 #: Most candidates a routing request may ask for.
 MAX_K = 100
+#: Longest request id a caller may choose (a UUID is 36).
+MAX_REQUEST_ID = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +28,39 @@ class CallOptions:
     timeout: float | None = None
 
     @classmethod
+    def parse(
+        cls,
+        request_id: str = "",
+        session_id: str = "",
+        metadata: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        *,
+        names: tuple[str, str] = ("request_id", "session_id"),
+    ) -> CallOptions:
+        """Options from a client, checked; `names` are what its wire calls the two ids."""
+        return cls(
+            _token(request_id, names[0], MAX_REQUEST_ID),
+            _token(session_id, names[1], MAX_SESSION_ID),
+            dict(metadata or {}),
+            timeout,
+        )
+
+    @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> CallOptions:
         """The options HTTP callers (the API, MCP, the chat proxy) send as headers."""
-        return cls(request_id=headers.get("x-request-id", ""), session_id=headers.get("x-session-id", ""))
+        return cls.parse(
+            headers.get("x-request-id", ""),
+            headers.get("x-session-id", ""),
+            names=("X-Request-Id", "X-Session-Id"),
+        )
+
+
+def _token(value: str, name: str, limit: int) -> str:
+    """An id a client chose: it reaches logs, gRPC metadata and the session store, so it must be
+    short printable ASCII (gRPC metadata takes nothing else)."""
+    if len(value) > limit or not (value.isascii() and value.isprintable()):
+        raise InvalidRequest(f"{name} must be at most {limit} printable ASCII characters", param=name)
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,8 @@ def _authorization(context: Context) -> str | None:
 
 
 def _invocation(request: invoke_pb2.InvokeRequest, context: Context) -> InvokeRequest:
-    options = CallOptions(
-        request_id=request.request_id,
-        session_id=request.session_id,
-        metadata=dict(request.metadata),
-        timeout=context.time_remaining(),
+    options = CallOptions.parse(
+        request.request_id, request.session_id, request.metadata, context.time_remaining()
     )
     return InvokeRequest(request.function, request.arguments or b"{}", options)
 

@@ -7,7 +7,9 @@ GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&quer
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
-GET  /openapi.json, /healthz, /readyz?runtime=&strict=, /metrics
+GET  /openapi.json, /healthz, /readyz?runtime=&strict=, /metrics (a key needs "@metrics")
+
+Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import FunctionNotFound, InternalError, InvalidRequest, ToolmeshError
+from toolmesh.gateway.core.auth import METRICS
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
+from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
@@ -49,9 +54,11 @@ def create_app(
     mesh: Mesh,
     ready: Callable[[], Mapping[str, bool]] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
-    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy)."""
+    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
+    adds to `[gateway] allowed_origins` (the MCP section's)."""
     config = mesh.config
 
     async def list_functions(request: Request) -> Response:
@@ -129,6 +136,7 @@ def create_app(
         return json_response(body, 200 if ok or not _flag(request, "strict") else 503)
 
     async def metrics(request: Request) -> Response:
+        caller(mesh, request).require(METRICS, "read the metrics")
         return Response(generate_latest(mesh.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     async def toolmesh_error(request: Request, exc: Exception) -> Response:
@@ -149,6 +157,11 @@ def create_app(
         response.status_code = exc.status_code
         response.headers.update(exc.headers or {})
         return response
+
+    async def disconnected(request: Request, exc: Exception) -> Response:
+        # The client left mid-body: nobody reads this answer, and it is no error of ours.
+        log.debug("client disconnected before sending the whole body", extra={"path": request.url.path})
+        return Response(status_code=499)
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error", extra={"path": request.url.path})
@@ -171,6 +184,12 @@ def create_app(
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
         ToolmeshError: toolmesh_error,
         HTTPException: http_error,
+        ClientDisconnect: disconnected,
         Exception: unexpected,
     }
-    return Starlette(routes=routes, exception_handlers=handlers)
+    guard = Middleware(
+        BrowserGuard,
+        allowed_hosts=config.allowed_hosts,
+        allowed_origins=(*config.allowed_origins, *allowed_origins),
+    )
+    return Starlette(routes=routes, exception_handlers=handlers, middleware=[guard])

@@ -2,8 +2,9 @@
 
 A thin adapter: the SDK's low-level `Server` speaks the protocol, `Mesh` lists
 and calls, `mcp_tools` converts. In front of the SDK, `McpEndpoint` checks the
-`Origin` header and the API key (the same keys and scopes as the HTTP API: a
-key lists and calls only its functions) and notes the namespace of the path.
+API key (the same keys and scopes as the HTTP API: a key lists and calls only
+its functions) and notes the namespace of the path; `Host` and `Origin` are
+checked for every HTTP surface by `gateway/http/browser_guard.py`.
 
 Stateless: each request stands alone (no `Mcp-Session-Id`, cursors name a
 tool), so any gateway replica can answer any request. Both protocol eras work:
@@ -24,13 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
-import ipaddress
 import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
@@ -46,7 +44,6 @@ from toolmesh.config import McpConfig
 from toolmesh.error_shapes import http_error, jsonrpc_error
 from toolmesh.errors import (
     FunctionNotFound,
-    PermissionDenied,
     ToolmeshError,
     Unauthenticated,
 )
@@ -63,28 +60,6 @@ SERVER_NAME = "toolmesh"
 #: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
 _PRINCIPAL = "toolmesh_principal"
 _NAMESPACE = "toolmesh_namespace"
-
-
-def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
-    """Whether a browser at `origin` may call: no Origin, a loopback origin, or one matching
-    a glob of `allowed` ("https://app.example.com", "http://localhost:*", "*")."""
-    if origin is None:
-        return True
-    if any(fnmatch.fnmatchcase(origin, pattern) for pattern in allowed):
-        return True
-    try:
-        parts = urlsplit(origin)
-        host = parts.hostname
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _refusal(error: ToolmeshError) -> MCPError:
@@ -156,12 +131,6 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         try:
-            origin = headers.get("origin")
-            if not origin_allowed(origin, self.config.allowed_origins):
-                raise PermissionDenied(
-                    f"origin {origin!r} may not call this MCP endpoint; add it to [mcp] allowed_origins",
-                    param="Origin",
-                )
             principal = self.mesh.authenticate(headers.get("authorization"))
             namespace = str(scope.get("path_params", {}).get("namespace", ""))
             if namespace and not any(ns.name == namespace for ns in self.mesh.namespaces(principal)):

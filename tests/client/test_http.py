@@ -37,7 +37,6 @@ from toolmesh import (
     InvalidRequest,
     Json,
     PayloadTooLarge,
-    PermissionDenied,
     RateLimited,
     Result,
     Text,
@@ -209,8 +208,8 @@ async def test_keys_scopes_body_limit_and_rate_limit(connect: Connect, locked: G
     await raises(Unauthenticated, connect(locked.url, api_key="wrong").list_functions())
     narrow = connect(locked.url, api_key="secret")
     assert [spec.qualified_name for spec in await narrow.list_functions()] == ["add"]
-    denied = await raises(PermissionDenied, narrow.invoke("echo", {"text": "x"}))
-    assert denied.param == "function"
+    denied = await raises(FunctionNotFound, narrow.invoke("echo", {"text": "x"}))
+    assert denied.param == "function" and denied.details["suggestions"] == []
     assert (await narrow.invoke("add", {"a": 1})).structured == 2
     too_large = await raises(PayloadTooLarge, narrow.invoke("add", {"a": 1, "padding": "x" * 2048}))
     assert "1024 bytes" in too_large.message
@@ -218,7 +217,8 @@ async def test_keys_scopes_body_limit_and_rate_limit(connect: Connect, locked: G
 
     async def until_limited() -> None:
         for _ in range(3):  # burst 1 at one call a second: the second call in a row is over
-            await slow.list_functions()
+            await slow.list_functions()  # listing is free
+            await slow.invoke("noop")
 
     limited = await raises(RateLimited, until_limited())
     assert limited.retry_after is not None and limited.retry_after >= 1
@@ -387,7 +387,7 @@ async def test_grpc_client_raises_the_exact_error(gateway: Gateway, locked: Gate
         await raises(Unauthenticated, anonymous.list_functions())
     async with GrpcClient(grpc_address(locked), api_key="secret") as narrow:
         assert [spec.name for spec in await narrow.list_functions()] == ["add"]
-        await raises(PermissionDenied, narrow.invoke("echo", {"text": "x"}))
+        await raises(FunctionNotFound, narrow.invoke("echo", {"text": "x"}))
         assert (await narrow.invoke("add", {"a": 1, "b": 2})).structured == 3
     async with GrpcClient(f"127.0.0.1:{closed_port()}") as unreachable:
         await raises(Unavailable, unreachable.invoke("add", {"a": 1}))

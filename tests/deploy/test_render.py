@@ -95,7 +95,10 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
 
     # The gateway's config: module runtimes got their Services' DNS names, the rest is kept.
     cluster = parse_config(_toml(files))
-    assert cluster.gateway.model_dump() == config.gateway.model_copy(update={"host": "0.0.0.0"}).model_dump()
+    names = ["toolmesh-gateway", "toolmesh-gateway.tools", "toolmesh-gateway.tools.svc"]
+    served = (*names, "toolmesh-gateway.tools.svc.cluster.local", *config.gateway.allowed_hosts)
+    update = {"host": "0.0.0.0", "allowed_hosts": served}
+    assert cluster.gateway.model_dump() == config.gateway.model_copy(update=update).model_dump()
     assert [r.model_dump() for r in cluster.runtimes] == [
         RuntimeConfig(
             name="weather",

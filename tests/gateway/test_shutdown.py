@@ -1,7 +1,7 @@
 """SIGTERM to `toolmesh up` under load: calls in flight finish, new ones are refused cleanly, the
 process exits 0 within the drain grace, and no runtime process (template or pod) is left behind.
 
-The gateway runs with TMPDIR in the test's directory: each template's socket directory is made
+The gateway runs with TMPDIR in a directory of the test's own: each template's socket directory is made
 there and is in its command line, which its forked pods share, so /proc finds them all.
 """
 
@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -67,10 +69,12 @@ def up(tmp_path: Path) -> Iterator[StartUp]:
     """Start `toolmesh up` serving sample_tools with one warm pod, plus `gateway` config lines
     and further `runtimes`."""
     started: list[Up] = []
+    made: list[Path] = []
 
     def start(gateway: str = "", runtimes: str = "") -> Up:
-        marker = tmp_path / "tmp"
-        marker.mkdir()
+        # Short, not under tmp_path: a Unix socket's path has room for 107 bytes only.
+        marker = Path(tempfile.mkdtemp(prefix="tm-"))
+        made.append(marker)
         config = tmp_path / "toolmesh.toml"
         config.write_text(
             f"[gateway]\nhttp_port = 0\ngrpc_port = 0\n{gateway}\n"
@@ -101,6 +105,8 @@ def up(tmp_path: Path) -> Iterator[StartUp]:
             running.process.communicate(timeout=10)
         for pid in running.runtime_processes():
             os.kill(pid, signal.SIGKILL)
+    for directory in made:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def http_call(port: int, function: str, arguments: dict[str, object], timeout: float) -> tuple[int, str]:
@@ -109,6 +115,7 @@ def http_call(port: int, function: str, arguments: dict[str, object], timeout: f
         f"http://127.0.0.1:{port}/v1/functions/{function}/invoke",
         data=json.dumps(arguments).encode(),
         method="POST",
+        headers={"Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -194,6 +201,7 @@ def http_refusal(
         f"http://127.0.0.1:{port}/v1/functions/{function}/invoke",
         data=json.dumps(arguments).encode(),
         method="POST",
+        headers={"Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -54,7 +54,9 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
         ready = json.loads(process.stdout.readline())
         url = f"http://127.0.0.1:{ready['http_port']}"
         request = urllib.request.Request(
-            f"{url}/v1/functions/get_forecast/invoke", data=b'{"city": "Oslo", "days": 2}', method="POST"
+            f"{url}/v1/functions/get_forecast/invoke", data=b'{"city": "Oslo", "days": 2}',
+            method="POST",
+            headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert len(json.loads(response.read())["structured"]["days"]) == 2
@@ -223,6 +225,7 @@ def invoke(http_port: int, function: str, arguments: dict[str, object]) -> objec
         f"http://127.0.0.1:{http_port}/v1/functions/{function}/invoke",
         data=json.dumps(arguments).encode(),
         method="POST",
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=20) as response:
         result = json.loads(response.read())

@@ -88,10 +88,12 @@ async def test_scopes_and_rate_limits_hold_on_grpc(gateway_factory: StartGateway
         listing = await mesh.ListFunctions(function_pb2.ListFunctionsRequest(), metadata=narrow)
         assert [f.name for f in listing.functions] == ["add"]
         denied = await failure(mesh.Invoke(request("echo", text="x"), metadata=narrow))
-        assert isinstance(denied, toolmesh.PermissionDenied)
+        assert isinstance(denied, toolmesh.FunctionNotFound), "out of scope looks like unknown"
         ok = await mesh.Invoke(request("add", a=1), metadata=narrow)
         assert wire.result_from_proto(ok).structured == 2
         slow = (("authorization", "Bearer slow-key"),)
+        for _ in range(3):
+            await mesh.ListFunctions(function_pb2.ListFunctionsRequest(), metadata=slow)  # free
         await mesh.Invoke(request("noop"), metadata=slow)
         limited = await failure(mesh.Invoke(request("noop"), metadata=slow))
         assert isinstance(limited, toolmesh.RateLimited) and limited.retry_after is not None

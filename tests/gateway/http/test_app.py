@@ -202,8 +202,15 @@ async def test_scopes_rate_limits_and_keys_on_http(gateway_factory: StartGateway
         assert visible == {"add", "counter.increment", "counter.current"}
         tools = (await http.get("/v1/tools", headers=narrow)).json()["tools"]
         assert {t["function"]["name"] for t in tools} == {"add", "counter__increment", "counter__current"}
+        # Out of scope is answered exactly like unknown, and suggestions name only what the key may call.
         denied = await http.post("/v1/functions/echo/invoke", json={"text": "x"}, headers=narrow)
-        assert denied.status_code == 403 and error_of(denied)["code"] == "permission_denied"
+        unknown = await http.post("/v1/functions/ecko/invoke", json={"text": "x"}, headers=narrow)
+        assert denied.status_code == unknown.status_code == 404
+        assert error_of(denied)["message"] == error_of(unknown)["message"].replace("ecko", "echo")
+        close = await http.post("/v1/functions/counter.incremnt/invoke", json={}, headers=narrow)
+        assert set(error_of(close)["suggestions"]) <= {"add", "counter.increment", "counter.current"}
+        assert error_of(close)["suggestions"][0] == "counter.increment"
+        assert "echo" not in (await http.get("/v1/functions/ech", headers=narrow)).text
         batch = await http.post(
             "/v1/tool_calls", json=[{"name": "echo", "arguments": {"text": "x"}}], headers=narrow
         )
@@ -211,9 +218,11 @@ async def test_scopes_rate_limits_and_keys_on_http(gateway_factory: StartGateway
         allowed = await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=narrow)
         assert allowed.status_code == 200
         slow = {"Authorization": "Bearer slow-key"}
-        codes = [(await http.get("/v1/functions", headers=slow)).status_code for _ in range(3)]
+        listings = [(await http.get("/v1/functions", headers=slow)).status_code for _ in range(5)]
+        assert listings == [200] * 5, "listing does not spend the call budget"
+        codes = [(await http.post("/v1/functions/noop/invoke", headers=slow)).status_code for _ in range(3)]
         assert codes == [200, 200, 429]
-        limited = await http.get("/v1/functions", headers=slow)
+        limited = await http.post("/v1/functions/noop/invoke", headers=slow)
         assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
         assert (await http.get("/healthz")).status_code == 200, "health needs no key"
 

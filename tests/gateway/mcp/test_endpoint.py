@@ -181,7 +181,8 @@ async def test_keys_see_and_call_only_their_scopes(gateway_factory: StartGateway
         assert [tool.name for tool in await all_tools(client)] == ["counter__current", "counter__increment"]
         with pytest.raises(MCPError) as denied:
             await client.call_tool("add", {"a": 1})
-    assert denied.value.code == -32003 and denied.value.data["code"] == "permission_denied"
+    # Out of scope is answered like unknown: a key learns nothing about other keys' functions.
+    assert denied.value.code == -32602 and denied.value.data["code"] == "function_not_found"
     async with connect(f"{gateway.url}/mcp", key="all-secret") as client:
         assert len(await all_tools(client)) == len(gateway.mesh.catalog)
     async with httpx.AsyncClient() as http:

@@ -324,7 +324,7 @@ async def test_a_key_is_offered_only_its_functions(gateway_factory: StartGateway
         await anonymous.close()
     assert tool_names(upstream.requests[0]) == {"counter__current", "counter__increment"}
     call = (reply.model_extra or {})["toolmesh"]["tool_calls"][0]
-    assert call["is_error"] and "may not call 'add'" in call["content"]
+    assert call["is_error"] and "no function named 'add'" in call["content"]
 
 
 async def test_without_an_upstream_the_proxy_says_how_to_turn_it_on(gateway_factory: StartGateway) -> None:
@@ -333,3 +333,18 @@ async def test_without_an_upstream_the_proxy_says_how_to_turn_it_on(gateway_fact
         with pytest.raises(openai.InternalServerError) as off:
             await client.chat.completions.create(model=MODEL, messages=USER)  # type: ignore[arg-type]
     assert off.value.status_code == 503 and "[chat] upstream_url" in off.value.message
+
+
+async def test_each_mesh_call_of_a_round_costs_its_own_unit(
+    gateway_factory: StartGateway, upstream: Upstream
+) -> None:
+    keys = [KeyConfig(name="slow", key_env="CLIENT_KEY", rate=0.01, burst=3)]
+    _, client = await proxy(gateway_factory, upstream, keys=keys)
+    calls = [(f"c{i}", "add", {"a": i}) for i in range(5)]
+    upstream.script += [completion(None, *calls), completion("done")]
+    async with client:
+        reply = await client.chat.completions.create(model=MODEL, messages=USER)  # type: ignore[arg-type]
+        with pytest.raises(openai.RateLimitError):
+            await client.chat.completions.create(model=MODEL, messages=USER)  # type: ignore[arg-type]
+    ran = [c for c in (reply.model_extra or {})["toolmesh"]["tool_calls"] if not c["is_error"]]
+    assert len(ran) == 2, "the request took one unit of the burst of 3, its calls the rest"

@@ -1,0 +1,42 @@
+"""The defaults of `toolmesh.toml`'s gateway-side sections, one named constant each (the pods'
+own are in `toolmesh.runtimes.pod.defaults`)."""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HTTP_PORT = 8080
+DEFAULT_GRPC_PORT = 50051
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_BATCH = 64
+DEFAULT_MAX_JSON_DEPTH = 64
+DEFAULT_CALL_TIMEOUT = 30.0
+DEFAULT_GATEWAY_DRAIN_GRACE = 10.0
+DEFAULT_MIN_REPLICAS = 0
+DEFAULT_MAX_REPLICAS = 4
+DEFAULT_TARGET_CONCURRENCY = 32
+DEFAULT_IDLE_TIMEOUT = 120.0
+DEFAULT_STARTUP_TIMEOUT = 10.0
+DEFAULT_MAX_QUEUE = 256
+DEFAULT_MCP_PAGE_SIZE = 100
+DEFAULT_CHAT_MAX_ROUNDS = 4
+DEFAULT_CHAT_TIMEOUT = 120.0
+DEFAULT_CHAT_NARROW_ABOVE = 128
+DEFAULT_CHAT_TOP_K = 16
+#: Seconds between two scale requests for the same runtime: a burst of calls makes one.
+DEFAULT_WAKE_INTERVAL = 5.0
+DEFAULT_KUBE_API_TIMEOUT = 5.0
+DEFAULT_ROUTER_K = 5
+#: Fused score (cosine + lexical bonus) the best function needs to count as a match;
+#: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
+DEFAULT_ROUTER_THRESHOLD = 0.3
+DEFAULT_ROUTER_MAX_TOKENS = 256
+#: onnxruntime threads per prompt. Two cut a prompt's embedding by about a fifth; more
+#: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
+#: runs (bench/RESULTS.md).
+DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
+DEFAULT_SESSION_TTL = 24 * 3600.0
+DEFAULT_MAX_SESSIONS = 10_000
+DEFAULT_SESSION_TURNS = 50
+DEFAULT_LLM_TIMEOUT = 20.0
