@@ -126,6 +126,19 @@ DEFAULT_ROUTER_MAX_TOKENS = 256
 #: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
 #: runs (bench/RESULTS.md).
 DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
+#: Longest prompt /v1/route, /v1/execute, ?query= and gRPC Route accept. A prompt asks for one
+#: call: a sentence or a paragraph. The embedder reads only its first `max_tokens` (256 tokens,
+#: about 1,000 characters), so a longer prompt can only carry argument text ("summarise: ...");
+#: 8,000 characters leave room for two pages of it, while the worst prompt of that length costs
+#: extraction about 0.1 s of CPU (bench/extraction_scaling.py). Over it: a 400 naming `prompt`.
+DEFAULT_MAX_PROMPT_CHARS = 8000
+#: The highest `max_prompt_chars` the config accepts: extraction is linear, but a thread still
+#: holds the interpreter for the time it takes, and a megabyte of prompt would take seconds.
+MAX_PROMPT_CHARS_LIMIT = 100_000
+#: Threads that route and extract prompts, off the event loop. Pure-Python extraction holds the
+#: GIL between switches, so each such thread is one more the loop waits behind for its turn;
+#: two keep /healthz prompt on a busy router and match the two onnxruntime threads' cores.
+DEFAULT_ROUTER_WORKERS = 2
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
@@ -363,6 +376,10 @@ class RouterConfig(_Section):
     max_tokens: int = Field(DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
     threads: int = Field(DEFAULT_ROUTER_THREADS, ge=1, le=64)
     threshold: float = DEFAULT_ROUTER_THRESHOLD
+    #: Longest prompt accepted, in characters (longer ones get 400 invalid_request).
+    max_prompt_chars: int = Field(DEFAULT_MAX_PROMPT_CHARS, ge=1, le=MAX_PROMPT_CHARS_LIMIT)
+    #: Threads routing and extracting prompts; more requests wait their turn.
+    workers: int = Field(DEFAULT_ROUTER_WORKERS, ge=1, le=64)
     #: Candidates returned when the request does not say.
     k: int = Field(DEFAULT_ROUTER_K, ge=1, le=100)
     #: Seconds a session lives after its last use, and how many are kept at most.
