@@ -226,18 +226,17 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     numeric = [p for p in params if p.type in ("integer", "number") and p.name not in out.arguments]
     cues = [_NumberCues.of(p) for p in numeric]
     contexts = [_context(text, n) for n in found] if numeric else []
-    pairs = sorted(
-        (
-            (_cue_score(c, contexts[j], n), -i, -j, c.param, n)
-            for i, c in enumerate(cues)
-            for j, n in enumerate(found)
-        ),
-        key=lambda t: t[:3],
-        reverse=True,
+    scored = (
+        (_cue_score(c, contexts[j], n), -i, -j, c.param, n)
+        for i, c in enumerate(cues)
+        for j, n in enumerate(found)
     )
+    # Only pairs with a cue can be chosen, and a prompt full of numbers has few: sorting them
+    # alone keeps the sort (one long hold of the GIL) small.
+    pairs = sorted((pair for pair in scored if pair[0] > 0), key=lambda t: t[:3], reverse=True)
     used: set[int] = set()
-    for score, _, _, param, number in pairs:
-        if score <= 0 or param.name in out.arguments or number.start in used:
+    for _, _, _, param, number in pairs:
+        if param.name in out.arguments or number.start in used:
             continue
         value = _number_value(param, number)
         if value is not None:
