@@ -59,6 +59,7 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from toolmesh.directories import default_cache_dir, default_data_dir
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -126,37 +127,17 @@ DEFAULT_ROUTER_MAX_TOKENS = 256
 #: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
 #: runs (bench/RESULTS.md).
 DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
-#: Longest prompt /v1/route, /v1/execute, ?query= and gRPC Route accept. A prompt asks for one
-#: call: a sentence or a paragraph. The embedder reads only its first `max_tokens` (256 tokens,
-#: about 1,000 characters), so a longer prompt can only carry argument text ("summarise: ...");
-#: 8,000 characters leave room for two pages of it, while the worst prompt of that length costs
-#: extraction about 0.1 s of CPU (bench/extraction_scaling.py). Over it: a 400 naming `prompt`.
+#: Longest prompt accepted. A prompt asks for one call; the embedder reads its first 256 tokens
+#: (~1,000 characters), so the rest is argument text ("summarise: ..."): 8,000 leave two pages for
+#: it, and the worst prompt that long costs extraction ~0.1 s of CPU. The config allows up to 100k.
 DEFAULT_MAX_PROMPT_CHARS = 8000
-#: The highest `max_prompt_chars` the config accepts: extraction is linear, but a thread still
-#: holds the interpreter for the time it takes, and a megabyte of prompt would take seconds.
 MAX_PROMPT_CHARS_LIMIT = 100_000
-#: Threads that route and extract prompts, off the event loop. Pure-Python extraction holds the
-#: GIL between switches, so each such thread is one more the loop waits behind for its turn;
-#: two keep /healthz prompt on a busy router and match the two onnxruntime threads' cores.
+#: Router threads: each pure-Python one is another the event loop waits behind for the GIL.
 DEFAULT_ROUTER_WORKERS = 2
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
 DEFAULT_LLM_TIMEOUT = 20.0
-
-
-def _xdg(variable: str, fallback: str) -> Path:
-    return Path(os.environ.get(variable) or Path.home() / fallback) / "toolmesh"
-
-
-def default_cache_dir() -> Path:
-    """Where built models live: ``$XDG_CACHE_HOME/toolmesh`` (``~/.cache/toolmesh``)."""
-    return _xdg("XDG_CACHE_HOME", ".cache")
-
-
-def default_data_dir() -> Path:
-    """Where sessions and cached function embeddings live: ``~/.local/share/toolmesh``."""
-    return _xdg("XDG_DATA_HOME", ".local/share")
 
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
