@@ -54,7 +54,7 @@ def cpu_seconds(size: int) -> float:
 
 
 def test_extraction_work_grows_linearly_with_the_prompt() -> None:
-    # A complexity check, not a speed target (those are in bench/extraction_scaling.py): eight
+    # A complexity check, not a speed target (those belong in bench/): eight
     # times the text costs about eight times the work when linear, and ~64 times when
     # quadratic, as extraction was (1.3 s for one 8,000-character prompt of "5 5 5 ...").
     small, large = cpu_seconds(DEFAULT_MAX_PROMPT_CHARS // 4), cpu_seconds(2 * DEFAULT_MAX_PROMPT_CHARS)
