@@ -24,7 +24,8 @@ from pathlib import Path
 
 import httpx
 
-from toolmesh.config import EXAMPLE_MODULES, RouterConfig, default_cache_dir
+from toolmesh.config import EXAMPLE_MODULES, RouterConfig
+from toolmesh.directories import default_cache_dir
 from toolmesh.gateway.core.free_text import spec_documents
 from toolmesh.router.embedding.model import ensure_model
 from toolmesh.router.service import RouterService

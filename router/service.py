@@ -9,11 +9,14 @@ all, they keep answering 503 with the reason, and everything else still works.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
+from typing import TypeVar
 
 from toolmesh.config import RouterConfig
 from toolmesh.errors import Unavailable
@@ -28,6 +31,8 @@ from toolmesh.router.sessions import SessionStore
 from toolmesh.router.text import Document
 
 log = logging.getLogger("toolmesh.router")
+
+T = TypeVar("T")
 
 EMBEDDINGS_FILE = "embeddings.sqlite3"
 SESSIONS_FILE = "sessions.sqlite3"
@@ -86,6 +91,10 @@ class RouterService:
         self._closables: list[EmbeddingCache | SessionStore] = []
         self._lock = threading.Lock()
         self._pending: list[Document] | None = None
+        # Routing and extraction run here, not on the event loop and not in asyncio's default
+        # executor: a few threads at most, so requests beyond them wait in its queue instead of
+        # adding threads that each take turns at the GIL with the loop (see [router] workers).
+        self.workers = ThreadPoolExecutor(config.workers, thread_name_prefix="router")
         llm = config.llm
         self._llm: LlmExtractor | None = None
         if llm is not None:
@@ -114,7 +123,7 @@ class RouterService:
                 if self._pending is not None:  # the catalog changed while we were loading
                     router.sync(self._pending)
                     self._pending = None
-                self._executor = PromptExecutor(router, self._llm)
+                self._executor = PromptExecutor(router, self._llm, workers=self.workers)
                 self.state = State.READY
             log.info("router ready", extra={"functions": len(router.index), "embedded": report.embedded})
         except Exception as exc:
@@ -147,6 +156,10 @@ class RouterService:
     def router(self) -> Router:
         return self.executor().router
 
+    async def in_worker(self, work: Callable[[], T]) -> T:
+        """`work()` on one of the router's threads."""
+        return await asyncio.get_running_loop().run_in_executor(self.workers, work)
+
     def sync(self, docs: Iterable[Document]) -> None:
         """Follow a catalog change (before the router is ready, it is applied once loading ends)."""
         with self._lock:
@@ -158,5 +171,6 @@ class RouterService:
     async def aclose(self) -> None:
         if self._llm is not None:
             await self._llm.aclose()
+        self.workers.shutdown(wait=False, cancel_futures=True)
         for closable in self._closables:
             closable.close()

@@ -50,9 +50,22 @@ _SUFFIXES = (
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=65536)
+#: Longer words are stemmed without the cache: real words are shorter, and 65536 cached
+#: prompt-length "words" would hold hundreds of megabytes.
+MAX_CACHED_WORD = 32
+
+
 def _stem(word: str) -> str:
+    return _cached_stem(word) if len(word) <= MAX_CACHED_WORD else _strip_suffix(word)
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_stem(word: str) -> str:
     # Cached: a prompt's words are mostly words the catalog and earlier prompts had.
+    return _strip_suffix(word)
+
+
+def _strip_suffix(word: str) -> str:
     for suffix, replacement in _SUFFIXES:
         keep = 3 if replacement == "y" else 4  # "cities" -> "city"
         if word.endswith(suffix) and len(word) - len(suffix) >= keep:

@@ -50,7 +50,6 @@ A mistake fails start-up with a `ConfigError` that names the key and says why.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -61,6 +60,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
+from toolmesh.directories import default_cache_dir, default_data_dir
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -97,20 +97,6 @@ EXAMPLE_MODULES = (
     "examples.knowledge",
     "examples.streaming",
 )
-
-
-def _xdg(variable: str, fallback: str) -> Path:
-    return Path(os.environ.get(variable) or Path.home() / fallback) / "toolmesh"
-
-
-def default_cache_dir() -> Path:
-    """Where built models live: ``$XDG_CACHE_HOME/toolmesh`` (``~/.cache/toolmesh``)."""
-    return _xdg("XDG_CACHE_HOME", ".cache")
-
-
-def default_data_dir() -> Path:
-    """Where sessions and cached function embeddings live: ``~/.local/share/toolmesh``."""
-    return _xdg("XDG_DATA_HOME", ".local/share")
 
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -335,6 +321,10 @@ class RouterConfig(_Section):
     max_tokens: int = Field(defaults.DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
     threads: int = Field(defaults.DEFAULT_ROUTER_THREADS, ge=1, le=64)
     threshold: float = defaults.DEFAULT_ROUTER_THRESHOLD
+    #: Longest prompt accepted, in characters (longer ones get 400 invalid_request).
+    max_prompt_chars: int = Field(defaults.DEFAULT_MAX_PROMPT_CHARS, ge=1, le=defaults.MAX_PROMPT_CHARS_LIMIT)
+    #: Threads routing and extracting prompts; more requests wait their turn.
+    workers: int = Field(defaults.DEFAULT_ROUTER_WORKERS, ge=1, le=64)
     #: Candidates returned when the request does not say.
     k: int = Field(defaults.DEFAULT_ROUTER_K, ge=1, le=100)
     #: Seconds a session lives after its last use, and how many are kept at most.

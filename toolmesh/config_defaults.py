@@ -36,6 +36,13 @@ DEFAULT_ROUTER_MAX_TOKENS = 256
 #: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
 #: runs (bench/RESULTS.md).
 DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
+#: Longest prompt accepted. A prompt asks for one call; the embedder reads its first 256 tokens
+#: (~1,000 characters), so the rest is argument text ("summarise: ..."): 8,000 leave two pages for
+#: it, and the worst prompt that long costs extraction ~0.1 s of CPU. The config allows up to 100k.
+DEFAULT_MAX_PROMPT_CHARS = 8000
+MAX_PROMPT_CHARS_LIMIT = 100_000
+#: Router threads: each pure-Python one is another the event loop waits behind for the GIL.
+DEFAULT_ROUTER_WORKERS = 2
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50

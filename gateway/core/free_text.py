@@ -1,13 +1,13 @@
 """The router's view of the catalog, and ranking off the event loop.
 
 Embedding a prompt takes milliseconds of onnxruntime work, which must not stall
-the event loop's other requests, so ranking runs in a worker thread (onnxruntime
-releases the GIL).
+the event loop's other requests, so ranking runs on one of the router's worker
+threads (onnxruntime releases the GIL).
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Callable, Iterable
 
 from toolmesh.gateway.core.requests import RouteRequest
@@ -36,6 +36,5 @@ async def rank(service: RouterService, allowed: Callable[[str], bool], request: 
     """The functions `allowed` lets through, best first for the prompt, in a worker thread."""
     router = service.router()
     k = request.k or service.config.k
-    return await asyncio.to_thread(
-        router.route, request.prompt, k, session_id=request.session_id, allowed=allowed
-    )
+    route = functools.partial(router.route, request.prompt, k, session_id=request.session_id, allowed=allowed)
+    return await service.in_worker(route)

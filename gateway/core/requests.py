@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.tool_formats import ToolFormat
 from toolmesh.router.sessions import MAX_SESSION_ID
@@ -86,6 +87,22 @@ def parse_k(value: object) -> int | None:
     return value
 
 
+def check_text(value: str, param: str) -> str:
+    """`value`, if it can be written as UTF-8. JSON's "\\ud800" escape decodes to a lone surrogate,
+    which the tokenizer, the session store and every JSON encoder then refuse; refused here,
+    it is the caller's 400 naming the field instead of a 500 somewhere inside."""
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidRequest(
+                f"{param} holds a lone surrogate (U+{ord(value[exc.start]):04X}) at character {exc.start},"
+                " which is not text: send UTF-8",
+                param=param,
+            ) from None
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class RouteRequest:
     """Rank the caller's functions for a free-text prompt."""
@@ -96,15 +113,31 @@ class RouteRequest:
     session_id: str | None = None
 
     @classmethod
-    def parse(cls, prompt: object, k: object = None, session_id: object = None) -> RouteRequest:
+    def parse(
+        cls,
+        prompt: object,
+        k: object = None,
+        session_id: object = None,
+        *,
+        max_chars: int = DEFAULT_MAX_PROMPT_CHARS,
+    ) -> RouteRequest:
+        """The request from a front door's fields; `max_chars` is `[router] max_prompt_chars`."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidRequest("prompt must be a non-empty string", param="prompt")
+        # Checked before anything reads the prompt: every step after this is linear in it.
+        if len(prompt) > max_chars:
+            raise InvalidRequest(
+                f"prompt has {len(prompt)} characters; the limit is {max_chars}", param="prompt"
+            )
+        check_text(prompt, "prompt")
         if session_id in (None, ""):
             session_id = None
         elif not isinstance(session_id, str) or len(session_id) > MAX_SESSION_ID:
             raise InvalidRequest(
                 f"session_id must be a string of at most {MAX_SESSION_ID} characters", param="session_id"
             )
+        else:
+            check_text(session_id, "session_id")
         return cls(prompt, parse_k(k), session_id)
 
 

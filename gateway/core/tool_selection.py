@@ -42,6 +42,9 @@ class RouterToolSelector:
 
     async def select(self, query: str, specs: Sequence[FunctionSpec], k: int) -> Sequence[FunctionSpec]:
         offered = {spec.qualified_name: spec for spec in specs}
+        # A chat message is not a prompt to refuse: cut to what the router would read, and
+        # lone surrogates (which the tokenizer refuses) replaced, it still picks the tools.
+        query = query[: self._service.config.max_prompt_chars].encode(errors="replace").decode()
         try:
             ranked = await rank(self._service, offered.__contains__, RouteRequest(query, k))
         except Unavailable:

@@ -80,7 +80,12 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
     async def Route(self, request: mesh_pb2.RouteRequest, context: Context) -> mesh_pb2.RouteResponse:
         try:
             principal = self._principal(context)
-            route = RouteRequest.parse(request.prompt, request.k, request.session_id)
+            route = RouteRequest.parse(
+                request.prompt,
+                request.k,
+                request.session_id,
+                max_chars=self._mesh.router.config.max_prompt_chars,
+            )
             ranked = await self._mesh.route(principal, route)
         except ToolmeshError as exc:
             await wire.abort(context, exc)

@@ -60,6 +60,7 @@ def create_app(
     `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
     adds to `[gateway] allowed_origins` (the MCP section's)."""
     config = mesh.config
+    max_chars = mesh.router.config.max_prompt_chars
 
     async def list_functions(request: Request) -> Response:
         specs = mesh.functions(caller(mesh, request))
@@ -84,7 +85,7 @@ def create_app(
         tools_request = ToolsRequest(
             parse_tool_format(params.get("format", "openai")),
             _flag(request, "strict"),
-            None if query is None else RouteRequest.parse(query, params.get("k")),
+            None if query is None else RouteRequest.parse(query, params.get("k"), max_chars=max_chars),
         )
         return json_response(await mesh.tools(principal, tools_request))
 
@@ -105,7 +106,7 @@ def create_app(
         message = {"role": "developer", "content": mesh.system_message(principal)}
         return json_response({"namespaces": listing, "system_message": message})
 
-    document = openapi_document()
+    document = openapi_document(max_chars)
 
     async def openapi(request: Request) -> Response:
         return json_response(document)

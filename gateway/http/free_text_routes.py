@@ -31,19 +31,20 @@ def _object(document: Any, allowed: set[str]) -> Mapping[str, Any]:
     return document
 
 
-def _route_request(document: Mapping[str, Any], request: Request) -> RouteRequest:
+def _route_request(document: Mapping[str, Any], request: Request, max_chars: int) -> RouteRequest:
     # The body's session_id, else the X-Session-Id header (which function calls see too).
     session = document.get("session_id") or request.headers.get("x-session-id")
-    return RouteRequest.parse(document.get("prompt"), document.get("k"), session)
+    return RouteRequest.parse(document.get("prompt"), document.get("k"), session, max_chars=max_chars)
 
 
 def free_text_routes(mesh: Mesh) -> list[Route]:
     depth = mesh.config.max_json_depth
+    max_chars = mesh.router.config.max_prompt_chars
 
     async def route_endpoint(request: Request) -> Response:
         principal = caller(mesh, request)
         document = _object(parse_json(await body(mesh, request), depth), {"prompt", "k", "session_id"})
-        ranked = await mesh.route(principal, _route_request(document, request))
+        ranked = await mesh.route(principal, _route_request(document, request, max_chars))
         return json_response(ranked.to_dict())
 
     async def execute_endpoint(request: Request) -> Response:
@@ -53,7 +54,7 @@ def free_text_routes(mesh: Mesh) -> list[Route]:
         dry_run = document.get("dry_run", False)
         if not isinstance(dry_run, bool):
             raise InvalidRequest("dry_run must be true or false", param="dry_run")
-        route = _route_request(document, request)
+        route = _route_request(document, request, max_chars)
         execute = ExecuteRequest(route, dry_run, CallOptions.from_headers(request.headers), base_url(request))
         execution = await mesh.execute(principal, execute)
         return json_response({**execution.to_dict(), "session_id": route.session_id})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.errors import ERROR_CLASSES
 from toolmesh.gateway.core.requests import MAX_K
 from toolmesh.router.sessions import MAX_SESSION_ID
@@ -140,7 +141,8 @@ _SCHEMAS: dict[str, Any] = {
 }
 
 
-def openapi_document() -> dict[str, Any]:
+def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[str, Any]:
+    """The gateway's OpenAPI document; prompts are limited to `[router] max_prompt_chars`."""
     paths: dict[str, Any] = {
         "/v1/functions": {
             "get": {
@@ -199,7 +201,7 @@ def openapi_document() -> dict[str, Any]:
                         "name": "query",
                         "in": "query",
                         "description": "Only the router's top tools for this text (503 without a router).",
-                        "schema": {"type": "string"},
+                        "schema": {"type": "string", "maxLength": max_prompt_chars},
                     },
                     {"name": "k", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
                 ],
@@ -297,7 +299,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Metrics"}}}
         },
     }
-    paths.update(_free_text_paths())
+    paths.update(_free_text_paths(max_prompt_chars))
     return {
         "openapi": "3.1.0",
         "info": {
@@ -314,10 +316,10 @@ def openapi_document() -> dict[str, Any]:
     }
 
 
-def _free_text_paths() -> dict[str, Any]:
+def _free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
     """The OpenAPI paths of /v1/route and /v1/execute."""
     body, errors = _json_body, _errors
-    prompt = {"type": "string", "minLength": 1}
+    prompt = {"type": "string", "minLength": 1, "maxLength": max_prompt_chars}
     session = {"type": "string", "maxLength": MAX_SESSION_ID}
     k = {"type": "integer", "minimum": 1, "maximum": MAX_K}
     candidates = {

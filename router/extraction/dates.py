@@ -12,6 +12,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from toolmesh.router.extraction.intervals import Intervals
+
 _MONTHS = {
     name: number
     for number, names in enumerate(
@@ -100,12 +102,12 @@ def _upcoming(today: dt.date, month: int, day: int, year: str | None) -> dt.date
 def find_dates(text: str, today: dt.date) -> list[Found]:
     """Every date in `text`, in order; spans never overlap."""
     found: list[Found] = []
+    taken = Intervals()  # not a scan of `found` per match: a prompt can hold thousands of dates
 
     def add(match: re.Match[str], value: dt.date | None, time: dt.time | None = None, tz: str = "") -> None:
-        if value is None:
+        if value is None or taken.overlaps(match.start(), match.end()):
             return
-        if any(f.start < match.end() and match.start() < f.end for f in found):
-            return
+        taken.add(match.start(), match.end())
         found.append(Found(match.start(), match.end(), value, time, tz))
 
     for m in _ISO.finditer(text):

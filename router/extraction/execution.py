@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from toolmesh.errors import FunctionNotFound, InvalidArguments, Unavailable, Violation
-from toolmesh.router.extraction.extract import extract_arguments
+from toolmesh.router.extraction.extract import Extraction, extract_arguments
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.extraction.snippet import code_for
 from toolmesh.router.routing import Router, RouteResult
@@ -30,6 +32,8 @@ _FOLLOW_UP = re.compile(
 )
 #: A follow-up keeps the previous function unless another one beats the threshold by this much.
 FOLLOW_UP_MARGIN = 0.1
+
+T = TypeVar("T")
 
 
 class FunctionCaller(Protocol):
@@ -61,6 +65,17 @@ class Execution:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a prompt asks for, worked out before any call: the route, the function chosen
+    (None when nothing fits), and the arguments found for it."""
+
+    route: RouteResult
+    function: str | None = None
+    follow_up: bool = False
+    found: Extraction = field(default_factory=Extraction)
+
+
 def is_follow_up(prompt: str) -> bool:
     return bool(_FOLLOW_UP.search(prompt))
 
@@ -77,10 +92,18 @@ class PromptExecutor:
         router: Router,
         llm: LlmExtractor | None = None,
         today: Callable[[], dt.date] = dt.date.today,
+        workers: Executor | None = None,
     ) -> None:
         self.router = router
         self.llm = llm
         self.today = today
+        #: Where routing, extraction and the session store run (None: asyncio's default executor).
+        self.workers = workers
+
+    async def in_worker(self, work: Callable[[], T]) -> T:
+        """`work()` in a worker thread: it is CPU (embedding, extraction) or disk (sessions),
+        either of which would stall every other request on the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self.workers, work)
 
     def _choose(self, prompt: str, route: RouteResult, previous: Turn | None) -> tuple[str | None, bool]:
         if previous is None or previous.function is None or not is_follow_up(prompt):
@@ -102,20 +125,8 @@ class PromptExecutor:
         base_url: str = "http://127.0.0.1:8080",
         with_key: bool = False,
     ) -> Execution:
-        # In a worker thread, as gateway.routing.route does: the embedding is milliseconds of work.
-        route = await asyncio.to_thread(self.router.route, prompt, k, session_id=session_id, allowed=allowed)
-        history = self.router.history(session_id)
-        previous = next((t for t in reversed(history) if t.function), None)
-        if previous is not None and previous.function not in self.router.index:
-            previous = None
-        if (
-            previous is not None
-            and allowed is not None
-            and previous.function
-            and not allowed(previous.function)
-        ):
-            previous = None
-        function, follow_up = self._choose(prompt, route, previous)
+        plan = await self.in_worker(functools.partial(self._plan, prompt, k, session_id, allowed))
+        route, function, found = plan.route, plan.function, plan.found
         if function is None:
             raise FunctionNotFound(
                 "no function fits the prompt well enough; see the candidates",
@@ -123,13 +134,6 @@ class PromptExecutor:
                 details={"candidates": _candidates(route)},
             )
         doc = self.router.document(function)
-        same = previous is not None and previous.function == function
-        found = extract_arguments(
-            prompt,
-            doc.parameters,
-            today=self.today(),
-            previous=previous.arguments if same and previous else None,
-        )
         if found.missing and self.llm is not None:
             await self._ask_llm(
                 prompt, function, doc.description, doc.parameters, found.arguments, found.sources
@@ -147,13 +151,47 @@ class PromptExecutor:
             )
             error.details.update(function=function, arguments=found.arguments, candidates=_candidates(route))
             raise error
-        execution = Execution(function, found.arguments, found.sources, route, follow_up=follow_up)
+        execution = Execution(function, found.arguments, found.sources, route, follow_up=plan.follow_up)
         execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
         if not dry_run:
             execution.result = await invoker(function, found.arguments)
-        if session_id and self.router.sessions is not None:
-            self.router.sessions.record(session_id, prompt, function, found.arguments, execution.result)
+        sessions = self.router.sessions
+        if session_id and sessions is not None:
+            record = functools.partial(
+                sessions.record, session_id, prompt, function, found.arguments, execution.result
+            )
+            await self.in_worker(record)
         return execution
+
+    def _plan(
+        self, prompt: str, k: int, session_id: str | None, allowed: Callable[[str], bool] | None
+    ) -> _Plan:
+        """Routing, the session's history and extraction: all the CPU and disk work before
+        the call, done in one trip to a worker thread."""
+        route = self.router.route(prompt, k, session_id=session_id, allowed=allowed)
+        history = self.router.history(session_id)
+        previous = next((t for t in reversed(history) if t.function), None)
+        if previous is not None and previous.function not in self.router.index:
+            previous = None
+        if (
+            previous is not None
+            and allowed is not None
+            and previous.function
+            and not allowed(previous.function)
+        ):
+            previous = None
+        function, follow_up = self._choose(prompt, route, previous)
+        if function is None:
+            return _Plan(route)
+        doc = self.router.document(function)
+        same = previous is not None and previous.function == function
+        found = extract_arguments(
+            prompt,
+            doc.parameters,
+            today=self.today(),
+            previous=previous.arguments if same and previous else None,
+        )
+        return _Plan(route, function, follow_up, found)
 
     async def _ask_llm(
         self,

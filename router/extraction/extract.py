@@ -13,7 +13,9 @@ and each stretch of text is used once.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +23,10 @@ from typing import Any
 
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.dates import find_dates, find_times
+from toolmesh.router.extraction.intervals import Intervals
 from toolmesh.router.text import STOPWORDS, split_identifier, words
 
+_LETTERS = re.compile(r"[a-z]+")
 _NEGATIONS = words("no not without don't dont disable disabled exclude excluding off never skip hide")
 _AFFIRM = re.compile(r"\b(true|yes|on|enabled?)\b", re.I)
 _DENY = re.compile(r"\b(false|no|off|disabled?)\b", re.I)
@@ -113,20 +117,51 @@ def parameters(schema: Mapping[str, Any]) -> list[Param]:
 
 
 class _Text:
-    """The prompt plus the stretches of it already used by some parameter."""
+    """The prompt, its words, and the stretches of it already used by some parameter.
+
+    The words are found once: reading the words before or after a position is then a
+    binary search, not a scan of the prompt (which, per number and parameter, made
+    extraction quadratic in the prompt's length).
+    """
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.used: list[tuple[int, int]] = []
+        self.used = Intervals()
+        self.lower = text.lower()
+        # Positions in `text` map to positions in `lower`; they differ only after a character
+        # whose lowercase is longer ("İ" -> "i̇"). Offsets are kept only then.
+        self._offsets: list[int] | None = None
+        if len(self.lower) != len(text):
+            self._offsets = [0, *itertools.accumulate(len(c.lower()) for c in text)]
+        found = [(m.start(), m.end()) for m in _LETTERS.finditer(self.lower)]
+        self._starts = [a for a, _ in found]
+        self._ends = [b for _, b in found]
 
     def free(self, start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in self.used)
+        return not self.used.overlaps(start, end)
 
     def take(self, start: int, end: int) -> None:
-        self.used.append((start, end))
+        self.used.add(start, end)
+
+    def _lower_at(self, position: int) -> int:
+        position = max(0, min(position, len(self.text)))
+        return position if self._offsets is None else self._offsets[position]
 
     def before(self, start: int, words: int = 4) -> set[str]:
-        return set(re.findall(r"[a-z]+", self.text[:start].lower())[-words:])
+        """The last `words` runs of letters in ``text[:start]``, lowercased (a word cut at
+        `start` counts as what is left of it)."""
+        cut = self._lower_at(start)
+        stop = bisect.bisect_left(self._starts, cut)
+        first = max(0, stop - words)
+        spans = zip(self._starts[first:stop], self._ends[first:stop], strict=True)
+        return {self.lower[a : min(b, cut)] for a, b in spans}
+
+    def after(self, end: int, words: int = 2) -> list[str]:
+        """The first `words` runs of letters in ``text[end:]``, lowercased."""
+        cut = self._lower_at(end)
+        first = bisect.bisect_right(self._ends, cut)
+        spans = zip(self._starts[first : first + words], self._ends[first : first + words], strict=True)
+        return [self.lower[max(a, cut) : b] for a, b in spans]
 
 
 def _target_unit(param: Param) -> str:
@@ -136,21 +171,40 @@ def _target_unit(param: Param) -> str:
     return ""
 
 
-def _cue_score(param: Param, text: _Text, number: v.Number) -> float:
+def _fold(words: Iterable[str]) -> set[str]:
+    return {w.rstrip("s") for w in words if w not in STOPWORDS}
+
+
+@dataclass(frozen=True, slots=True)
+class _NumberCues:
+    """What `_cue_score` reads about a numeric parameter, worked out once per parameter
+    (not once per number in the prompt)."""
+
+    param: Param
+    words: set[str]
+    target: str
+    percent: bool
+
+    @classmethod
+    def of(cls, param: Param) -> _NumberCues:
+        percent = bool({"percent", "percentage", "rate"} & param.about_words)
+        return cls(param, _fold(param.tokens), _target_unit(param), percent)
+
+
+def _context(text: _Text, number: v.Number) -> tuple[set[str], set[str]]:
+    """The words just before a number, and just after it with its unit."""
+    return _fold(text.before(number.start)), _fold(text.after(number.end, 2)) | _fold([number.unit])
+
+
+def _cue_score(cues: _NumberCues, context: tuple[set[str], set[str]], number: v.Number) -> float:
     """How strongly the words around a number point at this parameter: its name just
     before the number counts double ("height of 5"), just after it once ("5 days")."""
-
-    def fold(words: Iterable[str]) -> set[str]:
-        return {w.rstrip("s") for w in words if w not in STOPWORDS}
-
-    cues = fold(param.tokens)
-    before = fold(text.before(number.start))
-    after = fold(re.findall(r"[a-z]+", text.text[number.end :].lower())[:2]) | fold([number.unit])
-    score = 2.0 * len(cues & before) + len(cues & after)
-    target = _target_unit(param)
+    before, after = context
+    score = 2.0 * len(cues.words & before) + len(cues.words & after)
+    target = cues.target
     if number.unit in v.UNITS and target:
         score += 1 if v.UNITS[number.unit][0] == v.UNITS[target][0] else -2
-    if number.unit == "%" and ({"percent", "percentage", "rate"} & param.about_words):
+    if number.unit == "%" and cues.percent:
         score += 1
     return score
 
@@ -170,14 +224,19 @@ def _number_value(param: Param, number: v.Number) -> float | int | None:
 def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     found = [n for n in v.numbers(text.text) if text.free(n.start, n.end)]
     numeric = [p for p in params if p.type in ("integer", "number") and p.name not in out.arguments]
-    pairs = sorted(
-        ((_cue_score(p, text, n), -i, -j, p, n) for i, p in enumerate(numeric) for j, n in enumerate(found)),
-        key=lambda t: t[:3],
-        reverse=True,
+    cues = [_NumberCues.of(p) for p in numeric]
+    contexts = [_context(text, n) for n in found] if numeric else []
+    scored = (
+        (_cue_score(c, contexts[j], n), -i, -j, c.param, n)
+        for i, c in enumerate(cues)
+        for j, n in enumerate(found)
     )
+    # Only pairs with a cue can be chosen, and a prompt full of numbers has few: sorting them
+    # alone keeps the sort (one long hold of the GIL) small.
+    pairs = sorted((pair for pair in scored if pair[0] > 0), key=lambda t: t[:3], reverse=True)
     used: set[int] = set()
-    for score, _, _, param, number in pairs:
-        if score <= 0 or param.name in out.arguments or number.start in used:
+    for _, _, _, param, number in pairs:
+        if param.name in out.arguments or number.start in used:
             continue
         value = _number_value(param, number)
         if value is not None:
@@ -189,9 +248,9 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     rest = [n for n in found if n.start not in used and text.free(n.start, n.end)]
     open_params = [p for p in numeric if p.name not in out.arguments]
     takers = [p for p in open_params if p.required] or (open_params if len(open_params) == 1 else [])
+    waiting = iter(rest)
     for param in takers:
-        while rest:
-            number = rest.pop(0)
+        for number in waiting:
             value = _number_value(param, number)
             if value is not None:
                 out.arguments[param.name], out.sources[param.name] = value, "number"
@@ -200,7 +259,7 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
 
 
 def _boolean(param: Param, text: _Text) -> bool | None:
-    lowered = text.text.lower()
+    lowered = text.lower
     cues = [w for w in param.tokens if w not in _GENERIC_WORDS and w not in STOPWORDS]
     for cue in cues:
         for m in re.finditer(rf"\b{re.escape(cue)}", lowered):
@@ -268,19 +327,23 @@ def _identifier(param: Param, text: _Text) -> str | None:
 
 def _free_text(text: _Text) -> str | None:
     for m in _TEXT_CUES.finditer(text.text):
+        # Whether the rest is free is cheap to ask; the rest itself is not. Once it is free,
+        # so is every later rest, and each is a part of this one: if this one is empty, so are they.
+        if not text.free(m.end(), len(text.text)):
+            continue
         rest = text.text[m.end() :].strip().rstrip("?!.").strip()
-        if rest and text.free(m.end(), len(text.text)):
+        if rest:
             text.take(m.end(), len(text.text))
-            return rest
+        return rest or None
     return None
 
 
 def _string(param: Param, text: _Text, quotes: list[v.Span], today: dt.date) -> str | None:
     fmt = str(param.schema.get("format") or "")
     tokens = param.tokens
-    for pattern, formats, hints in ((v.EMAIL, ("email",), _EMAIL_HINTS), (v.URL, ("uri", "url"), _URL_HINTS)):
+    for find, formats, hints in ((v.emails, ("email",), _EMAIL_HINTS), (v.urls, ("uri", "url"), _URL_HINTS)):
         if param.wants(formats, hints):
-            found = _first(v.spans(pattern, text.text), text)
+            found = _first(find(text.text), text)
             if found is not None:
                 return found
     if fmt in ("date", "date-time") or tokens & {"date", "day", "when", "datetime", "deadline"}:
@@ -325,9 +388,9 @@ def extract_arguments(
     params = parameters(schema)
     # URLs and emails no parameter wants are set aside, so their digits and words are
     # not read as anything else.
-    for pattern, formats, hints in ((v.URL, ("uri", "url"), _URL_HINTS), (v.EMAIL, ("email",), _EMAIL_HINTS)):
+    for find, formats, hints in ((v.urls, ("uri", "url"), _URL_HINTS), (v.emails, ("email",), _EMAIL_HINTS)):
         if not any(p.wants(formats, hints) for p in params):
-            for span in v.spans(pattern, prompt):
+            for span in find(prompt):
                 text.take(span.start, span.end)
     quotes = v.spans(v.QUOTED, prompt)
 

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from toolmesh.router.text import split_identifier, words
 
 URL = re.compile(r"\bhttps?://[^\s<>\"'()]+[^\s<>\"'().,;:!?]", re.I)
+#: What an email address looks like. `emails` finds exactly what this finds, in linear time.
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# The pieces `emails` puts together: a run of address characters up to an "@" (from the run's
+# start only), the domain after it, and where a match may start.
+_LOCAL_PART = re.compile(r"(?<![\w.+-])[\w.+-]*@")
+_DOMAIN = re.compile(r"[\w-]+(?:\.[\w-]+)+\b")
+_BOUNDARY = re.compile(r"\b")
 # Straight, curly (U+201C/D, U+2018/9) and back quotes.
 QUOTED = re.compile(
     r"\"([^\"]+)\"|\u201c([^\u201d]+)\u201d|(?<!\w)'([^']+)'(?!\w)|\u2018([^\u2019]+)\u2019|`([^`]+)`"
@@ -102,6 +108,31 @@ def spans(pattern: re.Pattern[str], text: str) -> list[Span]:
     ]
 
 
+def urls(text: str) -> list[Span]:
+    return spans(URL, text)
+
+
+def emails(text: str) -> list[Span]:
+    """What `EMAIL.finditer` finds. Searching with `EMAIL` itself is quadratic: from every
+    word boundary inside a run of address characters ("a.a.a.a..." has one per letter) it
+    reads the run again to its end. Here each run and each domain is read once: a match
+    ends where its "@"'s domain does, and starts at the run's first word boundary (not before
+    where the previous match ended, which a search would not look at again)."""
+    found: list[Span] = []
+    resume = 0
+    for local in _LOCAL_PART.finditer(text):
+        at = local.end() - 1
+        domain = _DOMAIN.match(text, at + 1)
+        if domain is None:
+            continue
+        boundary = _BOUNDARY.search(text, max(local.start(), resume))
+        if boundary is None or boundary.start() >= at:
+            continue
+        found.append(Span(boundary.start(), domain.end(), text[boundary.start() : domain.end()]))
+        resume = domain.end()
+    return found
+
+
 def numbers(text: str) -> list[Number]:
     """Numbers in digits or small number words, each with the unit that follows it, if any."""
     found = []
@@ -127,6 +158,7 @@ def numbers(text: str) -> list[Number]:
 # or, in an all-lowercase prompt, up to three words after one.
 _PREPOSITION = re.compile(r"\b(in|for|at|to|from|near|around|of)\s+(?=[^\W\d_])", re.I)
 _PLACE_WORD = re.compile(r"[^\W\d_][\w'.-]*")
+_PLACE_GAP = re.compile(r"\s+|,\s*")
 _PLACE_STOP = words(
     "a an the and or but with without on at by for to from in of this that next today tomorrow tonight "
     "yesterday please now then week weeks day days hours minutes celsius fahrenheit me my our their"
@@ -148,10 +180,10 @@ def places(text: str) -> list[tuple[str, Span]]:
             if bare.lower() in _PLACE_STOP or (capitalised and not bare[:1].isupper()):
                 break
             kept.append(word)
-            gap = re.match(r"\s+|,\s*", text[word.end() :])
+            gap = _PLACE_GAP.match(text, word.end())  # not text[word.end():], a copy per word
             if gap is None:
                 break
-            position = word.end() + gap.end()
+            position = gap.end()
         if kept and (capitalised or len(kept) <= 3):
             end = kept[-1].start() + len(kept[-1].group(0).rstrip("."))
             found.append((m.group(1).lower(), Span(m.end(), end, text[m.end() : end]), capitalised))
@@ -170,13 +202,27 @@ def enum_match(text: str, options: Sequence[object], cutoff: float = 0.8) -> tup
         if not phrase:
             continue
         size = len(phrase.split())
+        # One matcher per option: it analyses the phrase once, not once per window.
+        matcher = difflib.SequenceMatcher(None, "", phrase)
         for i in range(len(tokens) - size + 1):
             start, end = tokens[i][0], tokens[i + size - 1][1]
             window = lowered[start:end]
+            bar = cutoff if best is None else max(cutoff, best[0] + 1e-9)
             if size == 1 and len(phrase) <= 3:
                 ratio = 1.0 if window == phrase else 0.0  # short codes only match exactly
+            elif _length_bound(window, phrase) < bar:
+                continue  # ratio() is at most this bound: skip its quadratic-in-the-window work
             else:
-                ratio = difflib.SequenceMatcher(None, window, phrase).ratio()
+                matcher.set_seq1(window)
+                if matcher.quick_ratio() < bar:
+                    continue
+                ratio = matcher.ratio()
             if ratio >= cutoff and (best is None or ratio > best[0] + 1e-9):
                 best = (ratio, position, option, Span(start, end, text[start:end]))
     return None if best is None else (best[2], best[3])
+
+
+def _length_bound(a: str, b: str) -> float:
+    """`SequenceMatcher.real_quick_ratio` without building a matcher: at most min(len) characters match."""
+    total = len(a) + len(b)
+    return 2.0 * min(len(a), len(b)) / total if total else 1.0

@@ -54,7 +54,8 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
         ready = json.loads(process.stdout.readline())
         url = f"http://127.0.0.1:{ready['http_port']}"
         request = urllib.request.Request(
-            f"{url}/v1/functions/get_forecast/invoke", data=b'{"city": "Oslo", "days": 2}',
+            f"{url}/v1/functions/get_forecast/invoke",
+            data=b'{"city": "Oslo", "days": 2}',
             method="POST",
             headers={"Content-Type": "application/json"},
         )

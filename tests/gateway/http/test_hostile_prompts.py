@@ -1,0 +1,146 @@
+"""Issue #14: one hostile /v1/execute request must not freeze the gateway.
+
+A real uvicorn gateway with the router on, on an event loop of its own; while prompts built
+to be slow are routed and extracted, /healthz is polled every 20 ms and must answer each time
+within 100 ms. Over-long prompts and lone surrogates are the caller's 400, naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.gateway.conftest import gateway_in_thread, runtime
+from toolmesh.config import RouterConfig
+from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.gateway.server import Gateway
+
+#: The issue's repro: 68,000 characters, under the 1 MB body limit.
+REPRO = "what is 2 plus 2 " * 4000
+#: How long /healthz may take while the router works (the issue's acceptance bound).
+HEALTHZ_BOUND = 0.1
+
+
+def longest(unit: str, prefix: str = "") -> str:
+    """`prefix`, then `unit` repeated up to the longest prompt the gateway accepts."""
+    body = unit * (DEFAULT_MAX_PROMPT_CHARS // len(unit) + 1)
+    return (prefix + body)[:DEFAULT_MAX_PROMPT_CHARS]
+
+
+@pytest.fixture(scope="module")
+def gateway(router_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    # Any best candidate is a match, so every prompt, however odd, goes on to extraction.
+    data = tmp_path_factory.mktemp("router-data")
+    router = RouterConfig(cache_dir=router_cache, data_dir=data, threshold=-1.0)
+    with gateway_in_thread(runtime("tools", "hostile_tools"), router=router) as started:
+        yield started
+
+
+@pytest.fixture
+async def http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
+        yield client
+
+
+async def poll_healthz(url: str, stop: asyncio.Event) -> list[float]:
+    """Seconds each /healthz took, polled every 20 ms until `stop` (on a client of its own)."""
+    took = []
+    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+        while not stop.is_set():
+            started = time.perf_counter()
+            response = await client.get("/healthz")
+            took.append(time.perf_counter() - started)
+            assert response.status_code == 200
+            await asyncio.sleep(0.02)
+    return took
+
+
+async def while_polling(url: str, requests: list[Any]) -> tuple[list[httpx.Response], list[float]]:
+    stop = asyncio.Event()
+    poller = asyncio.create_task(poll_healthz(url, stop))
+    await asyncio.sleep(0.1)  # a few answers before the load, so a poller that never ran shows
+    try:
+        responses = await asyncio.gather(*requests)
+    finally:
+        await asyncio.sleep(0.1)
+        stop.set()
+    return list(responses), await poller
+
+
+def error(response: httpx.Response) -> dict[str, Any]:
+    found: dict[str, Any] = response.json()["error"]
+    return found
+
+
+async def test_the_issues_prompt_is_refused_at_once_and_healthz_stays_prompt(
+    gateway: Gateway, http: httpx.AsyncClient
+) -> None:
+    requests = [
+        http.post("/v1/execute", json={"prompt": REPRO, "dry_run": True}),
+        http.post("/v1/route", json={"prompt": REPRO}),
+        # A URL cannot carry the repro; just over the limit then.
+        http.get("/v1/tools", params={"query": longest("what is 2 plus 2 ") + "?"}),
+    ]
+    responses, healthz = await while_polling(gateway.url, requests)
+    for response in responses:
+        assert response.status_code == 400, response.text
+        problem = error(response)
+        assert problem["param"] == "prompt" and str(DEFAULT_MAX_PROMPT_CHARS) in problem["message"]
+    print(f"healthz: {len(healthz)} polls, slowest {max(healthz) * 1000:.1f} ms")
+    assert len(healthz) >= 5 and max(healthz) < HEALTHZ_BOUND, healthz
+
+
+@pytest.mark.parametrize(
+    ("prompt", "function"),
+    [
+        # Thousands of numbers, each weighed against each numeric parameter.
+        (longest("2 ", "what is 2 plus "), "add"),
+        (longest("what is 2 plus 2 "), "add"),
+        (longest("5 nights 2 guests 1 room in Oslo ", "book a hotel for "), "book_hotel"),
+        # A word boundary at every letter: the email search's old worst case.
+        (longest("a.", "what is 2 plus 2 "), "add"),
+    ],
+)
+async def test_the_longest_worst_prompts_are_served_while_healthz_stays_prompt(
+    gateway: Gateway, http: httpx.AsyncClient, prompt: str, function: str
+) -> None:
+    assert len(prompt) == DEFAULT_MAX_PROMPT_CHARS
+    # Several at once: more than the router's threads, so some of them wait in its queue.
+    requests = [http.post("/v1/execute", json={"prompt": prompt, "dry_run": True}) for _ in range(4)]
+    responses, healthz = await while_polling(gateway.url, requests)
+    for response in responses:
+        assert response.status_code in (200, 422), response.text
+        answer = response.json()
+        assert (answer.get("function") or answer["error"]["details"]["function"]) == function
+    print(f"healthz: {len(healthz)} polls, slowest {max(healthz) * 1000:.1f} ms")
+    assert len(healthz) >= 5 and max(healthz) < HEALTHZ_BOUND, healthz
+
+
+@pytest.mark.parametrize("path", ["/v1/route", "/v1/execute"])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"prompt": "what is 2 plus \ud800 2"}, "prompt"),
+        ({"prompt": "what is 2 plus 2", "session_id": "s-\udfff"}, "session_id"),
+        ({"prompt": "x" * (DEFAULT_MAX_PROMPT_CHARS + 1)}, "prompt"),
+    ],
+)
+async def test_bad_text_is_a_400_naming_the_field(
+    http: httpx.AsyncClient, path: str, body: dict[str, Any], param: str
+) -> None:
+    # Written with ASCII escapes: a lone surrogate goes as "\ud800", as a hostile client sends it.
+    response = await http.post(path, content=json.dumps(body), headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert error(response)["code"] == "invalid_request" and error(response)["param"] == param
+
+
+async def test_the_longest_prompt_allowed_is_accepted(http: httpx.AsyncClient) -> None:
+    answer = await http.post("/v1/route", json={"prompt": longest("what is 2 plus 2 ")})
+    assert answer.status_code == 200 and answer.json()["match"] == "add"
