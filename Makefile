@@ -14,7 +14,7 @@ help:
 	@echo "make lint         ruff + mypy --strict on the package"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
 	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
-	@echo "make bench        run the benchmarks in bench/ (chaos included)"
+	@echo "make bench        run the benchmarks in bench/ (chaos and adversarial included)"
 	@echo "make fuzz         the long fuzz run of the HTTP API and gRPC Mesh (FUZZ_EXAMPLES=2000 per operation)"
 	@echo "make bench-router route latency vs sentence-transformers (torch in .venv-bench), gateway RSS"
 
@@ -62,11 +62,12 @@ format: $(STAMPS)/dev
 test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
 	$(BIN)/python -m pytest
 
-bench: $(STAMPS)/dev
+bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/runtime_invoke.py
 	$(BIN)/python bench/gateway_invoke.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/chaos.py --seconds 30
+	$(BIN)/python bench/adversarial.py
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

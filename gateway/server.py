@@ -42,8 +42,11 @@ from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelecto
 from toolmesh.gateway.environment import GatewayEnvironment
 from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
+from toolmesh.gateway.grpc.server_limits import public_server_options
 from toolmesh.gateway.http.app import create_app
 from toolmesh.gateway.http.chat_routes import chat_routes
+from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
+from toolmesh.gateway.http.guarded_protocol import guarded_protocol
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
@@ -169,7 +172,13 @@ async def start_gateway(
     if config.kube_scaler.enabled:
         waker = KubeScaler.from_config(config.kube_scaler, environment.kubernetes)
     http_socket = _bind(settings.host, settings.http_port)
-    grpc_server = grpc.aio.server(options=server_options(), interceptors=[RejectUndecodable()])
+    guard = ConnectionGuard(
+        connection_cap(settings.max_connections), settings.header_timeout, settings.body_timeout
+    )
+    grpc_server = grpc.aio.server(
+        options=public_server_options(guard.cap, settings.header_timeout),
+        interceptors=[RejectUndecodable()],
+    )
     try:
         grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     except RuntimeError:
@@ -224,8 +233,14 @@ async def start_gateway(
     app = create_app(
         mesh, ready=pool.readiness, extra_routes=routes, allowed_origins=config.mcp.allowed_origins
     )
+    # The header and body timeouts and the connection cap live in the protocol class, on httptools.
     uv_config = uvicorn.Config(
-        app, lifespan="off", log_config=None, access_log=False, http="httptools", server_header=False
+        app,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        http=guarded_protocol(guard),
+        server_header=False,
     )
     http_server = _EmbeddedServer(uv_config)
     http_task = asyncio.create_task(http_server.serve(sockets=[http_socket]))
@@ -258,6 +273,7 @@ async def start_gateway(
             "http": f"{settings.host}:{http_port}",
             "grpc": f"{settings.host}:{grpc_port}",
             "functions": len(catalog),
+            "max_connections": guard.cap,
         },
     )
     return Gateway(

@@ -15,7 +15,8 @@ from typing import Any
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from toolmesh.config import find_config, load_config
+    from toolmesh.config import load_config
+    from toolmesh.config_sources import find_config
 
     router = load_config(find_config(args.config)).router
     if args.cache_dir is not None:

@@ -9,16 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from toolmesh.config import (
-    CONFIG_FILE,
-    EXAMPLE_MODULES,
-    ConfigError,
-    find_config,
-    load_config,
-    modules_config,
-    parse_config,
-    runtime_name,
-)
+from toolmesh.config import EXAMPLE_MODULES, ConfigError, load_config, parse_config
+from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config, runtime_name
 
 CHAT = """
 [mcp]

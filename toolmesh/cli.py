@@ -56,7 +56,8 @@ def _up_config(args: argparse.Namespace) -> MeshConfig:
     ./toolmesh.toml, else the examples."""
     from pathlib import Path
 
-    from toolmesh.config import CONFIG_FILE, ConfigError, find_config, load_config, modules_config
+    from toolmesh.config import ConfigError, load_config
+    from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config
 
     if args.module:
         if args.config is not None:
@@ -120,7 +121,8 @@ def _hash_key(args: argparse.Namespace) -> int:
 def _deploy_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from toolmesh.config import ConfigError, find_config, load_config
+    from toolmesh.config import ConfigError, load_config
+    from toolmesh.config_sources import find_config
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
     options = RenderOptions(

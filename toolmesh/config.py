@@ -5,6 +5,7 @@
     http_port = 8080
     grpc_port = 50051
     drain_grace = 10.0          # seconds calls in flight get to finish on SIGTERM
+    header_timeout = 10.0       # seconds a client has to send a request's head (slowloris)
     allowed_hosts = ["gw.example.com"]             # besides loopback names and IP literals
     allowed_origins = ["https://app.example.com"]  # besides loopback origins and its own
 
@@ -52,7 +53,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,13 +78,6 @@ from toolmesh.runtimes.pod.defaults import (
 
 #: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-#: The file `toolmesh up`, `deploy render` and `router` read when given no --config, if it exists
-#: in the current directory.
-CONFIG_FILE = "toolmesh.toml"
-
-#: The runtime `toolmesh up --module` serves when the first module's name makes no runtime name.
-LOCAL_RUNTIME = "local"
 
 #: The source checkout (this file is toolmesh/config.py in it), whose examples/ are the default.
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -128,6 +122,14 @@ class GatewayConfig(_Section):
     #: Seconds calls in flight get to finish on SIGTERM (new ones are refused at once); a call
     #: still running then gets a retryable `unavailable` error (it may have run). Then pods stop.
     drain_grace: float = Field(defaults.DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
+    #: Seconds a client has to send a request's line and headers, from when its connection opens or
+    #: its previous response ends; a slower one is closed, however it trickles (slowloris).
+    header_timeout: float = Field(defaults.DEFAULT_HEADER_TIMEOUT, gt=0)
+    #: Seconds a request body may go without a byte arriving; then 408 and the connection closes.
+    body_timeout: float = Field(defaults.DEFAULT_BODY_TIMEOUT, gt=0)
+    #: Most HTTP connections open at once (None: the file limit, less a reserve for pods and files).
+    #: At the cap a new connection evicts the oldest one that has not sent its request's head.
+    max_connections: int | None = Field(None, ge=1)
     #: Host names (globs) served besides loopback names and IP literals (DNS rebinding); "*": any.
     allowed_hosts: tuple[str, ...] = ()
     #: Origins (globs) browsers may call from besides loopback and the gateway's own; get CORS.
@@ -406,30 +408,6 @@ def default_config() -> MeshConfig:
     (an installed wheel has no examples/: then they must be importable from the current directory)."""
     checkout = CHECKOUT if (CHECKOUT / "examples" / "weather.py").is_file() else None
     return MeshConfig(directory=checkout, runtimes=(RuntimeConfig(name="examples", modules=EXAMPLE_MODULES),))
-
-
-def find_config(path: str | Path | None, cwd: Path | None = None) -> Path | None:
-    """The config a command reads: `path` when given, else ./toolmesh.toml when it exists, else
-    None (the default config)."""
-    if path is not None:
-        return Path(path)
-    here = (cwd or Path.cwd()) / CONFIG_FILE
-    return here if here.is_file() else None
-
-
-def runtime_name(module: str) -> str:
-    """A runtime name (a DNS label) for a module: its last part, "my_tools" -> "my-tools"."""
-    name = re.sub(r"[^a-z0-9]+", "-", module.rsplit(".", 1)[-1].lower()).strip("-")[:63].strip("-")
-    return name if _RUNTIME_NAME.match(name) else LOCAL_RUNTIME
-
-
-def modules_config(modules: Sequence[str], directory: Path) -> MeshConfig:
-    """`toolmesh up --module ...`: the modules as one runtime named after the first, found in
-    `directory`, with every other setting at its default."""
-    if not modules:
-        raise ConfigError("give at least one module")
-    runtime = RuntimeConfig(name=runtime_name(modules[0]), modules=tuple(modules))
-    return MeshConfig(directory=directory.resolve(), runtimes=(runtime,))
 
 
 def _resolve_router_paths(config: MeshConfig) -> MeshConfig:

@@ -18,7 +18,9 @@ stream of change events; whenever the catalog changes, every open stream on
 this replica gets `notifications/tools/list_changed` (each replica watches its
 own catalog, which every replica loads from the same runtimes). The handshake
 era would need a session's standalone GET stream, so there the server
-advertises ``listChanged: false`` and clients re-list when they need to.
+advertises ``listChanged: false`` and clients re-list when they need to, and a
+GET gets 405 (which the protocol allows) rather than a stream that would stay
+empty. On shutdown the listen streams end at once, cleanly (`close_streams`).
 """
 
 from __future__ import annotations
@@ -129,6 +131,12 @@ class McpEndpoint:
     # -- the ASGI app in front of the SDK ---------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            # The handshake era's standalone stream: stateless, nothing is ever sent on it, yet it
+            # would hold a connection (past the header timeout, so never evicted) and graceful
+            # shutdown for as long as the client likes. The protocol lets a server answer 405.
+            await self._refuse_get(send)
+            return
         headers = Headers(scope=scope)
         try:
             principal = self.mesh.authenticate(headers.get("authorization"))
@@ -142,6 +150,13 @@ class McpEndpoint:
         state[_PRINCIPAL] = principal
         state[_NAMESPACE] = namespace
         await self._manager.handle_request(scope, receive, send)
+
+    async def _refuse_get(self, send: Send) -> None:
+        body = b"this MCP endpoint is stateless: it has no stream to GET; POST requests to it"
+        headers = [(b"allow", b"POST"), (b"content-type", b"text/plain; charset=utf-8")]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": 405, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def _refuse(self, error: ToolmeshError, send: Send) -> None:
         # Refused before the JSON-RPC request was read: an HTTP status with a JSON-RPC error body.

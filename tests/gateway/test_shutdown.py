@@ -1,31 +1,23 @@
 """SIGTERM to `toolmesh up` under load: calls in flight finish, new ones are refused cleanly, the
 process exits 0 within the drain grace, and no runtime process (template or pod) is left behind.
 
-The gateway runs with TMPDIR in a directory of the test's own: each template's socket directory is made
+The gateway runs with TMPDIR in the test's directory: each template's socket directory is made
 there and is in its command line, which its forked pods share, so /proc finds them all.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 import pytest
 
-from tests.conftest import ROOT, pod_env
+from tests.gateway.conftest import StartUp, Up
 from toolmesh.v1 import invoke_pb2, mesh_pb2_grpc
 
 #: Seconds each in-flight call takes; SIGTERM arrives while they run.
@@ -34,79 +26,6 @@ CALL_SECONDS = 2.0
 CALLS = 4
 #: Seconds past the drain grace (or the calls' end) the gateway may take to exit.
 EXIT_MARGIN = 3.0
-
-
-@dataclass
-class Up:
-    process: subprocess.Popen[str]
-    http_port: int
-    grpc_port: int
-    marker: str
-
-    def runtime_processes(self) -> list[int]:
-        """Live processes whose command line names this gateway's temporary directory."""
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    argv = cmdline.read().decode(errors="replace")
-                with open(f"/proc/{entry}/stat") as stat:
-                    state = stat.read().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if self.marker in argv and state != "Z":
-                found.append(int(entry))
-        return found
-
-
-StartUp = Callable[..., Up]
-
-
-@pytest.fixture
-def up(tmp_path: Path) -> Iterator[StartUp]:
-    """Start `toolmesh up` serving sample_tools with one warm pod, plus `gateway` config lines
-    and further `runtimes`."""
-    started: list[Up] = []
-    made: list[Path] = []
-
-    def start(gateway: str = "", runtimes: str = "") -> Up:
-        # Short, not under tmp_path: a Unix socket's path has room for 107 bytes only.
-        marker = Path(tempfile.mkdtemp(prefix="tm-"))
-        made.append(marker)
-        config = tmp_path / "toolmesh.toml"
-        config.write_text(
-            f"[gateway]\nhttp_port = 0\ngrpc_port = 0\n{gateway}\n"
-            '[[runtimes]]\nname = "tools"\nmodules = ["sample_tools"]\nmin_replicas = 1\n' + runtimes
-        )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**pod_env(), "TMPDIR": str(marker)},
-            cwd=ROOT,
-        )
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line:
-            _, err = process.communicate(timeout=30)
-            raise AssertionError(f"toolmesh up exited: {err}")
-        ready = json.loads(line)
-        running = Up(process, ready["http_port"], ready["grpc_port"], str(marker))
-        started.append(running)
-        return running
-
-    yield start
-    for running in started:
-        if running.process.poll() is None:
-            running.process.kill()
-            running.process.communicate(timeout=10)
-        for pid in running.runtime_processes():
-            os.kill(pid, signal.SIGKILL)
-    for directory in made:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 def http_call(port: int, function: str, arguments: dict[str, object], timeout: float) -> tuple[int, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import signal
+import time
 from collections.abc import AsyncIterator
 
 import anyio
@@ -16,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
-from tests.gateway.conftest import StartGateway, runtime
+from tests.gateway.conftest import StartGateway, StartUp, runtime
 from toolmesh.config import GatewayConfig, KeyConfig, McpConfig, MeshConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 
@@ -244,3 +246,29 @@ async def test_stopping_the_gateway_ends_open_listen_streams() -> None:
             await gateway.stop(grace=0)
             events = [event async for event in subscription]
     assert events == []
+
+
+@pytest.mark.slow
+async def test_sigterm_ends_listen_streams_at_once_and_get_holds_no_stream(up: StartUp) -> None:
+    grace = 10.0
+    gateway = up(f"drain_grace = {grace}\n")
+    url = f"http://127.0.0.1:{gateway.http_port}/mcp"
+    async with connect(url, mode="legacy") as legacy:
+        assert legacy.protocol_version == "2025-11-25"
+    async with httpx.AsyncClient(timeout=5) as http:
+        # What a handshake-era client opens after initialize: refused, instead of held open for ever.
+        get = await http.get(
+            url, headers={"Accept": "text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        )
+    assert get.status_code == 405 and get.headers["allow"] == "POST"
+    async with connect(url) as client, client.listen(tools_list_changed=True) as subscription:
+        gateway.process.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        with anyio.fail_after(grace / 2):
+            events = [event async for event in subscription]
+    assert events == [], "the stream ended cleanly, with nothing in it"
+    _, stderr = await anyio.to_thread.run_sync(lambda: gateway.process.communicate(timeout=grace))
+    exited = time.monotonic() - signalled
+    assert gateway.process.returncode == 0
+    assert exited < grace / 2, f"exited {exited:.1f} s after SIGTERM, with nothing in flight"
+    assert "Traceback" not in stderr
