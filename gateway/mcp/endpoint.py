@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import Mapping
@@ -62,6 +63,8 @@ SERVER_NAME = "toolmesh"
 #: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
 _PRINCIPAL = "toolmesh_principal"
 _NAMESPACE = "toolmesh_namespace"
+#: The caller of the request being handled, for SDK callbacks that are given no request.
+_CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("mcp_caller", default=None)
 
 
 def _refusal(error: ToolmeshError) -> MCPError:
@@ -149,7 +152,11 @@ class McpEndpoint:
         state = scope.setdefault("state", {})
         state[_PRINCIPAL] = principal
         state[_NAMESPACE] = namespace
-        await self._manager.handle_request(scope, receive, send)
+        token = _CALLER.set(principal)
+        try:
+            await self._manager.handle_request(scope, receive, send)
+        finally:
+            _CALLER.reset(token)
 
     async def _refuse_get(self, send: Send) -> None:
         body = b"this MCP endpoint is stateless: it has no stream to GET; POST requests to it"
@@ -211,9 +218,13 @@ class McpEndpoint:
         return call_result(spec, result)
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
-        # Used by the SDK to check Mcp-Param-* headers; not scoped, and None when unknown.
+        # Used by the SDK to check Mcp-Param-* headers. None when unknown or out of the caller's
+        # scopes alike, so that how a header is checked says nothing about other keys' tools.
+        principal = _CALLER.get()
+        if principal is None:
+            return None
         try:
-            return self.mesh.catalog.resolve(name).input_schema
+            return self.mesh.function(name, principal).input_schema
         except ToolmeshError:
             return None
 

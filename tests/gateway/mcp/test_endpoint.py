@@ -272,3 +272,22 @@ async def test_sigterm_ends_listen_streams_at_once_and_get_holds_no_stream(up: S
     assert gateway.process.returncode == 0
     assert exited < grace / 2, f"exited {exited:.1f} s after SIGTERM, with nothing in flight"
     assert "Traceback" not in stderr
+
+
+async def test_header_checks_see_only_the_callers_tools(gateway_factory: StartGateway) -> None:
+    """The SDK checks Mcp-Param-* headers against a tool's schema: an out-of-scope tool must look
+    unknown there too, or how a header is checked would tell which tools other keys have."""
+    from toolmesh.gateway.mcp import endpoint
+
+    keys = [KeyConfig(name="counting", key_env="COUNTING_KEY", scopes=("counter.*",))]
+    gateway = await gateway_factory(keys=keys, environ={"COUNTING_KEY": "count-secret"})
+    assert gateway.mcp is not None
+    principal = gateway.mesh.authenticate("Bearer count-secret")
+    token = endpoint._CALLER.set(principal)
+    try:
+        assert gateway.mcp._input_schema("counter__increment") is not None
+        assert gateway.mcp._input_schema("add") is None
+        assert gateway.mcp._input_schema("nope") is None
+    finally:
+        endpoint._CALLER.reset(token)
+    assert gateway.mcp._input_schema("counter__increment") is None, "no caller, no schema"
