@@ -188,6 +188,10 @@ class RuntimeConfig(_Section):
     #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
     #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
     address: str | None = None
+    #: With `address`: the environment variable holding the token those pods require
+    #: (their TOOLMESH_POD_TOKEN), sent as ``authorization: Bearer <token>`` on every call.
+    #: The pods the gateway starts need none: only the gateway can reach them.
+    token_env: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
@@ -239,6 +243,8 @@ class RuntimeConfig(_Section):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
         if not self.modules and not self.address:
             raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
+        if self.token_env is not None and self.address is None:
+            raise ValueError("`token_env` goes with `address`: the pods the gateway starts need no token")
         if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(
                 "`catalog` goes with `address` alone; with `modules` the functions are read from them"
