@@ -50,6 +50,14 @@ def socket_inodes(pid: int) -> set[str]:
     return found
 
 
+def sockets_in(directory: str) -> list[Path]:
+    return [p for p in Path(directory).iterdir() if stat.S_ISSOCK(p.lstat().st_mode)]
+
+
+def exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
 @pytest.mark.parametrize("transport", ["socket", "grpc"])
 async def test_pods_listen_on_no_tcp_port_only_in_a_private_directory(
     gateway_factory: StartGateway, transport: str
@@ -66,14 +74,16 @@ async def test_pods_listen_on_no_tcp_port_only_in_a_private_directory(
     directory = os.path.dirname(path)
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     assert os.stat(directory).st_uid == os.geteuid()
-    sockets = [p for p in Path(directory).iterdir() if stat.S_ISSOCK(p.lstat().st_mode)]
+    sockets = sockets_in(directory)
     assert {p.name for p in sockets} == {f"pod-{pid}.grpc", f"pod-{pid}.sock", f"pod-{pid}.metrics"}
     assert all(stat.S_IMODE(p.lstat().st_mode) == 0o600 for p in sockets)
     assert replica.metrics_socket == f"{directory}/pod-{pid}.metrics"
     assert (replica.socket is not None) == (transport == "socket")
 
 
-async def test_the_gateway_reaches_its_pods_over_grpc_on_their_unix_socket(gateway_factory: StartGateway) -> None:
+async def test_the_gateway_reaches_its_pods_over_grpc_on_their_unix_socket(
+    gateway_factory: StartGateway,
+) -> None:
     gateway = await gateway_factory(runtime("tools", "isolation_tools", min_replicas=1, transport="grpc"))
     [replica] = replicas(gateway).replicas
     async with grpc.aio.insecure_channel(replica.address) as channel:
@@ -83,7 +93,9 @@ async def test_the_gateway_reaches_its_pods_over_grpc_on_their_unix_socket(gatew
         assert (await client.invoke("pid", {})).structured == replica.pid
 
 
-async def test_a_subprocess_a_function_started_ends_when_the_gateway_stops(gateway_factory: StartGateway) -> None:
+async def test_a_subprocess_a_function_started_ends_when_the_gateway_stops(
+    gateway_factory: StartGateway,
+) -> None:
     gateway = await gateway_factory(runtime("tools", "isolation_tools", drain_grace=0.5))
     async with AsyncClient(gateway.url) as client:
         sleeper = (await client.invoke("spawn_sleeper", {})).structured
@@ -91,10 +103,12 @@ async def test_a_subprocess_a_function_started_ends_when_the_gateway_stops(gatew
     directory = os.path.dirname(replicas(gateway).replicas[0].address.removeprefix("unix:"))
     await gateway.stop(grace=0)
     await eventually(lambda: not alive(sleeper))
-    assert not os.path.exists(directory)
+    assert not exists(directory)
 
 
-async def test_a_subprocess_a_function_started_ends_when_its_pod_is_killed(gateway_factory: StartGateway) -> None:
+async def test_a_subprocess_a_function_started_ends_when_its_pod_is_killed(
+    gateway_factory: StartGateway,
+) -> None:
     gateway = await gateway_factory(runtime("tools", "isolation_tools"))
     async with AsyncClient(gateway.url) as client:
         sleeper = (await client.invoke("spawn_sleeper", {})).structured
