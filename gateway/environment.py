@@ -60,8 +60,14 @@ class GatewayEnvironment:
 
 
 def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The token of each runtime with `token_env`: what its pods (at its `address`) require, sent
+    as ``authorization: Bearer <token>``. The pods the gateway starts need none."""
     tokens = {}
     for runtime in config.runtimes:
+        if runtime.token_env is not None and runtime.address is None:
+            raise ConfigError(
+                f"runtimes.{runtime.name}: `token_env` goes with `address` (the gateway's own pods need none)"
+            )
         if runtime.token_env is not None:
             value = env.get(runtime.token_env)
             if not value:

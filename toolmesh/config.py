@@ -122,9 +122,8 @@ DEFAULT_ROUTER_K = 5
 #: calibrated on short prompts for the examples and on the BFCL set (see bench/RESULTS.md).
 DEFAULT_ROUTER_THRESHOLD = 0.3
 DEFAULT_ROUTER_MAX_TOKENS = 256
-#: onnxruntime threads per prompt. Two cut a prompt's embedding by about a fifth; more
-#: share its ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt
-#: runs (bench/RESULTS.md).
+#: onnxruntime threads per prompt. Two cut a prompt's embedding by about a fifth; more share its
+#: ~20 rows too thinly to pay for the hand-offs. They spin only while a prompt runs (bench/RESULTS.md).
 DEFAULT_ROUTER_THREADS = min(2, os.cpu_count() or 1)
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
@@ -188,10 +187,7 @@ class RuntimeConfig(_Section):
     #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
     #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
     address: str | None = None
-    #: With `address`: the environment variable holding the token those pods require
-    #: (their TOOLMESH_POD_TOKEN), sent as ``authorization: Bearer <token>`` on every call.
-    #: The pods the gateway starts need none: only the gateway can reach them.
-    token_env: str | None = None
+    token_env: str | None = None  # with `address`: the variable holding its pods' TOOLMESH_POD_TOKEN
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
@@ -243,8 +239,6 @@ class RuntimeConfig(_Section):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
         if not self.modules and not self.address:
             raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
-        if self.token_env is not None and self.address is None:
-            raise ValueError("`token_env` goes with `address`: the pods the gateway starts need no token")
         if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(
                 "`catalog` goes with `address` alone; with `modules` the functions are read from them"

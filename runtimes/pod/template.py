@@ -166,14 +166,15 @@ class Template:
         that reports on the template's control pipe. With a socket directory it listens on
         Unix sockets there only: gRPC, the socket protocol and (if on) metrics."""
         socket_dir = self.settings.socket_dir
-        base = f"{socket_dir}/pod-{os.getpid()}" if socket_dir else None
+        # Short names: a Unix socket's whole path must fit in 107 bytes.
+        base = f"{socket_dir}/{os.getpid()}" if socket_dir else None
         return dataclasses.replace(
             self.settings,
             template=None,
             socket_dir=None,
             socket_path=f"{base}.sock" if base else None,
             grpc_socket=f"{base}.grpc" if base else None,
-            metrics_socket=f"{base}.metrics" if base and self.settings.metrics_port is not None else None,
+            metrics_socket=f"{base}.prom" if base and self.settings.metrics_port is not None else None,
             ready_fd=self._control,
             spawn_id=spawn,
         )
