@@ -42,7 +42,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
-from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
+from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV, POD_TOKEN_ENV
 
 Manifest = dict[str, Any]
 
@@ -152,6 +152,9 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
         {
             "name": r.name,
             "address": runtime_address(r.name, options.namespace, options.cluster_domain),
+            # The runtime's pods require the token of the `toolmesh-pods` Secret, which the
+            # gateway's Deployment puts in this variable.
+            "token_env": POD_TOKEN_ENV,
             # The gateway reads the functions from the modules (its image has them), so it
             # knows the catalog while KEDA keeps the runtime at zero pods.
             "modules": list(r.modules),

@@ -1,6 +1,7 @@
 """Everything the gateway reads from its environment, read once at start-up.
 
     keys.*.key_env                 API keys (kept only as their hashes)
+    runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
@@ -34,6 +35,8 @@ class GatewayEnvironment:
     kubernetes: Mapping[str, str]
     #: What the gateway's own pods inherit.
     pods: Mapping[str, str] = field(repr=False)
+    #: The token each runtime with `token_env` requires, by runtime name.
+    runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -52,7 +55,27 @@ class GatewayEnvironment:
             llm_api_key=llm_key,
             kubernetes={name: environ[name] for name in (HOST_ENV, PORT_ENV) if name in environ},
             pods=dict(environ),
+            runtime_tokens=_runtime_tokens(config, environ),
         )
+
+
+def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The token of each runtime with `token_env`: what its pods (at its `address`) require, sent
+    as ``authorization: Bearer <token>``. The pods the gateway starts need none."""
+    tokens = {}
+    for runtime in config.runtimes:
+        if runtime.token_env is not None and runtime.address is None:
+            raise ConfigError(
+                f"runtimes.{runtime.name}: `token_env` goes with `address` (the gateway's own pods need none)"
+            )
+        if runtime.token_env is not None:
+            value = env.get(runtime.token_env)
+            if not value:
+                raise ConfigError(
+                    f"runtimes.{runtime.name}: environment variable {runtime.token_env} is not set"
+                )
+            tokens[runtime.name] = value
+    return tokens
 
 
 def _key_hashes(config: MeshConfig, env: Mapping[str, str]) -> dict[str, KeyConfig]:

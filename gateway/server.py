@@ -195,7 +195,15 @@ async def start_gateway(
         pods_port = pods_server.add_insecure_port("127.0.0.1:0")
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
         access = MeshAccess(f"127.0.0.1:{pods_port}", token)
-        pool = Pool(config.runtimes, environment.pods, access, pool_metrics, waker, config.directory)
+        pool = Pool(
+            config.runtimes,
+            environment.pods,
+            access,
+            pool_metrics,
+            waker,
+            config.directory,
+            tokens=environment.runtime_tokens,
+        )
     try:
         await pool.start()
         catalog = await Catalog.load(pool)

@@ -8,7 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -127,12 +127,16 @@ def pod_process() -> Iterator[Callable[..., PodProcess]]:
     """Start `toolmesh runtime` as a real child process: ``pod_process("sample_tools", "--debug")``."""
     started: list[PodProcess] = []
 
-    def start(*modules: str, args: Sequence[str] = ()) -> PodProcess:
+    def start(*modules: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None) -> PodProcess:
         command = [sys.executable, "-m", "toolmesh", "runtime", "--port", "0", "--metrics-port", "0"]
         for module in modules or ("sample_tools",):
             command += ["--module", module]
         process = subprocess.Popen(
-            [*command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=pod_env()
+            [*command, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**pod_env(), **(env or {})},
         )
         assert process.stdout is not None
         line = process.stdout.readline()

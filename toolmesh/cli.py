@@ -36,17 +36,19 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
     from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.pod_env import read_environment
+    from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV, read_environment
     from toolmesh.runtimes.pod.pod_process import MemoryLimitTooLow
-    from toolmesh.runtimes.pod.serving import run
+    from toolmesh.runtimes.pod.serving import Unprotected, run
     from toolmesh.runtimes.pod.settings import PodSettings
-    from toolmesh.runtimes.pod.template import run_template
+    from toolmesh.runtimes.pod.template import UnsafeSocketDirectory, run_template
 
     settings = PodSettings.from_arguments(args, read_environment(os.environ))
+    # The pod holds its token now; the functions' subprocesses need not inherit it.
+    os.environ.pop(POD_TOKEN_ENV, None)
     logs.configure(settings.log_level)
     try:
         return run_template(settings) if settings.template else run(settings)
-    except (DefinitionError, MemoryLimitTooLow) as exc:
+    except (DefinitionError, MemoryLimitTooLow, Unprotected, UnsafeSocketDirectory) as exc:
         print(f"toolmesh runtime: {exc}", file=sys.stderr)
         return 2
 

@@ -149,6 +149,9 @@ class RuntimeConfig(_Section):
     #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
     #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
     address: str | None = None
+    #: With `address`: the environment variable holding the token its pods check
+    #: (their TOOLMESH_POD_TOKEN), sent on every call to them.
+    token_env: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.

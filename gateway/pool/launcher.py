@@ -22,15 +22,16 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import Unavailable
+from toolmesh.gateway.pool.socket_dirs import make_socket_dir
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.pod_process import kill_group
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.v1 import function_pb2
 
@@ -52,8 +53,10 @@ class Spawned:
     """A pod a template forked, as its ready line describes it."""
 
     pid: int
+    #: The pod's gRPC address: a Unix socket (``unix:/...``) in the runtime's socket directory.
     address: str
-    metrics_port: int | None
+    #: The Unix socket of the pod's /metrics, if it serves them.
+    metrics_socket: str | None
     #: The pod's Unix socket for unary calls, when the runtime uses that transport.
     socket: str | None
 
@@ -62,9 +65,10 @@ ExitHandler = Callable[[int, int], None]
 
 
 def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
-    """The settings of a runtime's template process, which its pods inherit: any free ports on
-    loopback (each pod reports its own), sockets in `socket_dir` when calls go over them. The
-    mesh's address and token reach it in the environment the pool gives it."""
+    """The settings of a runtime's template process, which its pods inherit: its pods listen
+    on Unix sockets in `socket_dir` only (gRPC, the socket protocol, metrics), never on a TCP
+    port (the host and ports here are unused). The mesh's address and token reach it in the
+    environment the pool gives it."""
     return PodSettings(
         modules=config.modules,
         host="127.0.0.1",
@@ -78,7 +82,7 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
         max_result_bytes=config.max_result_bytes,
         log_level=config.log_level,
         template=config.spawn,
-        socket_dir=socket_dir if config.transport == "socket" else None,
+        socket_dir=socket_dir,
     )
 
 
@@ -114,7 +118,7 @@ class TemplateProcess:
     @classmethod
     async def start(cls, config: RuntimeConfig, env: Mapping[str, str]) -> TemplateProcess:
         """Start a template for `config` and wait for its catalog."""
-        socket_dir = tempfile.mkdtemp(prefix=f"toolmesh-{config.name}-")
+        socket_dir = make_socket_dir(config.name)
         command = [sys.executable, *template_settings(config, socket_dir).argv()]
         try:
             process = await asyncio.create_subprocess_exec(
@@ -123,6 +127,8 @@ class TemplateProcess:
                 stdout=asyncio.subprocess.PIPE,
                 env=env,
                 limit=LINE_LIMIT,
+                # Its own group, which the gateway can kill whole; Ctrl-C reaches the gateway only.
+                start_new_session=True,
             )
         except BaseException:
             shutil.rmtree(socket_dir, ignore_errors=True)
@@ -131,7 +137,7 @@ class TemplateProcess:
         try:
             line = await asyncio.wait_for(process.stdout.readline(), TEMPLATE_START_TIMEOUT)
         except TimeoutError:
-            process.kill()
+            kill_group(process.pid)
             await process.wait()
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise Unavailable(
@@ -197,7 +203,7 @@ class TemplateProcess:
                     extra={"runtime": self.config.name, "pid": self.process.pid},
                 )
                 self.hung = True
-                self.process.kill()
+                kill_group(self.process.pid)
         self._end(self.process.returncode)
 
     def _end(self, status: int) -> None:
@@ -231,8 +237,11 @@ class TemplateProcess:
                     os.kill(int(event["pid"]), signal.SIGTERM)
             return
         if kind == "ready":
-            port, metrics = int(event["grpc_port"]), event.get("metrics_port")
-            waiting.set_result(Spawned(int(event["pid"]), f"127.0.0.1:{port}", metrics, event.get("socket")))
+            socket = event.get("socket") if self.config.transport == "socket" else None
+            spawned = Spawned(
+                int(event["pid"]), f"unix:{event['grpc_socket']}", event.get("metrics_socket"), socket
+            )
+            waiting.set_result(spawned)
         elif kind == "failed":
             waiting.set_exception(
                 Unavailable(f"runtime {self.config.name!r} could not start a pod: {event.get('error')}")
@@ -249,8 +258,7 @@ class TemplateProcess:
         try:
             await asyncio.wait_for(self.process.wait(), self.config.drain_grace + 10)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.kill()
+            kill_group(self.process.pid)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.process.wait(), 5)
         for task in (self._watcher, self._reader):

@@ -16,7 +16,8 @@ class Replica:
 
     pid: int
     address: str
-    metrics_port: int | None
+    #: The Unix socket of the pod's /metrics (for a gateway that will expose pods' metrics).
+    metrics_socket: str | None
     client: RuntimeClient
     #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
     socket: SocketClient | None

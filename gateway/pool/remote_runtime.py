@@ -56,7 +56,9 @@ class RemoteRuntime:
         metrics: PoolMetrics,
         waker: Waker | None = None,
         directory: Path | None = None,
+        token: str = "",
     ) -> None:
+        """`token` is what the pods at the address require (from `token_env`), if anything."""
         assert config.address is not None
         self.config = config
         #: The catalog file; a relative path is in the config file's directory.
@@ -64,7 +66,7 @@ class RemoteRuntime:
         if self._catalog is not None and directory is not None:
             self._catalog = directory / self._catalog
         self.name = config.name
-        self.client = RuntimeClient(config.name, config.address, balanced=True)
+        self.client = RuntimeClient(config.name, config.address, balanced=True, token=token)
         self._waker = waker
         self._inflight = 0
         self._held = HeldCalls(self.name, config.max_queue, metrics)

@@ -48,6 +48,7 @@ from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import REFUSED, Call
+from toolmesh.runtimes.pod.pod_process import kill_group
 
 log = logging.getLogger("toolmesh.pool")
 
@@ -347,7 +348,7 @@ class ReplicaSet:
         replica = Replica(
             spawned.pid,
             spawned.address,
-            spawned.metrics_port,
+            spawned.metrics_socket,
             RuntimeClient(self.name, spawned.address),
             SocketClient(self.name, spawned.socket) if spawned.socket else None,
             started_at=now,
@@ -405,8 +406,8 @@ class ReplicaSet:
             f"runtime {self.name!r}: pod {pod.pid} {silent}; killing it", extra={"runtime": self.name}
         )
         replica.state, replica.frozen = DRAINING, True
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(replica.pid, signal.SIGKILL)
+        # Its whole group: the subprocesses its functions started go with it.
+        kill_group(replica.pid)
 
     def _gone(self, replica: Replica) -> None:
         self._by_pid.pop(replica.pid, None)

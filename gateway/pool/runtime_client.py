@@ -63,9 +63,11 @@ def _translate(exc: grpc.aio.AioRpcError, peer: str) -> ToolmeshError:
 class RuntimeClient:
     """Calls one runtime over gRPC and speaks toolmesh's core types, not protobuf."""
 
-    def __init__(self, name: str, address: str, *, balanced: bool = False) -> None:
+    def __init__(self, name: str, address: str, *, balanced: bool = False, token: str = "") -> None:
+        """`token`: what the pods require (``authorization: Bearer <token>``), if anything."""
         self.name = name
         self.address = address
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         options = BALANCED_OPTIONS if balanced else CHANNEL_OPTIONS
         self.channel = grpc.aio.insecure_channel(address, options=options)
         self._stub = runtime_pb2_grpc.RuntimeStub(self.channel)
@@ -74,7 +76,10 @@ class RuntimeClient:
     async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         try:
             reply = await self._stub.ListFunctions(
-                function_pb2.ListFunctionsRequest(), timeout=timeout, wait_for_ready=True
+                function_pb2.ListFunctionsRequest(),
+                timeout=timeout,
+                wait_for_ready=True,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"runtime {self.name!r}") from None
@@ -86,7 +91,9 @@ class RuntimeClient:
         """Whether the pod answers the standard health check within `timeout` seconds (serving
         or draining: either way its event loop runs)."""
         try:
-            await self._health.Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+            await self._health.Check(
+                health_pb2.HealthCheckRequest(), timeout=timeout, metadata=self._metadata
+            )
         except grpc.aio.AioRpcError:
             return False
         return True
@@ -94,7 +101,10 @@ class RuntimeClient:
     async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
         try:
             reply = await self._stub.Invoke(
-                wire.call_to_proto(call), timeout=timeout, wait_for_ready=wait_for_ready
+                wire.call_to_proto(call),
+                timeout=timeout,
+                wait_for_ready=wait_for_ready,
+                metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None
@@ -106,7 +116,7 @@ class RuntimeClient:
         try:
             request = wire.call_to_proto(call)
             async for event in self._stub.InvokeStream(
-                request, timeout=timeout, wait_for_ready=wait_for_ready
+                request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=self._metadata
             ):
                 if event.WhichOneof("event") == "content":
                     yield [wire.content_from_proto(event.content)]

@@ -23,6 +23,7 @@ from toolmesh.gateway.pool.launcher import TemplateProcess
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
+from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -53,7 +54,9 @@ class Pool:
         metrics: PoolMetrics | None = None,
         waker: Waker | None = None,
         directory: Path | None = None,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
+        """`tokens` holds the token of each runtime given by `address` whose pods require one."""
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
@@ -64,6 +67,7 @@ class Pool:
         self._waker = waker
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
+        self._tokens = dict(tokens or {})
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
@@ -72,10 +76,12 @@ class Pool:
         """Start every runtime's template (at once), then their `min_replicas` pods."""
         try:
             local = [c for c in self._configs.values() if c.address is None]
+            if local:
+                remove_stale_socket_dirs()
             for config in self._configs.values():
                 if config.address is not None:
                     self._remotes[config.name] = RemoteRuntime(
-                        config, self._metrics, self._waker, self._directory
+                        config, self._metrics, self._waker, self._directory, self._tokens.get(config.name, "")
                     )
             templates = await asyncio.gather(
                 *(TemplateProcess.start(config, self._environment(config)) for config in local),
@@ -109,9 +115,10 @@ class Pool:
             env["PYTHONPATH"] = os.pathsep.join(
                 part for part in (str(self._directory), env.get("PYTHONPATH")) if part
             )
-        if self._mesh is not None:
-            # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/pod_env.py).
-            env.update(PodEnvironment(self._mesh.address, self._mesh.token).variables())
+        mesh = self._mesh or MeshAccess("", "")
+        # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/pod_env.py); and no pod
+        # token, even one the gateway inherited: only the gateway can reach its own pods.
+        env.update(PodEnvironment(mesh.address or None, mesh.token, pod_token="").variables())
         return env
 
     def readiness(self) -> Mapping[str, bool]:

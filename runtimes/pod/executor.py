@@ -47,6 +47,7 @@ from toolmesh.runtimes.pod.defaults import (
     DEFAULT_TIMEOUT,
     DEFAULT_WORKERS,
 )
+from toolmesh.runtimes.pod.isolation import call_output
 
 DEFAULT_MAX_DEPTH = 8
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
@@ -353,8 +354,9 @@ class Executor:
             arguments[hosted.context_param] = ctx
         limit = self._deadlines.limit(timeout)
         try:
-            async with limit:
-                value = await self._call(hosted, arguments, emit)
+            with call_output.capturing(request_id, hosted.spec.qualified_name):
+                async with limit:
+                    value = await self._call(hosted, arguments, emit)
         except TimeoutError as exc:
             if ctx is not None:
                 ctx.cancel()

@@ -21,6 +21,10 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 
 invocations = logging.getLogger("toolmesh.invocations")
 
+#: Where log lines go when not stderr itself (a pod whose stderr is framed output, see
+#: isolation/output_pipe.py, logs to a duplicate of the original).
+_stream: list[TextIO] = []
+
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -38,9 +42,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+def log_stream() -> TextIO:
+    """The stream log lines are written to."""
+    return _stream[0] if _stream else sys.stderr
+
+
+def use_stream(stream: TextIO) -> None:
+    """Write log lines to `stream` from now on (the root logger's handlers included)."""
+    _stream[:] = [] if stream is sys.stderr else [stream]
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(stream)
+
+
 def configure(level: str = "info") -> None:
     """Send toolmesh's logs (and the functions' ctx.logger) to stderr as JSON lines."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(log_stream())
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -85,7 +102,7 @@ class InvocationLog:
             self._timer.cancel()
             self._timer = None
         if self._lines:
-            stream = self._stream or sys.stderr
+            stream = self._stream or log_stream()
             stream.write("".join(self._lines))
             stream.flush()
             self._lines.clear()
@@ -102,4 +119,12 @@ class Observers:
             observer.finished(call, function, outcome, seconds)
 
 
-__all__ = ["InvocationLog", "JsonFormatter", "Observers", "configure", "invocations"]
+__all__ = [
+    "InvocationLog",
+    "JsonFormatter",
+    "Observers",
+    "configure",
+    "invocations",
+    "log_stream",
+    "use_stream",
+]

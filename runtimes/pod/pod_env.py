@@ -19,9 +19,14 @@ from dataclasses import dataclass, field
 MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
 #: The mesh's internal token, which the pod presents on those calls (a Secret on a cluster).
 MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
+#: The token callers must present to this pod (``authorization: Bearer <token>``) for any
+#: Runtime call, and for /metrics. Set on pods that listen on the network (a Secret on a
+#: cluster); empty for the pods a gateway starts, which listen only on Unix sockets in a
+#: directory no other user can enter.
+POD_TOKEN_ENV = "TOOLMESH_POD_TOKEN"
 
 #: Every environment variable a pod reads.
-POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV)
+POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +36,17 @@ class PodEnvironment:
     mesh_address: str | None = None
     #: Kept out of the repr, so it never reaches a log line or a traceback.
     mesh_token: str = field(default="", repr=False)
+    #: What callers must present to this pod; empty: nothing (see POD_TOKEN_ENV).
+    pod_token: str = field(default="", repr=False)
 
     def variables(self) -> dict[str, str]:
         """The environment variables that carry these values to a pod. Every one is set, empty
         for a missing value, so that nothing inherited from the parent stands in for it."""
-        return {MESH_ADDRESS_ENV: self.mesh_address or "", MESH_TOKEN_ENV: self.mesh_token}
+        return {
+            MESH_ADDRESS_ENV: self.mesh_address or "",
+            MESH_TOKEN_ENV: self.mesh_token,
+            POD_TOKEN_ENV: self.pod_token,
+        }
 
 
 def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
@@ -43,4 +54,5 @@ def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
     return PodEnvironment(
         mesh_address=environ.get(MESH_ADDRESS_ENV) or None,
         mesh_token=environ.get(MESH_TOKEN_ENV, ""),
+        pod_token=environ.get(POD_TOKEN_ENV, ""),
     )

@@ -1,4 +1,10 @@
-"""What pods and templates set on their own processes: dying with their parent, and limits.
+"""What pods and templates set on their own processes: dying with their parent, process
+groups, and limits.
+
+A pod forked by a template leads a session (and process group) of its own, which the
+subprocesses its functions start join: the pod ends its group when it exits, the template
+SIGKILLs what is left of it when it reaps the pod, and the gateway kills the whole group of
+a pod it finds frozen. So a `sleep 1000` a function started does not outlive its pod.
 
 A gateway killed with SIGKILL runs no clean-up code, so its pods must notice
 on their own: Linux's parent-death signal delivers SIGTERM to a process the
@@ -108,3 +114,33 @@ def _limit_malloc_arenas() -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.mallopt(_M_ARENA_MAX, LIMITED_ARENAS)
+
+
+def lead_own_session() -> None:
+    """Make this process the leader of a new session and process group (a pod forked by a
+    template): whatever its functions start joins that group, so the group can be ended
+    with it, and a terminal's Ctrl-C reaches the gateway only, which decides."""
+    with contextlib.suppress(OSError):  # already a group leader: nothing to do
+        os.setsid()
+
+
+def end_own_group() -> None:
+    """SIGTERM the rest of this process's group (the subprocesses its functions left behind),
+    when this process leads it: never a group it merely belongs to, such as a shell's job.
+
+    Survivors that ignore SIGTERM get SIGKILL from the template when it reaps the pod
+    (template.py); a pod run on its own has only this."""
+    if os.getsid(0) != os.getpid():
+        return
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpid(), signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def kill_group(leader: int) -> None:
+    """SIGKILL the process group `leader` led (it may be gone; its group may outlive it)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)

@@ -9,12 +9,25 @@ drains the same way on its own and exits `RECYCLED`, so its supervisor replaces 
 
 Before it serves, a pod sets its process limits (pod_process.py): its OOM score, and
 its address space when the runtime has `max_memory_mb`.
+
+Where it listens: a pod the gateway starts binds gRPC, the socket protocol and metrics
+on Unix sockets in the gateway's 0700 directory (`grpc_socket`, ...), and no TCP port at
+all, so no other user of the machine can reach it. A pod on a TCP port (`toolmesh
+runtime`, a Deployment) requires its token when it has one (isolation/pod_auth.py);
+without one it warns on loopback and refuses any other host unless `--insecure`.
+
+As a process (`run`), a pod frames what its functions print (isolation/call_output.py,
+output_pipe.py) and, when it leads its own process group, ends that group on exit so the
+subprocesses its functions started do not outlive it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import gc
+import ipaddress
 import json
 import logging
 import os
@@ -31,8 +44,11 @@ from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.defaults import RECYCLED
 from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
+from toolmesh.runtimes.pod.isolation import call_output
+from toolmesh.runtimes.pod.isolation.output_pipe import OutputPipe
+from toolmesh.runtimes.pod.isolation.pod_auth import TokenInterceptor
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
-from toolmesh.runtimes.pod.pod_process import apply_process_limits
+from toolmesh.runtimes.pod.pod_process import apply_process_limits, end_own_group
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.runtimes.pod.socket_protocol import SocketServer
@@ -73,8 +89,47 @@ def server_options() -> list[tuple[str, int]]:
     return [("grpc.so_reuseport", 0)]
 
 
+class Unprotected(Exception):
+    """A pod told to listen beyond loopback with no token and without `--insecure`."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name that may resolve to anything
+
+
+def check_protection(settings: PodSettings) -> None:
+    """Refuse to serve the network unauthenticated; warn when only loopback is open to all.
+
+    Raises Unprotected for a non-loopback host with no token and no `insecure`."""
+    if settings.grpc_socket is not None or settings.pod_token:
+        return
+    where = f"{settings.host}:{settings.port}"
+    if not is_loopback(settings.host) and not settings.insecure:
+        raise Unprotected(
+            f"refusing to serve {where} without authentication: anyone who reaches it could list "
+            "and call these functions. Set TOOLMESH_POD_TOKEN (and give the gateway the same "
+            "token), or pass --insecure if something else guards the port"
+        )
+    log.warning(
+        "serving without authentication: every user of this machine (or of its network, with "
+        "--insecure) can list and call these functions; set TOOLMESH_POD_TOKEN",
+        extra={"address": where},
+    )
+
+
+def _owner_only(path: str) -> None:
+    # The directory already keeps other users out; the socket's own mode says so as well.
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o600)
+
+
 class Pod:
-    """A started pod. `ports` are the bound gRPC and metrics ports."""
+    """A started pod. `port` and `metrics_port` are the bound TCP ports (None on Unix sockets)."""
 
     def __init__(self, settings: PodSettings, registry: Registry) -> None:
         self.settings = settings
@@ -85,7 +140,7 @@ class Pod:
         self.invocation_log: logs.InvocationLog | None = None
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
-        self.port = 0
+        self.port: int | None = None
         self.metrics_port: int | None = None
         self._metrics_server: asyncio.Server | None = None
         self._socket_server: SocketServer | None = None
@@ -106,22 +161,47 @@ class Pod:
             mesh=self.mesh,
             on_stuck=self._recycle,
         )
-        server = grpc.aio.server(options=server_options())
+        token = self.settings.pod_token
+        interceptors = [TokenInterceptor(token)] if token else []
+        server = grpc.aio.server(options=server_options(), interceptors=interceptors)
         runtime_pb2_grpc.add_RuntimeServicer_to_server(RuntimeServicer(self.executor), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         services = (RUNTIME_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME)
         reflection.enable_server_reflection(services, server)
         for service in ("", RUNTIME_SERVICE):
             await self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
-        self.port = server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
+        grpc_socket = self.settings.grpc_socket
+        if grpc_socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(grpc_socket)
+            server.add_insecure_port(f"unix:{grpc_socket}")
+        else:
+            self.port = server.add_insecure_port(f"{self.settings.host}:{self.settings.port}")
         await server.start()
         self.server = server
+        if grpc_socket is not None:
+            _owner_only(grpc_socket)
         if self.settings.socket_path is not None:
             self._socket_server = SocketServer(self.executor, self.settings.socket_path)
             await self._socket_server.start()
-        if self.settings.metrics_port is not None:
+            _owner_only(self.settings.socket_path)
+        await self._serve_metrics()
+
+    async def _serve_metrics(self) -> None:
+        path = self.settings.metrics_socket
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             self._metrics_server = await serve_metrics(
-                self.metrics_registry, self.settings.host, self.settings.metrics_port
+                self.metrics_registry, "", 0, path=path, token=self.settings.pod_token
+            )
+            _owner_only(path)
+        elif self.settings.metrics_port is not None:
+            self._metrics_server = await serve_metrics(
+                self.metrics_registry,
+                self.settings.host,
+                self.settings.metrics_port,
+                token=self.settings.pod_token,
             )
             self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
 
@@ -157,6 +237,10 @@ class Pod:
             self.invocation_log.flush()
         if self._metrics_server is not None:
             self._metrics_server.close()
+        for path in (self.settings.grpc_socket, self.settings.metrics_socket):
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
 
 def announce(ready: Mapping[str, object], fd: int | None) -> None:
@@ -173,6 +257,7 @@ async def serve(settings: PodSettings, registry: Registry | None = None) -> tupl
     """Run a pod until SIGTERM/SIGINT (or until it recycles itself); returns the exit status
     and how many threads are still running calls nobody waits for. A template process passes
     the `registry` it loaded before forking; otherwise the modules load here."""
+    check_protection(settings)
     if registry is None:
         registry = Registry.from_modules(settings.modules)
     # After the modules (whose size the limit's check counts), before gRPC starts its threads.
@@ -187,6 +272,8 @@ async def serve(settings: PodSettings, registry: Registry | None = None) -> tupl
         "metrics_port": pod.metrics_port,
         "functions": len(registry),
         "socket": settings.socket_path,
+        "grpc_socket": settings.grpc_socket,
+        "metrics_socket": settings.metrics_socket,
         **({"spawn": settings.spawn_id} if settings.spawn_id else {}),
     }
     announce(ready, settings.ready_fd)
@@ -213,7 +300,17 @@ def use_working_directory() -> None:
 def run(settings: PodSettings, registry: Registry | None = None) -> int:
     """Blocking entry point used by the CLI and by template processes after a fork."""
     use_working_directory()
-    code, busy = asyncio.run(serve(settings, registry))
+    if settings.ready_fd is None:
+        # The ready line goes to the real stdout, before stdout becomes the output pipe.
+        settings = dataclasses.replace(settings, ready_fd=os.dup(1))
+    output = OutputPipe.install()
+    call_output.install()
+    try:
+        code, busy = asyncio.run(serve(settings, registry))
+    finally:
+        end_own_group()
+        call_output.uninstall()
+        output.close()
     if busy:
         # Sync functions still running past the grace period must not hold the exit
         # (the interpreter would join their threads). Idle pool threads end on their own.

@@ -6,9 +6,9 @@ from one with `argv()`: the gateway's launcher (from a ``[[runtimes]]`` entry)
 and a template process in exec mode. So the flags are written once, here, and
 what a pod is told always parses back into the settings it was given.
 
-The defaults are in defaults.py. The mesh's address and token come from the
-environment (environment.py), never from a flag: a command line is readable by
-every user of the machine.
+The defaults are in defaults.py. The mesh's address and token, and the pod's own
+token, come from the environment (pod_env.py), never from a flag: a command line is
+readable by every user of the machine.
 
 This module imports neither grpc nor the executor: every `toolmesh` command
 builds its parser from it.
@@ -70,24 +70,33 @@ class PodSettings:
     #: Put tracebacks in error results. Never on in production: it leaks code paths.
     debug: bool = False
     log_level: LogLevel = DEFAULT_LOG_LEVEL
+    #: Serve on a host other than loopback without a pod token (see pod_env.POD_TOKEN_ENV).
+    insecure: bool = False
 
     # How the gateway provisions pods (template.py); hidden from `toolmesh runtime --help`.
     #: Run as a template process that starts pods this way, instead of as a pod.
     template: TemplateMode | None = None
-    #: In a template: the directory its pods put their Unix sockets in.
+    #: In a template: the directory (mode 0700) its pods bind their Unix sockets in. Its
+    #: pods then serve gRPC, the socket protocol and metrics there only, never on TCP.
     socket_dir: str | None = None
     #: A Unix socket to also serve Invoke on, for the gateway that started this pod.
     socket_path: str | None = None
+    #: A Unix socket to serve gRPC on instead of host:port.
+    grpc_socket: str | None = None
+    #: A Unix socket to serve /metrics on instead of metrics_port.
+    metrics_socket: str | None = None
     #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
     ready_fd: int | None = None
     #: The template's spawn request this pod answers, echoed in its ready line.
     spawn_id: str | None = None
 
-    # From the environment, never the command line (see environment.py).
+    # From the environment, never the command line (see pod_env.py).
     #: The gateway's gRPC address, so ctx.invoke reaches the whole mesh.
     mesh_address: str | None = None
     #: The mesh's internal token for those calls; kept out of the repr.
     mesh_token: str = field(default="", repr=False)
+    #: The bearer token every Runtime call and metrics scrape must present; empty for none.
+    pod_token: str = field(default="", repr=False)
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace, environment: PodEnvironment) -> PodSettings:
@@ -106,19 +115,23 @@ class PodSettings:
             max_result_bytes=args.max_result_bytes,
             debug=args.debug,
             log_level=args.log_level,
+            insecure=args.insecure,
             template=args.template,
             socket_dir=args.socket_dir,
             socket_path=args.socket_path,
+            grpc_socket=args.grpc_socket,
+            metrics_socket=args.metrics_socket,
             ready_fd=args.ready_fd,
             spawn_id=args.spawn_id,
             mesh_address=environment.mesh_address,
             mesh_token=environment.mesh_token,
+            pod_token=environment.pod_token,
         )
 
     @property
     def environment(self) -> PodEnvironment:
         """What a pod started with these settings must find in its environment."""
-        return PodEnvironment(self.mesh_address, self.mesh_token)
+        return PodEnvironment(self.mesh_address, self.mesh_token, self.pod_token)
 
     def argv(self) -> list[str]:
         """The arguments after the interpreter that start a process with these settings:
@@ -132,10 +145,13 @@ class PodSettings:
         argv += ["--max-result-bytes", str(self.max_result_bytes)]
         argv += ["--max-memory-mb", str(self.max_memory_mb)] if self.max_memory_mb is not None else []
         argv += ["--debug"] if self.debug else []
+        argv += ["--insecure"] if self.insecure else []
         internal = (
             ("--template", self.template),
             ("--socket-dir", self.socket_dir),
             ("--socket-path", self.socket_path),
+            ("--grpc-socket", self.grpc_socket),
+            ("--metrics-socket", self.metrics_socket),
             ("--ready-fd", self.ready_fd),
             ("--spawn-id", self.spawn_id),
         )
@@ -204,9 +220,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="'warning' silences the per-call log lines (default %(default)s)",
     )
     parser.add_argument("--debug", action="store_true", help="include tracebacks in error results")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="serve on a non-loopback --host without TOOLMESH_POD_TOKEN: anyone who reaches the "
+        "port can list and call the functions (default: refuse to start)",
+    )
     # Internal: how the gateway provisions pods (see template.py).
     parser.add_argument("--template", choices=TEMPLATE_MODES, help=argparse.SUPPRESS)
     parser.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--spawn-id", help=argparse.SUPPRESS)
     parser.add_argument("--socket-path", help=argparse.SUPPRESS)
     parser.add_argument("--socket-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--grpc-socket", help=argparse.SUPPRESS)
+    parser.add_argument("--metrics-socket", help=argparse.SUPPRESS)

@@ -1,4 +1,4 @@
-"""Prometheus metrics of a runtime pod, served on their own HTTP port.
+"""Prometheus metrics of a runtime pod, served on their own HTTP port (or Unix socket).
 
     toolmesh_runtime_invocations_total{function,outcome}            counter
     toolmesh_runtime_invocation_duration_seconds{function,outcome}  histogram (arrival to result)
@@ -30,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 from toolmesh.runtimes.pod.executor import Call
+from toolmesh.runtimes.pod.isolation.pod_auth import bearer_matches
 
 # The *_created series double the exposition for no use here.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -132,8 +133,20 @@ class PodMetrics:
         self._calls.observe(function, outcome, seconds)
 
 
-async def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> asyncio.Server:
-    """Serve ``GET /metrics`` on the pod's event loop.
+def _authorization(head: bytes) -> bytes | None:
+    """The Authorization header's value in an HTTP request head, if any."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"authorization":
+            return value.strip()
+    return None
+
+
+async def serve_metrics(
+    registry: CollectorRegistry, host: str, port: int, *, path: str | None = None, token: str = ""
+) -> asyncio.Server:
+    """Serve ``GET /metrics`` on the pod's event loop: on host:port, or on the Unix socket
+    `path`. With a `token`, only to requests with ``Authorization: Bearer <token>``.
 
     A few lines of asyncio instead of prometheus_client's threaded server,
     whose shutdown waits out a 0.5 s poll and would slow every drain.
@@ -143,8 +156,10 @@ async def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> as
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
             method, _, rest = head.partition(b" ")
-            path = rest.split(b" ", 1)[0].split(b"?", 1)[0]
-            if method == b"GET" and path == b"/metrics":
+            target = rest.split(b" ", 1)[0].split(b"?", 1)[0]
+            if token and not bearer_matches(_authorization(head), token):
+                status, body, kind = "401 Unauthorized", b"send Authorization: Bearer <token>\n", "text/plain"
+            elif method == b"GET" and target == b"/metrics":
                 status, body, kind = "200 OK", generate_latest(registry), CONTENT_TYPE_LATEST
             else:
                 status, body, kind = "404 Not Found", b"try /metrics\n", "text/plain"
@@ -156,4 +171,6 @@ async def serve_metrics(registry: CollectorRegistry, host: str, port: int) -> as
             await writer.drain()
         writer.close()
 
+    if path is not None:
+        return await asyncio.start_unix_server(handle, path)
     return await asyncio.start_server(handle, host, port)

@@ -14,12 +14,15 @@ The protocol, one JSON object per line:
 
     gateway -> template (stdin)     {"spawn": "<id>"}
     template -> gateway (stdout)    {"event": "template", "pid": ..., "catalog": "<base64 protobuf>"}
-                                    {"event": "ready", "spawn": "<id>", "pid": ..., "grpc_port": ..., ...}
+                                    {"event": "ready", "spawn": "<id>", "pid": ..., "grpc_socket": ..., ...}
                                     {"event": "failed", "spawn": "<id>", "error": "..."}
                                     {"event": "exit", "spawn": "<id>", "pid": ..., "status": ...}
 
 Pods write their ready lines into the same pipe (each line is one atomic
-write). Anything user code prints goes to stderr, never into the pipe. When
+write). Anything user code prints goes to stderr, never into the pipe (and in a pod,
+framed as log lines: isolation/call_output.py). Each pod leads a session of its own
+(pod_process.py), and listens only on Unix sockets in the gateway's 0700 socket
+directory, which the template checks before it starts any pod. When
 stdin closes (the gateway stopped or died) the template stops its pods with
 SIGTERM, lets them drain, and exits; pods also get SIGTERM if the template
 itself dies.
@@ -37,13 +40,14 @@ import logging
 import os
 import select
 import signal
+import stat
 import sys
 import time
 import traceback
 
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.pod_process import die_with_parent
+from toolmesh.runtimes.pod.pod_process import die_with_parent, kill_group, lead_own_session
 from toolmesh.runtimes.pod.serving import announce, run, use_working_directory
 from toolmesh.runtimes.pod.settings import PodSettings
 
@@ -132,6 +136,7 @@ class Template:
         """In the forked child: turn into a pod, and never return into the template's loop."""
         code = 1
         try:
+            lead_own_session()
             signal.set_wakeup_fd(-1)
             for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
@@ -144,8 +149,9 @@ class Template:
             settings = self._pod_settings(spawn)
             if self.settings.template == "exec":
                 os.set_inheritable(self._control, True)
-                # The mesh's address and token reach the new interpreter in the environment.
-                os.execv(sys.executable, [sys.executable, *settings.argv()])
+                # The mesh's address and the tokens reach the new interpreter in the environment.
+                environment = {**os.environ, **settings.environment.variables()}
+                os.execve(sys.executable, [sys.executable, *settings.argv()], environment)
             code = run(settings, self.registry)
         except BaseException as exc:  # a forked child must always reach os._exit
             traceback.print_exc()
@@ -157,13 +163,18 @@ class Template:
 
     def _pod_settings(self, spawn: str) -> PodSettings:
         """In the forked child: the settings of the pod it becomes, a plain pod (not a template)
-        that reports on the template's control pipe."""
+        that reports on the template's control pipe. With a socket directory it listens on
+        Unix sockets there only: gRPC, the socket protocol and (if on) metrics."""
         socket_dir = self.settings.socket_dir
+        # Short names: a Unix socket's whole path must fit in 107 bytes.
+        base = f"{socket_dir}/{os.getpid()}" if socket_dir else None
         return dataclasses.replace(
             self.settings,
             template=None,
             socket_dir=None,
-            socket_path=f"{socket_dir}/pod-{os.getpid()}.sock" if socket_dir else None,
+            socket_path=f"{base}.sock" if base else None,
+            grpc_socket=f"{base}.grpc" if base else None,
+            metrics_socket=f"{base}.prom" if base and self.settings.metrics_port is not None else None,
             ready_fd=self._control,
             spawn_id=spawn,
         )
@@ -178,6 +189,8 @@ class Template:
             if pid == 0:
                 return
             spawn = self.children.pop(pid, "")
+            # What its functions started and left behind goes with it (its group outlives it).
+            kill_group(pid)
             code = os.waitstatus_to_exitcode(status)
             self._send({"event": "exit", "spawn": spawn, "pid": pid, "status": code})
 
@@ -190,11 +203,25 @@ class Template:
             self._reap()
             time.sleep(0.02)
         for pid in self.children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            kill_group(pid)
         while self.children:
             self._reap()
             time.sleep(0.01)
+
+
+class UnsafeSocketDirectory(Exception):
+    """The socket directory could be entered by another user."""
+
+
+def check_socket_dir(path: str) -> None:
+    """Pods trust whoever can connect to their sockets: the directory must be this user's own,
+    mode 0700 (what tempfile.mkdtemp makes), and not a symbolic link."""
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise UnsafeSocketDirectory(
+            f"socket directory {path} must be a directory of this user's with mode 0700 "
+            f"(it is {stat.filemode(info.st_mode)}, owner {info.st_uid})"
+        )
 
 
 def run_template(settings: PodSettings) -> int:
@@ -202,5 +229,7 @@ def run_template(settings: PodSettings) -> int:
     says) until stdin closes."""
     use_working_directory()
     die_with_parent(os.getppid())
+    if settings.socket_dir is not None:
+        check_socket_dir(settings.socket_dir)
     registry = Registry.from_modules(settings.modules)
     return Template(settings, registry).serve()

@@ -105,6 +105,7 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
             address="dns:///toolmesh-runtime-weather.tools.svc.cluster.local:50061",
             # Kept so the gateway knows the functions while the runtime is at zero pods.
             modules=("examples.weather",),
+            token_env="TOOLMESH_POD_TOKEN",
         ).model_dump(),
         config.runtimes[1].model_dump(),
     ]
@@ -242,8 +243,22 @@ def test_keys_given_by_hash_need_no_secret() -> None:
     key = KeyConfig(name="ci", key_hash="sha256:" + "0" * 64)
     files = render(MeshConfig(runtimes=(RuntimeConfig(name="a", modules=("m",)),), keys=(key,)))
     (gateway,) = containers(files["deployment-gateway.yaml"])
-    assert [e["name"] for e in gateway["env"]] == ["TOOLMESH_MESH_TOKEN"]
+    assert [e["name"] for e in gateway["env"]] == ["TOOLMESH_MESH_TOKEN", "TOOLMESH_POD_TOKEN"]
     assert parse_config(_toml(files)).keys == (key,)
+
+
+def test_the_gateway_and_its_runtimes_share_the_pods_token_from_a_required_secret() -> None:
+    files = render(MeshConfig(runtimes=(RuntimeConfig(name="a", modules=("m",)),)))
+    (gateway,) = containers(files["deployment-gateway.yaml"])
+    (runtime,) = containers(files["deployment-runtime-a.yaml"])
+    expected = {"secretKeyRef": {"name": "toolmesh-pods", "key": "token"}}
+    for container in (gateway, runtime):
+        [token] = [e for e in container["env"] if e["name"] == "TOOLMESH_POD_TOKEN"]
+        assert token["valueFrom"] == expected, "not optional: no pod serves without it"
+    [cluster_runtime] = parse_config(_toml(files)).runtimes
+    assert cluster_runtime.token_env == "TOOLMESH_POD_TOKEN"
+    [endpoint] = files["podmonitor-runtimes.yaml"]["spec"]["podMetricsEndpoints"]
+    assert endpoint["authorization"]["credentials"] == {"name": "toolmesh-pods", "key": "token"}
 
 
 def test_a_relative_catalog_names_the_file_in_the_image() -> None:

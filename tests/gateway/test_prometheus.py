@@ -1,5 +1,5 @@
 """The metrics contract end to end: promtool accepts the exposition, and a real Prometheus
-server scrapes the gateway and a pod on loopback and answers queries about a cold start."""
+server scrapes the gateway on loopback and answers queries about a cold start."""
 
 from __future__ import annotations
 
@@ -42,10 +42,13 @@ async def after_a_cold_start(gateway_factory: StartGateway) -> tuple[Gateway, Re
 async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: StartGateway) -> None:
     promtool = require_tool("promtool", INSTALL)
     gateway, pod = await after_a_cold_start(gateway_factory)
-    async with httpx.AsyncClient() as http:
+    assert pod.metrics_socket is not None
+    # The pods the gateway starts serve their metrics on a Unix socket only (no TCP port).
+    pod_transport = httpx.AsyncHTTPTransport(uds=pod.metrics_socket)
+    async with httpx.AsyncClient() as http, httpx.AsyncClient(transport=pod_transport) as pod_http:
         expositions = {
             "gateway": (await http.get(f"{gateway.url}/metrics")).text,
-            "pod": (await http.get(f"http://127.0.0.1:{pod.metrics_port}/metrics")).text,
+            "pod": (await pod_http.get("http://pod/metrics")).text,
         }
     for source, text in expositions.items():
         assert "toolmesh_" in text
@@ -64,14 +67,13 @@ async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str
 
 async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tmp_path: Path) -> None:
     server = require_tool("prometheus", INSTALL)
-    gateway, pod = await after_a_cold_start(gateway_factory)
+    gateway, _ = await after_a_cold_start(gateway_factory)
     port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
         "scrape_configs:\n"
         f"  - job_name: gateway\n    static_configs: [{{targets: ['127.0.0.1:{gateway.http_port}']}}]\n"
-        f"  - job_name: pod\n    static_configs: [{{targets: ['127.0.0.1:{pod.metrics_port}']}}]\n"
     )
     log = (tmp_path / "prometheus.log").open("w")
     process = await asyncio.create_subprocess_exec(
@@ -83,12 +85,12 @@ async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tm
         stderr=STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
+    # The gateway's pods serve metrics on Unix sockets only, which Prometheus cannot scrape;
+    # their series are checked with promtool above (the gateway will expose them: a later issue).
     expected = {
         'toolmesh_cold_starts_total{job="gateway",runtime="tools"}': "1",
         'toolmesh_cold_start_seconds_count{job="gateway",runtime="tools"}': "1",
-        'toolmesh_runtime_invocations_total{job="pod",function="wait",outcome="ok"}': "1",
         'up{job="gateway"}': "1",
-        'up{job="pod"}': "1",
     }
     try:
         async with httpx.AsyncClient(timeout=5) as http:

@@ -35,8 +35,9 @@ def test_a_runtime_config_becomes_the_settings_of_its_template() -> None:
         template="exec",
         socket_dir="/tmp/sockets",
     )
+    # Over gRPC too: every pod the gateway starts listens in the socket directory only.
     over_grpc = config.model_copy(update={"transport": "grpc"})
-    assert template_settings(over_grpc, "/tmp/sockets").socket_dir is None
+    assert template_settings(over_grpc, "/tmp/sockets").socket_dir == "/tmp/sockets"
 
 
 def test_a_runtime_config_defaults_to_the_pod_defaults() -> None:

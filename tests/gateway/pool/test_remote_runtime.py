@@ -20,10 +20,11 @@ import pytest
 from tests.conftest import PodProcess, pod_env
 from tests.gateway.conftest import StartGateway
 from tests.gateway.pool.test_replicas import eventually, metric, scrape
-from toolmesh import AsyncClient, Unavailable
+from toolmesh import AsyncClient, ToolmeshError, Unavailable
 from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.spec import spec_to_dict
+from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -148,3 +149,29 @@ async def test_a_missing_or_broken_catalog_file_fails_start_up_naming_it(
     for path in (tmp_path / "missing.json", broken):
         with pytest.raises(ConfigError, match=f"catalog file {path}"):
             await gateway_factory(remote("asleep", [port], catalog=str(path)))
+
+
+async def test_the_gateway_presents_the_token_a_remote_runtimes_pods_require(
+    gateway_factory: StartGateway, pod_process: Callable[..., PodProcess]
+) -> None:
+    token = "remote-pod-token"
+    pod = await asyncio.to_thread(pod_process, "pool_tools", env={POD_TOKEN_ENV: token})
+    config = RuntimeConfig(name="guarded", address=pod.address, token_env="GUARDED_TOKEN")
+    gateway = await gateway_factory(config, environ={"GUARDED_TOKEN": token})
+    async with AsyncClient(gateway.url) as client:
+        assert (await client.invoke("wait", {})).structured == pod.process.pid
+    # Without the token the same pod turns the gateway away.
+    modules = {"modules": ("pool_tools",), "env": {"PYTHONPATH": pod_env()["PYTHONPATH"]}}
+    blind = RuntimeConfig(name="blind", address=pod.address, **modules)
+    gateway = await gateway_factory(blind)
+    async with AsyncClient(gateway.url) as client:
+        with pytest.raises(ToolmeshError, match="TOOLMESH_POD_TOKEN"):
+            await client.invoke("wait", {})
+
+
+async def test_a_token_env_the_environment_lacks_stops_start_up(gateway_factory: StartGateway) -> None:
+    config = RuntimeConfig(name="guarded", address="127.0.0.1:1", token_env="GUARDED_TOKEN")
+    with pytest.raises(
+        ConfigError, match=r"runtimes\.guarded: environment variable GUARDED_TOKEN is not set"
+    ):
+        await gateway_factory(config)
