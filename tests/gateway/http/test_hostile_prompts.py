@@ -1,6 +1,6 @@
 """Issue #14: one hostile /v1/execute request must not freeze the gateway.
 
-A real uvicorn gateway with the router on, on an event loop of its own; while prompts built
+A real `toolmesh up` with the router on, in a process of its own; while prompts built
 to be slow are routed and extracted, /healthz is polled every 20 ms and must answer each time
 within 100 ms. Over-long prompts and lone surrogates are the caller's 400, naming the field.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,10 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.gateway.conftest import gateway_in_thread, runtime
-from toolmesh.config import RouterConfig
+from tests.conftest import ROOT, pod_env
 from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
-from toolmesh.gateway.server import Gateway
 
 #: The issue's repro: 68,000 characters, under the 1 MB body limit.
 REPRO = "what is 2 plus 2 " * 4000
@@ -35,17 +35,38 @@ def longest(unit: str, prefix: str = "") -> str:
 
 
 @pytest.fixture(scope="module")
-def gateway(router_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    # Any best candidate is a match, so every prompt, however odd, goes on to extraction.
-    data = tmp_path_factory.mktemp("router-data")
-    router = RouterConfig(cache_dir=router_cache, data_dir=data, threshold=-1.0)
-    with gateway_in_thread(runtime("tools", "hostile_tools"), router=router) as started:
-        yield started
+def gateway(router_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`toolmesh up` in a process of its own (the gateway's threads must not share a GIL with the
+    test's client, which would time the client too); its URL. Any best candidate is a match, so
+    every prompt, however odd, goes on to extraction."""
+    directory = tmp_path_factory.mktemp("hostile")
+    config = directory / "toolmesh.toml"
+    config.write_text(
+        "[gateway]\nhttp_port = 0\ngrpc_port = 0\n"
+        '[[runtimes]]\nname = "tools"\nmodules = ["hostile_tools"]\n'
+        f"[router]\ncache_dir = {json.dumps(str(router_cache))}\n"
+        f"data_dir = {json.dumps(str(directory / 'data'))}\nthreshold = -1.0\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolmesh", "up", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=pod_env(),
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdout is not None
+        ready = json.loads(process.stdout.readline())
+        yield f"http://127.0.0.1:{ready['http_port']}"
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
 
 
 @pytest.fixture
-async def http(gateway: Gateway) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as client:
+async def http(gateway: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=gateway, timeout=30) as client:
         yield client
 
 
@@ -80,7 +101,7 @@ def error(response: httpx.Response) -> dict[str, Any]:
 
 
 async def test_the_issues_prompt_is_refused_at_once_and_healthz_stays_prompt(
-    gateway: Gateway, http: httpx.AsyncClient
+    gateway: str, http: httpx.AsyncClient
 ) -> None:
     requests = [
         http.post("/v1/execute", json={"prompt": REPRO, "dry_run": True}),
@@ -88,7 +109,7 @@ async def test_the_issues_prompt_is_refused_at_once_and_healthz_stays_prompt(
         # A URL cannot carry the repro; just over the limit then.
         http.get("/v1/tools", params={"query": longest("what is 2 plus 2 ") + "?"}),
     ]
-    responses, healthz = await while_polling(gateway.url, requests)
+    responses, healthz = await while_polling(gateway, requests)
     for response in responses:
         assert response.status_code == 400, response.text
         problem = error(response)
@@ -109,12 +130,12 @@ async def test_the_issues_prompt_is_refused_at_once_and_healthz_stays_prompt(
     ],
 )
 async def test_the_longest_worst_prompts_are_served_while_healthz_stays_prompt(
-    gateway: Gateway, http: httpx.AsyncClient, prompt: str, function: str
+    gateway: str, http: httpx.AsyncClient, prompt: str, function: str
 ) -> None:
     assert len(prompt) == DEFAULT_MAX_PROMPT_CHARS
     # Several at once: more than the router's threads, so some of them wait in its queue.
     requests = [http.post("/v1/execute", json={"prompt": prompt, "dry_run": True}) for _ in range(4)]
-    responses, healthz = await while_polling(gateway.url, requests)
+    responses, healthz = await while_polling(gateway, requests)
     for response in responses:
         assert response.status_code in (200, 422), response.text
         answer = response.json()
