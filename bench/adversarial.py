@@ -15,6 +15,8 @@ not in the probe's interpreter):
                soon as the gateway closes it (more than the whole file limit)
   huge-prompt  PROMPT_CLIENTS clients POSTing /v1/execute {"prompt": "what is 2 plus 2 " * 4000,
                "dry_run": true} back to back
+  worst-prompt PROMPT_CLIENTS clients POSTing the longest prompt accepted (8,000 characters of
+               "2 ", extraction's worst case: every number weighed for every parameter), dry run
   flood        FLOOD_CLIENTS clients POSTing /v1/tool_calls batches of 64 `add` calls with the
                rate-limited key, back to back
 
@@ -57,6 +59,7 @@ RECOVERY_LIMIT = 180.0
 KEY = "adversarial-bench-key"
 FLOOD_KEY = "adversarial-flood-key"
 PROMPT = {"prompt": "what is 2 plus 2 " * 4000, "dry_run": True}
+WORST_PROMPT = {"prompt": ("what is 2 plus " + "2 " * 4000)[:8000], "dry_run": True}
 BATCH = [{"name": "add", "arguments": {"a": 2, "b": 2}}] * 64
 
 
@@ -70,6 +73,8 @@ def config(workdir: Path) -> Path:
         f'[[keys]]\nname = "flood"\nkey_hash = "{hash_key(FLOOD_KEY)}"\nrate = 5\nburst = 10\n'
         '[[runtimes]]\nname = "arithmetic"\nmodules = ["examples.arithmetic"]\nmin_replicas = 1\n'
         f'log_level = "warning"\nenv = {{ PYTHONPATH = "{ROOT}" }}\n'
+        # Any best candidate is a match, so every prompt, however odd, goes on to extraction.
+        "[router]\nthreshold = -1.0\n"
     )
     return path
 
@@ -189,6 +194,10 @@ def huge_prompt(port: int, stop: Event, out: dict[str, Any]) -> None:
     _hammer(port, stop, out, PROMPT_CLIENTS, lambda: post(port, "/v1/execute", PROMPT, KEY))
 
 
+def worst_prompt(port: int, stop: Event, out: dict[str, Any]) -> None:
+    _hammer(port, stop, out, PROMPT_CLIENTS, lambda: post(port, "/v1/execute", WORST_PROMPT, KEY))
+
+
 def flood(port: int, stop: Event, out: dict[str, Any]) -> None:
     _hammer(port, stop, out, FLOOD_CLIENTS, lambda: post(port, "/v1/tool_calls", BATCH, FLOOD_KEY))
 
@@ -197,6 +206,7 @@ SCENARIOS: dict[str, Callable[[int, Event, dict[str, Any]], None] | None] = {
     "baseline": None,
     "slowloris": slowloris,
     "huge-prompt": huge_prompt,
+    "worst-prompt": worst_prompt,
     "flood": flood,
 }
 
