@@ -43,7 +43,7 @@ from toolmesh.gateway.environment import GatewayEnvironment
 from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
 from toolmesh.gateway.grpc.server_limits import public_server_options
-from toolmesh.gateway.http.app import create_app
+from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
@@ -55,7 +55,6 @@ from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
-from toolmesh.runtimes.pod.telemetry import serve_metrics
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")
@@ -89,6 +88,18 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+async def _serve(config: uvicorn.Config, sock: socket.socket) -> tuple[_EmbeddedServer, asyncio.Task[None]]:
+    """Start uvicorn on a bound socket; returns once it accepts connections."""
+    server = _EmbeddedServer(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await task
+            raise RuntimeError("the HTTP server stopped while starting")
+        await asyncio.sleep(0.01)
+    return server, task
+
+
 def _is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -114,11 +125,9 @@ class Gateway:
     #: The Mesh service on loopback for the pods this gateway runs (their ctx.invoke calls).
     pods_server: grpc.aio.Server | None = field(default=None, repr=False)
     #: The metrics-only listener (`[gateway] metrics_port`), if any.
-    metrics_server: asyncio.Server | None = field(default=None, repr=False)
-
-    @property
-    def metrics_port(self) -> int | None:
-        return None if self.metrics_server is None else int(self.metrics_server.sockets[0].getsockname()[1])
+    metrics_server: _EmbeddedServer | None = field(default=None, repr=False)
+    _metrics_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    metrics_port: int | None = None
 
     @property
     def url(self) -> str:
@@ -143,8 +152,9 @@ class Gateway:
         await grpc_stopped
         if self.pods_server is not None:
             await self.pods_server.stop(0)
-        if self.metrics_server is not None:
-            self.metrics_server.close()
+        if self.metrics_server is not None and self._metrics_task is not None:
+            self.metrics_server.should_exit = True
+            await self._metrics_task
         if self.mcp is not None:
             await self.mcp.stop()
         if self.chat is not None:
@@ -250,17 +260,17 @@ async def start_gateway(
         http=guarded_protocol(guard),
         server_header=False,
     )
-    http_server = _EmbeddedServer(uv_config)
-    http_task = asyncio.create_task(http_server.serve(sockets=[http_socket]))
-    while not http_server.started:
-        if http_task.done():
-            await http_task
-            raise RuntimeError("the HTTP server stopped while starting")
-        await asyncio.sleep(0.01)
+    http_server, http_task = await _serve(uv_config, http_socket)
     http_port = http_socket.getsockname()[1]
-    metrics_server = None
+    metrics_server = metrics_task = metrics_port = None
     if settings.metrics_port is not None:
-        metrics_server = await serve_metrics(metrics.registry, settings.host, settings.metrics_port)
+        metrics_socket = _bind(settings.host, settings.metrics_port)
+        metrics_app = metrics_only_app(mesh, settings.allowed_hosts)
+        metrics_config = uvicorn.Config(
+            metrics_app, lifespan="off", log_config=None, access_log=False, server_header=False
+        )
+        metrics_server, metrics_task = await _serve(metrics_config, metrics_socket)
+        metrics_port = metrics_socket.getsockname()[1]
     # What start-up built (modules, the model, the catalog) lives as long as the process: out of
     # the collector's sight, a full collection walks only what requests make. Walking it all held
     # the GIL for ~70 ms, which a request making many objects (a prompt full of numbers) set off
@@ -298,6 +308,8 @@ async def start_gateway(
         router,
         pods_server,
         metrics_server,
+        metrics_task,
+        metrics_port,
     )
 
 

@@ -7,11 +7,21 @@ plug in their own, and the core never imports the pool.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """A live pod the gateway runs, whose metrics it can fetch."""
+
+    runtime: str
+    #: Its process id, as text (a Prometheus label).
+    pod: str
 
 
 class RuntimePool(Protocol):
@@ -34,3 +44,11 @@ class RuntimePool(Protocol):
         ...
 
     def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
+
+    def pods(self) -> Sequence[PodRef]:
+        """The live pods this gateway runs itself (not those a cluster runs), for metrics discovery."""
+        ...
+
+    async def pod_metrics(self, pod: PodRef) -> bytes | None:
+        """That pod's Prometheus exposition, or None when it is gone or serves none."""
+        ...

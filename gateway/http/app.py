@@ -7,7 +7,8 @@ GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&quer
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
-GET  /openapi.json, /healthz, /readyz?runtime=&strict=, /metrics (a key needs "@metrics")
+GET  /openapi.json, /healthz, /readyz?runtime=&strict=
+GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -27,7 +28,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import FunctionNotFound, InternalError, InvalidRequest, ToolmeshError
-from toolmesh.gateway.core.auth import METRICS
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
 from toolmesh.gateway.core.result_json import result_json
@@ -35,6 +35,7 @@ from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
 from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.free_text_routes import free_text_routes
+from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
@@ -136,10 +137,6 @@ def create_app(
             return json_response({**body, "runtime": name}, 200 if runtimes[name] else 503)
         return json_response(body, 200 if ok or not _flag(request, "strict") else 503)
 
-    async def metrics(request: Request) -> Response:
-        caller(mesh, request).require(METRICS, "read the metrics")
-        return Response(generate_latest(mesh.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
     async def toolmesh_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ToolmeshError)
         return error_response(exc)
@@ -148,7 +145,9 @@ def create_app(
         # Routing errors (no such path, wrong method) keep their status but use the
         # hierarchy's invalid_request code, so clients rebuild a known class.
         assert isinstance(exc, HTTPException)
-        if exc.status_code == 404:
+        if exc.detail != HTTPStatus(exc.status_code).phrase:
+            message = exc.detail  # raised by a route, saying what it did not find
+        elif exc.status_code == 404:
             message = f"no route {request.method} {request.url.path}"
         elif exc.status_code == 405:
             message = f"{request.url.path} does not accept {request.method}"
@@ -178,7 +177,7 @@ def create_app(
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
+        *metrics_routes(mesh),
         *free_text_routes(mesh),
         *extra_routes,
     ]
@@ -194,3 +193,10 @@ def create_app(
         allowed_origins=(*config.allowed_origins, *allowed_origins),
     )
     return Starlette(routes=routes, exception_handlers=handlers, middleware=[guard])
+
+
+def metrics_only_app(mesh: Mesh, allowed_hosts: Sequence[str]) -> Starlette:
+    """What the `[gateway] metrics_port` listener serves: the metrics routes, with no key (the
+    Host check still applies: a page must not read them by rebinding its name)."""
+    guard = Middleware(BrowserGuard, allowed_hosts=tuple(allowed_hosts))
+    return Starlette(routes=metrics_routes(mesh, keyless=True), middleware=[guard])

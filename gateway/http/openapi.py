@@ -33,6 +33,15 @@ def _errors(*statuses: int) -> dict[str, Any]:
 
 
 _COMMON = (400, 401, 403, 429)
+#: One group of a Prometheus HTTP service discovery answer.
+_TARGET_GROUP = {
+    "type": "object",
+    "required": ["targets", "labels"],
+    "properties": {
+        "targets": {"type": "array", "items": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
 _NAME = {
     "name": "name",
     "in": "path",
@@ -296,7 +305,34 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
             }
         },
         "/metrics": {
-            "get": {"summary": "Prometheus metrics", "responses": {"200": {"description": "Metrics"}}}
+            "get": {
+                "summary": "The gateway's Prometheus metrics (a key needs the @metrics scope)",
+                "responses": {"200": {"description": "Metrics"}, **_errors(401, 403)},
+            }
+        },
+        "/v1/metrics/targets": {
+            "get": {
+                "summary": "Prometheus HTTP service discovery: the gateway and each live pod it runs",
+                "responses": {
+                    "200": {
+                        "description": "Target groups (`http_sd_configs`); pods carry runtime and pod labels",
+                        "content": {
+                            "application/json": {"schema": {"type": "array", "items": _TARGET_GROUP}}
+                        },
+                    },
+                    **_errors(401, 403),
+                },
+            }
+        },
+        "/v1/metrics/pods/{runtime}/{pod}": {
+            "get": {
+                "summary": "One pod's Prometheus metrics, fetched from its Unix socket",
+                "parameters": [
+                    {"name": "runtime", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "pod", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "Metrics"}, **_errors(401, 403, 404)},
+            }
         },
     }
     paths.update(_free_text_paths(max_prompt_chars))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
 
 STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
+#: Seconds a pod has to answer a metrics request (Prometheus' own scrape timeout is longer).
+METRICS_TIMEOUT = 5.0
 
 
 @dataclass(eq=False)
@@ -30,6 +34,23 @@ class Replica:
     served: int = 0
     #: Killed for answering no liveness ping (liveness.py).
     frozen: bool = False
+
+    async def fetch_metrics(self) -> bytes | None:
+        """The pod's Prometheus exposition, read from its metrics socket; None if it answers none."""
+        if self.metrics_socket is None:
+            return None
+        with contextlib.suppress(OSError, asyncio.TimeoutError, asyncio.IncompleteReadError):
+            async with asyncio.timeout(METRICS_TIMEOUT):
+                reader, writer = await asyncio.open_unix_connection(self.metrics_socket)
+                try:
+                    writer.write(b"GET /metrics HTTP/1.1\r\nHost: pod\r\nConnection: close\r\n\r\n")
+                    answer = await reader.read()
+                finally:
+                    writer.close()
+            head, _, body = answer.partition(b"\r\n\r\n")
+            if head.startswith(b"HTTP/1.1 200"):
+                return body
+        return None
 
     @property
     def pinger(self) -> SocketClient | RuntimeClient:

@@ -19,7 +19,9 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
+from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.pods import DRAINING, READY
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
@@ -141,6 +143,21 @@ class Pool:
     async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         async for event in self._runtime(runtime).stream(call, timeout):
             yield event
+
+    def pods(self) -> Sequence[PodRef]:
+        return [
+            PodRef(name, str(replica.pid))
+            for name, replicas in self.sets.items()
+            for replica in replicas.replicas
+            if replica.state in (READY, DRAINING) and replica.metrics_socket is not None
+        ]
+
+    async def pod_metrics(self, pod: PodRef) -> bytes | None:
+        replicas = self.sets.get(pod.runtime)
+        for replica in replicas.replicas if replicas is not None else ():
+            if str(replica.pid) == pod.pod and replica.state in (READY, DRAINING):
+                return await replica.fetch_metrics()
+        return None
 
     async def close(self) -> None:
         """Stop every runtime's pods (they drain) and templates, at once."""

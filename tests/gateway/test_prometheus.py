@@ -1,5 +1,6 @@
 """The metrics contract end to end: promtool accepts the exposition, and a real Prometheus
-server scrapes the gateway on loopback and answers queries about a cold start."""
+server finds the gateway and its pods through the gateway's service discovery, scrapes them on
+loopback and answers queries about a cold start and the call it served."""
 
 from __future__ import annotations
 
@@ -67,13 +68,16 @@ async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str
 
 async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tmp_path: Path) -> None:
     server = require_tool("prometheus", INSTALL)
-    gateway, _ = await after_a_cold_start(gateway_factory)
+    gateway, pod = await after_a_cold_start(gateway_factory)
     port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
         "scrape_configs:\n"
-        f"  - job_name: gateway\n    static_configs: [{{targets: ['127.0.0.1:{gateway.http_port}']}}]\n"
+        "  - job_name: toolmesh\n"
+        "    http_sd_configs:\n"
+        f"      - url: http://127.0.0.1:{gateway.http_port}/v1/metrics/targets\n"
+        "        refresh_interval: 1s\n"
     )
     log = (tmp_path / "prometheus.log").open("w")
     process = await asyncio.create_subprocess_exec(
@@ -85,12 +89,14 @@ async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tm
         stderr=STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    # The gateway's pods serve metrics on Unix sockets only, which Prometheus cannot scrape;
-    # their series are checked with promtool above (the gateway will expose them: a later issue).
+    # The pods serve metrics on Unix sockets only; the gateway hands them on, and discovery
+    # labels each pod's series with its runtime and pod.
     expected = {
-        'toolmesh_cold_starts_total{job="gateway",runtime="tools"}': "1",
-        'toolmesh_cold_start_seconds_count{job="gateway",runtime="tools"}': "1",
-        'up{job="gateway"}': "1",
+        'toolmesh_cold_starts_total{toolmesh_role="gateway",runtime="tools"}': "1",
+        'toolmesh_cold_start_seconds_count{toolmesh_role="gateway",runtime="tools"}': "1",
+        'up{toolmesh_role="gateway"}': "1",
+        f'up{{toolmesh_role="pod",runtime="tools",pod="{pod.pid}"}}': "1",
+        f'toolmesh_runtime_invocations_total{{runtime="tools",pod="{pod.pid}",function="wait"}}': "1",
     }
     try:
         async with httpx.AsyncClient(timeout=5) as http:

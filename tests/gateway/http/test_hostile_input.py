@@ -122,8 +122,17 @@ async def test_metrics_need_a_scope_or_their_own_port(gateway_factory: StartGate
         scraper_calls = await http.post(
             "/v1/functions/add/invoke", json={"a": 1}, headers={"Authorization": "Bearer prom-key"}
         )
+        targets = await http.get("/v1/metrics/targets", headers={"Authorization": "Bearer caller-key"})
+        found = await http.get("/v1/metrics/targets", headers={"Authorization": "Bearer prom-key"})
+        (pod,) = [group["labels"] for group in found.json() if group["labels"]["toolmesh_role"] == "pod"]
+        pod_metrics = await http.get(pod["__metrics_path__"], headers={"Authorization": "Bearer prom-key"})
+        no_pod = await http.get("/v1/metrics/pods/tools/1", headers={"Authorization": "Bearer prom-key"})
         assert gateway.metrics_port is not None
         separate = await http.get(f"http://127.0.0.1:{gateway.metrics_port}/metrics")
+        keyless_targets = await http.get(f"http://127.0.0.1:{gateway.metrics_port}/v1/metrics/targets")
+        rebound = await http.get(
+            f"http://127.0.0.1:{gateway.metrics_port}/metrics", headers={"Host": "evil.example"}
+        )
     assert anonymous.status_code == 401
     assert caller.status_code == 403 and "@metrics" in caller.json()["error"]["message"], (
         "'*' is no permission"
@@ -131,3 +140,9 @@ async def test_metrics_need_a_scope_or_their_own_port(gateway_factory: StartGate
     assert scraper.status_code == 200 and 'function="add"' in scraper.text
     assert scraper_calls.status_code == 404, "a permission scope grants no functions"
     assert separate.status_code == 200 and 'function="add"' in separate.text
+    assert targets.status_code == 403
+    assert pod["runtime"] == "tools" and pod_metrics.status_code == 200
+    assert 'toolmesh_runtime_invocations_total{function="add",outcome="ok"}' in pod_metrics.text
+    assert no_pod.status_code == 404 and "no live pod '1'" in no_pod.json()["error"]["message"]
+    assert keyless_targets.status_code == 200 and len(keyless_targets.json()) == 2
+    assert rebound.status_code == 403
