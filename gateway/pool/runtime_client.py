@@ -10,7 +10,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
-from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.errors import PermissionDenied, ToolmeshError, Unauthenticated, Unavailable
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire
@@ -53,6 +53,10 @@ class PodUnreachable(Unavailable):
 
 def _translate(exc: grpc.aio.AioRpcError, peer: str) -> ToolmeshError:
     error = from_rpc_error(exc, peer)
+    if isinstance(error, Unauthenticated | PermissionDenied):
+        # The pod refused the gateway, not the caller: a caller's 401 would send them to check
+        # their own key. It is the operator's to fix, so the runtime is simply unavailable.
+        return Unavailable(f"{peer} refused the gateway's token; check its [runtimes] token_env")
     metadata: Any = exc.trailing_metadata() or ()
     answered = any(key == GRPC_CODE_KEY for key, _ in metadata)
     if type(error) is Unavailable and not answered:
@@ -82,7 +86,7 @@ class RuntimeClient:
                 metadata=self._metadata,
             )
         except grpc.aio.AioRpcError as exc:
-            raise from_rpc_error(exc, f"runtime {self.name!r}") from None
+            raise _translate(exc, f"runtime {self.name!r}") from None
         specs = [wire.spec_from_proto(message) for message in reply.functions]
         namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
         return specs, namespaces
