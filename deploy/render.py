@@ -235,6 +235,8 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
             continue
         if flag in _RUNTIME_FLAGS:
             arg = f"{flag}={_number(getattr(runtime, _RUNTIME_FLAGS[flag]))}"
+        elif flag == "--log-level":
+            arg = f"{flag}={runtime.log_level}"
         args.append(arg)
     if runtime.max_memory_mb is not None:
         # The pod holds itself to the limit (RLIMIT_AS, so a call past it fails alone); the

@@ -40,6 +40,7 @@ max_inflight = 64
 workers = 8
 drain_grace = 42
 max_memory_mb = 1536
+log_level = "debug"
 max_result_bytes = 4096
 
 [[runtimes]]
@@ -123,6 +124,7 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
         "--drain-grace=42",
         "--max-result-bytes=4096",
         "--max-memory-mb=1536",
+        "--log-level=debug",
         "--module=examples.weather",
     ):
         assert flag in runtime["args"]
