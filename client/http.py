@@ -21,7 +21,7 @@ is not an exception: `invoke` returns its `Result` with ``is_error`` set, and
 ``result.error.to_exception()`` gives the error to raise when that is wanted.
 
 `stream` reads a call's items as the function yields them, as server-sent events
-(`Accept: text/event-stream`, parsed by `sse.py`), and ends with the Result.
+(`Accept: text/event-stream`, parsed by `sse_parser.py`), and ends with the Result.
 
 The native gRPC client is `toolmesh.client.grpc.GrpcClient`.
 """
@@ -39,7 +39,7 @@ from urllib.parse import quote
 
 import httpx
 
-from toolmesh.client.sse import EVENT_STREAM, Event, EventParser
+from toolmesh.client.sse_parser import EVENT_STREAM, Event, EventParser
 from toolmesh.error_shapes import from_envelope
 from toolmesh.errors import (
     FunctionTimeout,

@@ -1,4 +1,4 @@
-"""`Client.stream` and `AsyncClient.stream` (server-sent events, read by client/sse.py) against a
+"""`Client.stream` and `AsyncClient.stream` (server-sent events, read by client/sse_parser.py) against a
 real gateway and pod, checked against `GrpcClient.stream` on the same calls."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from toolmesh import (
     Text,
     Unavailable,
 )
-from toolmesh.client.sse import Event, EventParser
+from toolmesh.client.sse_parser import Event, EventParser
 from toolmesh.config import GatewayConfig, MeshConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.runtimes.functions.results import Content
