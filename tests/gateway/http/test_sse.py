@@ -124,3 +124,22 @@ def test_accept_header_and_event_framing() -> None:
     assert not wants_events(None)
     assert event("content", b'{"a":1}') == b'event: content\ndata: {"a":1}\n\n'
     assert event("content", b'{\n"a":1}') == b'event: content\ndata: {\ndata: "a":1}\n\n'
+
+
+async def test_a_client_that_hangs_up_ends_the_call(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(runtime("tools", "sample_tools", "stream_tools"))
+    async with (
+        httpx.AsyncClient(base_url=gateway.url, timeout=30) as http,
+        http.stream(
+            "POST", "/v1/functions/ticks/invoke", json={"n": 1000, "delay": 0.01}, headers=SSE
+        ) as response,
+    ):
+        lines = response.aiter_lines()
+        assert await anext(lines) == "event: content"
+        assert gateway.mesh.drain.inflight == 1
+    # Ten seconds of ticks were left; the call ends as soon as the connection does.
+    for _ in range(100):
+        if gateway.mesh.drain.inflight == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert gateway.mesh.drain.inflight == 0
