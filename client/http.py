@@ -20,6 +20,9 @@ exceptions never escape. A function that raised
 is not an exception: `invoke` returns its `Result` with ``is_error`` set, and
 ``result.error.to_exception()`` gives the error to raise when that is wanted.
 
+`stream` reads a call's items as the function yields them, as server-sent events
+(`Accept: text/event-stream`, parsed by `sse_parser.py`), and ends with the Result.
+
 The native gRPC client is `toolmesh.client.grpc.GrpcClient`.
 """
 
@@ -28,7 +31,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -36,6 +39,7 @@ from urllib.parse import quote
 
 import httpx
 
+from toolmesh.client.sse_parser import EVENT_STREAM, Event, EventParser
 from toolmesh.error_shapes import from_envelope
 from toolmesh.errors import (
     FunctionTimeout,
@@ -221,6 +225,39 @@ def _result(body: Mapping[str, Any]) -> Result:
     )
 
 
+def _stream(
+    name: str, arguments: Mapping[str, Any] | None, request_id: str | None, session_id: str | None
+) -> _Request[Result]:
+    request = _invoke(name, arguments, request_id, session_id)
+    return _Request(
+        request.method,
+        request.path,
+        request.parse,
+        content=request.content,
+        headers={**request.headers, "accept": EVENT_STREAM},
+    )
+
+
+def _streamed(event: Event) -> Content | Result | None:
+    """A `content` event's item or the `result` event's Result; raises an `error` event's error.
+    Events of other names are skipped, so the gateway may add some."""
+    if event.name not in ("content", "result", "error"):
+        return None
+    try:
+        document = json.loads(event.data)
+        if event.name == "content":
+            return _content(document)
+        if event.name == "result":
+            return _result(document)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InternalError(f"unexpected {event.name} event in a stream: {exc!r}") from None
+    raise from_envelope(document) or InternalError(f"malformed error event: {event.data[:200]!r}")
+
+
+def _unfinished(base_url: str) -> Unavailable:
+    return Unavailable(f"the stream from the gateway at {base_url} ended before the call's result")
+
+
 # -- transport --------------------------------------------------------------------------------
 
 
@@ -299,6 +336,40 @@ class Client:
         that break its schema raise InvalidArguments, a timeout FunctionTimeout."""
         return self._send(_invoke(name, arguments, request_id, session_id))
 
+    def stream(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Generator[Content | Result, None, None]:
+        """Call a function and yield its content items as it produces them, then its Result, like
+        `GrpcClient.stream`. The Result holds only content not yielded before it (a plain
+        function's); an error result is a Result with ``is_error``. A call refused before its
+        first item raises as `invoke` does; a failure after it raises when it arrives. The
+        client's `timeout` bounds the wait for each item, not the whole call. Closing the
+        generator early hangs up, which cancels the call."""
+        request = _stream(name, arguments, request_id, session_id)
+        with (
+            _transport_errors(self.base_url),
+            self._http.stream(
+                request.method, request.path, content=request.content, headers=request.headers
+            ) as response,
+        ):
+            if not response.is_success:
+                response.read()
+                raise _error(response)
+            parser = EventParser()
+            for line in response.iter_lines():
+                event = parser.feed(line)
+                found = None if event is None else _streamed(event)
+                if found is not None:
+                    yield found
+                    if isinstance(found, Result):
+                        return
+        raise _unfinished(self.base_url)
+
     def tools(self, format: str = "openai", strict: bool = False) -> list[dict[str, Any]]:
         """The catalog as LLM tool definitions: "openai", "responses", "cloudflare" or "mcp"."""
         return self._send(_tools(format, strict))
@@ -367,6 +438,36 @@ class AsyncClient:
         """Call a function. A function that raised is a Result with ``is_error``; arguments
         that break its schema raise InvalidArguments, a timeout FunctionTimeout."""
         return await self._send(_invoke(name, arguments, request_id, session_id))
+
+    async def stream(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> AsyncGenerator[Content | Result, None]:
+        """Yield a call's content items as the function produces them, then its Result (see `Client`)."""
+        request = _stream(name, arguments, request_id, session_id)
+        async with contextlib.AsyncExitStack() as stack:
+            stack.enter_context(_transport_errors(self.base_url))
+            response = await stack.enter_async_context(
+                self._http.stream(
+                    request.method, request.path, content=request.content, headers=request.headers
+                )
+            )
+            if not response.is_success:
+                await response.aread()
+                raise _error(response)
+            parser = EventParser()
+            async for line in response.aiter_lines():
+                event = parser.feed(line)
+                found = None if event is None else _streamed(event)
+                if found is not None:
+                    yield found
+                    if isinstance(found, Result):
+                        return
+        raise _unfinished(self.base_url)
 
     async def tools(self, format: str = "openai", strict: bool = False) -> list[dict[str, Any]]:
         """The catalog as LLM tool definitions: "openai", "responses", "cloudflare" or "mcp"."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from toolmesh.config import GatewayConfig, RouterConfig
@@ -156,14 +156,23 @@ class Mesh:
         return refusals.check(result)
 
     async def stream(
-        self, principal: Principal, request: InvokeRequest
-    ) -> AsyncIterator[list[Content] | Result]:
-        """Content items as the function yields them, then its Result. Refuses like a direct call
-        until the first item is out; after that, failures can only be the final result."""
-        refusals = REFUSALS[Surface.DIRECT]
+        self, principal: Principal, request: InvokeRequest, surface: Surface = Surface.DIRECT
+    ) -> AsyncGenerator[list[Content] | Result, None]:
+        """Content items as the function yields them, then its Result. Refuses like `invoke` on
+        `surface` until the first item is out. After that an error can only end the stream: on
+        the direct surface it is raised for the transport to send as its last event, elsewhere
+        it becomes the error result.
+
+        Nothing is buffered here: each event is pulled from the pod when the caller asks for
+        the next one, so a slow caller pauses the function (see the executor's bounded queue)."""
+        refusals = REFUSALS[surface]
         started = time.perf_counter()
-        principal.spend()
-        spec = self.function(request.name, principal)
+        try:
+            principal.spend()
+            spec = self.function(request.name, principal)
+        except ToolmeshError as exc:
+            yield refusals.settle(exc)
+            return
         call, timeout = self._call(spec, request)
         outcome = "unavailable"
         streamed = False
@@ -178,7 +187,9 @@ class Mesh:
                         yield event
         except ToolmeshError as exc:
             outcome = exc.code
-            raise
+            if streamed and surface is Surface.DIRECT:
+                raise  # its transport ends the stream with the error (an SSE event, a gRPC status)
+            yield refusals.settle(exc)
         finally:
             self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
 

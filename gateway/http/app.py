@@ -3,6 +3,7 @@
 GET  /v1/functions                    the catalog (what the key may call)
 GET  /v1/functions/{name}             one function
 POST /v1/functions/{name}/invoke      call it; the body is the arguments object
+                                      (Accept: text/event-stream: items as they come, sse.py)
 GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
@@ -38,6 +39,7 @@ from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
+from toolmesh.gateway.http.sse import event_stream, wants_events
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.runtimes.functions.spec import spec_to_dict
 
@@ -77,6 +79,8 @@ def create_app(
         call = InvokeRequest(
             request.path_params["name"], arguments, CallOptions.from_headers(request.headers)
         )
+        if wants_events(request.headers.get("accept")):
+            return await event_stream(mesh.stream(principal, call))
         return Response(result_json(await mesh.invoke(principal, call)), media_type=JSON)
 
     async def tools(request: Request) -> Response:

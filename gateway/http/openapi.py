@@ -180,7 +180,14 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
         "/v1/functions/{name}/invoke": {
             "post": {
                 "summary": "Call a function",
-                "description": "A function that raises is a 200 result with is_error; bad calls are errors.",
+                "description": (
+                    "A function that raises is a 200 result with is_error; bad calls are errors. "
+                    "With `Accept: text/event-stream` the answer is server-sent events: "
+                    "`content` (a Content object) for each item as the function produces it, then "
+                    "`result` (the Result; its content holds only what no `content` event carried) "
+                    "or, for a call that fails after its first item, `error` (the Error envelope). "
+                    "A call refused before its first item gets its HTTP error status as usual."
+                ),
                 "operationId": "invokeFunction",
                 "parameters": [_NAME, *_REQUEST_HEADERS],
                 "requestBody": {
@@ -190,7 +197,18 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
                     },
                 },
                 "responses": {
-                    "200": _json_body(_ref("Result"), "The result"),
+                    "200": {
+                        "description": "The result, or its event stream",
+                        "content": {
+                            "application/json": {"schema": _ref("Result")},
+                            "text/event-stream": {
+                                "schema": {
+                                    "type": "string",
+                                    "description": "`event: content|result|error` + `data: <JSON>` per event",
+                                }
+                            },
+                        },
+                    },
                     **_errors(*_COMMON, 404, 413, 422, 503, 504),
                 },
             }

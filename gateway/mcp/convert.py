@@ -9,6 +9,8 @@ Transport-free: `mcp_server.py` serves these over Streamable HTTP.
 - Content items: text as text, JSON as its text (plus ``structuredContent`` when
   the function declares an output schema), binary ``image/*`` and ``audio/*`` as
   image and audio content, other binary as an embedded resource.
+- A generator's items, while a call runs, are `notifications/progress` (when the client sent a
+  progress token) whose message is `progress_message` of the item; the result holds them all.
 - Pages are ordered by tool name and the cursor names the last tool of the
   previous page, so any replica can continue a listing, even after the catalog
   changed in between.
@@ -26,11 +28,13 @@ import mcp_types as types
 
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.tool_formats import mcp_tool
-from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
+from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
 from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name
 
 #: The property a non-object structured result is wrapped in.
 WRAPPED_RESULT = "result"
+#: Longest progress message, in characters: a glimpse of the item, not the item (the result has it).
+MAX_PROGRESS_MESSAGE = 1000
 #: Embedded resources are named ``toolmesh://<tool>/<request id>/<index>``.
 RESOURCE_SCHEME = "toolmesh"
 
@@ -72,6 +76,17 @@ def _binary(item: Binary, uri: str) -> types.ContentBlock:
     return types.EmbeddedResource(
         resource=types.BlobResourceContents(uri=uri, mime_type=item.mime_type, blob=data)
     )
+
+
+def progress_message(item: Content) -> str:
+    """What a progress notification says about a streamed item: its text, its JSON, or what it is."""
+    if isinstance(item, Text):
+        text = item.text
+    elif isinstance(item, Json):
+        text = item.data.decode()
+    else:
+        text = f"{item.mime_type}, {len(item.data)} bytes"
+    return text if len(text) <= MAX_PROGRESS_MESSAGE else text[: MAX_PROGRESS_MESSAGE - 1] + "…"
 
 
 def call_result(spec: FunctionSpec, result: Result) -> types.CallToolResult:

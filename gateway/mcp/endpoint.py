@@ -11,6 +11,11 @@ tool), so any gateway replica can answer any request. Both protocol eras work:
 clients of the initialize handshake (2025 revisions) and of the per-request
 envelope (2026-07-28).
 
+Generators: a tools/call that carries `_meta.progressToken` streams the function's items
+from its pod and sends each as `notifications/progress` (progress = items so far, message =
+the item in short) on the call's response stream; the result holds every item, as without a
+token. Without a token the call runs like any other.
+
 `notifications/tools/list_changed`: a stateless server has no session to push
 to, so the notification travels where the protocol allows it without one. On
 2026-07-28 a client opens a `subscriptions/listen` request, whose response is a
@@ -38,6 +43,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
@@ -47,6 +53,7 @@ from toolmesh.config import McpConfig
 from toolmesh.error_shapes import http_error, jsonrpc_error
 from toolmesh.errors import (
     FunctionNotFound,
+    ResourceExhausted,
     ToolmeshError,
     Unauthenticated,
 )
@@ -54,8 +61,10 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
-from toolmesh.gateway.mcp.convert import call_result, page, tool
+from toolmesh.gateway.mcp.convert import call_result, page, progress_message, tool
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec
+from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 
 log = logging.getLogger("toolmesh.gateway")
 
@@ -63,6 +72,9 @@ SERVER_NAME = "toolmesh"
 #: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
 _PRINCIPAL = "toolmesh_principal"
 _NAMESPACE = "toolmesh_namespace"
+#: Most bytes of items a streamed call may gather for its result: what the largest result a pod
+#: can send holds (a generator's items are limited one by one on the way, not in total).
+MAX_STREAMED_BYTES = WIRE_LIMIT_BYTES
 #: The caller of the request being handled, for SDK callbacks that are given no request.
 _CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("mcp_caller", default=None)
 
@@ -212,10 +224,33 @@ class McpEndpoint:
         arguments = json.dumps(params.arguments or {}).encode()
         call = InvokeRequest(spec.qualified_name, arguments, CallOptions.from_headers(headers))
         try:
-            result = await self.mesh.invoke(principal, call, Surface.MCP)
+            if spec.streaming and progress_token_from_params(ctx.params) is not None:
+                result = await self._stream(ctx, principal, call)
+            else:
+                result = await self.mesh.invoke(principal, call, Surface.MCP)
         except ToolmeshError as exc:
             raise _refusal(exc) from None
         return call_result(spec, result)
+
+    async def _stream(
+        self, ctx: ServerRequestContext[Any, Any], principal: Principal, call: InvokeRequest
+    ) -> Result:
+        """The call's result with every item, each reported as progress when it arrives."""
+        items: list[Content] = []
+        size = 0
+        async with contextlib.aclosing(self.mesh.stream(principal, call, Surface.MCP)) as events:
+            async for event in events:
+                if isinstance(event, Result):
+                    event.content = items + event.content
+                    return event
+                for item in event:
+                    size += content_bytes([item])
+                    if size > MAX_STREAMED_BYTES:
+                        error = ResourceExhausted(f"the items passed {MAX_STREAMED_BYTES} bytes in all")
+                        return Result.failure(ErrorInfo.from_exception(error))
+                    items.append(item)
+                    await ctx.session.report_progress(len(items), None, progress_message(item))
+        raise AssertionError("a stream ends with its result")
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         # Used by the SDK to check Mcp-Param-* headers. None when unknown or out of the caller's

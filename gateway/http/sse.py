@@ -1,0 +1,84 @@
+"""Server-sent events: `POST /v1/functions/{name}/invoke` with `Accept: text/event-stream`.
+
+The answer is one event per content item as the function produces it, then one last event:
+
+    event: content   data: one Content object ({"type": "text", "text": ...}), per item
+    event: result    data: the Result document a non-streaming call answers; its `content` holds
+                     only what was not already sent as `content` events (a plain function's
+                     whole content, nothing for a generator's yielded items)
+    event: error     data: the error envelope ({"error": {...}}) of a call that failed after
+                     items were sent, when the HTTP status is long gone
+
+A call refused before its first item (unknown function, bad arguments, a timeout...) is an
+ordinary HTTP error with its status, as without SSE, so clients learn of a bad call the same way.
+
+Back-pressure: nothing here buffers. Starlette writes each event with `await send(...)`, which
+uvicorn holds while the socket's write buffer is over its high-water mark, and only then is the
+next event pulled from `Mesh.stream`, and so from the pod's gRPC stream, whose flow-control
+window fills and stops the pod's sender; the pod's executor queues at most a few items before
+the function itself waits in its `yield`. A slow reader pauses the function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from starlette.responses import Response, StreamingResponse
+
+from toolmesh.error_shapes import http_error
+from toolmesh.errors import ToolmeshError
+from toolmesh.gateway.core.result_json import content_json, result_json
+from toolmesh.runtimes.functions.results import Content, Result
+
+EVENT_STREAM = "text/event-stream"
+#: Proxies and browsers must pass each event on at once: no caching, no buffering (nginx).
+HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+Events = AsyncGenerator[list[Content] | Result, None]
+
+
+def wants_events(accept: str | None) -> bool:
+    """Whether an `Accept` header asks for an event stream (and does not refuse it with q=0)."""
+    for part in (accept or "").split(","):
+        media, *params = (piece.strip().lower() for piece in part.split(";"))
+        if media == EVENT_STREAM:
+            return not any(
+                param.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for param in params
+            )
+    return False
+
+
+def event(name: str, data: bytes) -> bytes:
+    """One SSE event. JSON from toolmesh has no line breaks, but a function may build a `Json`
+    item by hand: each line gets its own `data:` field, which readers join back with a newline."""
+    if b"\n" in data or b"\r" in data:
+        lines = b"".join(b"data: " + line + b"\n" for line in data.splitlines())
+    else:
+        lines = b"data: " + data + b"\n"
+    return b"event: " + name.encode() + b"\n" + lines + b"\n"
+
+
+async def event_stream(events: Events) -> Response:
+    """The SSE answer to a call whose events `Mesh.stream` gives. Its first event is awaited
+    here, so a refusal before it raises and becomes an ordinary HTTP error."""
+    try:
+        first = await anext(events)
+    except BaseException:
+        await events.aclose()
+        raise
+    return StreamingResponse(_body(first, events), media_type=EVENT_STREAM, headers=HEADERS)
+
+
+async def _body(first: list[Content] | Result, events: Events) -> AsyncIterator[bytes]:
+    current = first
+    try:
+        while not isinstance(current, Result):
+            for item in current:
+                yield event("content", content_json(item))
+            current = await anext(events)
+        yield event("result", result_json(current))
+    except ToolmeshError as exc:
+        yield event("error", http_error(exc).body)
+    finally:
+        # Also when the client left: the call is cancelled in the pod, not left to run.
+        await events.aclose()
