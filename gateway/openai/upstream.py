@@ -97,10 +97,14 @@ class Upstream:
                     raise Unavailable(
                         f"the upstream model did not stream: it answered {kind or 'no content-type'}"
                     )
+                done = False
                 async for data in _events(response):
                     if data == "[DONE]":
-                        return
-                    yield _chunk(data)
+                        done = True
+                    elif not done:
+                        yield _chunk(data)
+                # Read to the body's end even after [DONE]: only then does the connection go
+                # back to the pool; leaving it there costs a new connection per request.
         except httpx.TimeoutException:
             raise FunctionTimeout(f"the upstream model sent nothing for {self._timeout:g} s") from None
         except httpx.HTTPError as exc:
