@@ -67,6 +67,8 @@ class Upstream:
     script: list[Step] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorization: list[str | None] = field(default_factory=list)
+    #: The client port of each request: the same port twice means a reused connection.
+    ports: list[int] = field(default_factory=list)
     #: Streams sent to their end, and streams whose reader left before it.
     finished: int = 0
     abandoned: asyncio.Event = field(default_factory=asyncio.Event)
@@ -159,6 +161,7 @@ async def upstream() -> AsyncIterator[Upstream]:
         body = await request.json()
         state.requests.append(body)
         state.authorization.append(request.headers.get("authorization"))
+        state.ports.append(request.client.port if request.client else 0)
         if not state.script:
             return JSONResponse({"error": {"message": "the script ran out"}}, status_code=500)
         step = state.script.pop(0)

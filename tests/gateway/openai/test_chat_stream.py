@@ -87,6 +87,7 @@ async def test_tool_rounds_run_between_streamed_rounds(
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 30
     second = upstream.requests[1]
     assert second["stream"] is True
+    assert upstream.ports[0] == upstream.ports[1]  # the first stream, read to its end, freed its connection
     assert second["messages"][1]["tool_calls"][0]["function"] == {
         "name": "add",
         "arguments": '{"a": 2, "b": 3}',
