@@ -69,6 +69,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/chaos.py --seconds 30
 	$(BIN)/python bench/adversarial.py
 	$(BIN)/python bench/stream_latency.py
+	$(BIN)/python bench/chat_stream.py
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

@@ -259,7 +259,7 @@ class ChatConfig(_Section):
     aliases: dict[str, str] = Field(default_factory=dict)
     #: Rounds of mesh tool calls before the model is asked to answer without tools.
     max_rounds: int = Field(defaults.DEFAULT_CHAT_MAX_ROUNDS, ge=1, le=32)
-    #: Seconds one upstream request may take.
+    #: Seconds one upstream request may take; streamed, the longest wait for its next chunk.
     timeout: float = Field(defaults.DEFAULT_CHAT_TIMEOUT, gt=0)
     #: With more visible tools than this, only the tool selector's `top_k` are offered to the model.
     narrow_above: int = Field(defaults.DEFAULT_CHAT_NARROW_ABOVE, ge=1)

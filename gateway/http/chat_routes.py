@@ -1,37 +1,75 @@
 """`POST /v1/chat/completions`: the chat proxy on HTTP, answering JSON or, with
-``stream: true``, Server-Sent Events in OpenAI's chunk format.
+``stream: true``, Server-Sent Events in OpenAI's chunk format (chat_stream.py says
+which chunks, and when).
 
-The tool rounds run before the first event; the final answer is then sent as
-chunks (role, content pieces, the client's tool calls, the finish reason with
-the ``toolmesh`` record, usage if ``stream_options.include_usage``) and
-``data: [DONE]``. A failure before that is an ordinary JSON error response.
+A stream's status is only sent once the upstream's first chunk is in, so a failure
+before it (a refused key, an upstream 429) is an ordinary JSON error response with
+its status. A failure after it ends the stream with ``data: {"error": {...}}`` and no
+``[DONE]``, as OpenAI's API does; the openai SDK raises it as an `APIError`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from toolmesh.errors import Unavailable
+from toolmesh.error_shapes import envelope
+from toolmesh.errors import InternalError, ToolmeshError, Unavailable
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions
 from toolmesh.gateway.http.adapt import body, caller
 from toolmesh.gateway.http.payloads import parse_json
 from toolmesh.gateway.openai.chat import ChatProxy, ChatRequest
-from toolmesh.gateway.openai.chunks import completion_chunks
+from toolmesh.gateway.openai.chat_stream import stream_turn
 
 PATH = "/v1/chat/completions"
 
+log = logging.getLogger(__name__)
 
-def _sse(completion: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
-    for chunk in completion_chunks(completion, include_usage):
-        yield b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+def _event(document: Any) -> bytes:
+    return b"data: " + json.dumps(document).encode() + b"\n\n"
+
+
+async def _events(
+    first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None]
+) -> AsyncGenerator[bytes, None]:
+    yield _event(first)
+    try:
+        async for chunk in chunks:
+            yield _event(chunk)
+    except ToolmeshError as exc:
+        yield _event(envelope(exc))
+        return
+    except Exception:
+        log.exception("the chat stream failed")
+        yield _event(envelope(InternalError("internal error; see the gateway's log")))
+        return
     yield b"data: [DONE]\n\n"
+
+
+class ChatEvents(StreamingResponse):
+    """The SSE answer; however it ends, the chunk iterator is closed, and with it the upstream
+    request (Starlette stops sending when the client leaves but leaves iterators to the GC)."""
+
+    def __init__(self, first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None]) -> None:
+        self._chunks = chunks
+        self._events = _events(first, chunks)
+        super().__init__(self._events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._events.aclose()
+            await self._chunks.aclose()
 
 
 def chat_routes(mesh: Mesh, proxy: ChatProxy | None) -> list[Route]:
@@ -44,13 +82,16 @@ def chat_routes(mesh: Mesh, proxy: ChatProxy | None) -> list[Route]:
         if proxy is None:
             raise Unavailable("the chat proxy is off: set [chat] upstream_url in toolmesh.toml")
         chat = ChatRequest(parse_json(await body(mesh, request), mesh.config.max_json_depth), proxy.config)
-        completion = await proxy.complete(principal, chat, CallOptions.from_headers(request.headers))
-        if chat.stream:
-            return StreamingResponse(
-                _sse(completion, chat.include_usage),
-                media_type="text/event-stream",
-                headers={"Cache-Control": "no-cache"},
-            )
-        return Response(json.dumps(completion).encode(), media_type="application/json")
+        options = CallOptions.from_headers(request.headers)
+        if not chat.stream:
+            completion = await proxy.complete(principal, chat, options)
+            return Response(json.dumps(completion).encode(), media_type="application/json")
+        chunks = stream_turn(proxy, principal, chat, options)
+        try:
+            first = await anext(chunks)
+        except BaseException:
+            await chunks.aclose()
+            raise
+        return ChatEvents(first, chunks)
 
     return [Route(PATH, completions, methods=["POST"])]

@@ -272,7 +272,9 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
                     "Forwards to the configured upstream model with the caller's functions added as tools, "
                     "runs the model's calls of them (in parallel, for up to [chat] max_rounds rounds) and "
                     "returns the final completion with a `toolmesh` record of the calls. Calls of the "
-                    "client's own tools come back untouched. `stream: true` answers Server-Sent Events."
+                    "client's own tools come back untouched; a turn mixing them with mesh calls comes "
+                    "back whole, with the mesh calls' results in `toolmesh.tool_messages`. `stream: true` "
+                    "streams every upstream round as Server-Sent Events as it arrives."
                 ),
                 "operationId": "createChatCompletion",
                 "parameters": _REQUEST_HEADERS,

@@ -1,42 +1,49 @@
-"""A finished chat completion as the ``chat.completion.chunk`` objects of OpenAI's stream format."""
+"""The ``chat.completion.chunk`` objects of one streamed answer, all under one id and model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from toolmesh.gateway.openai.chat import EXTENSION
 
-#: Characters of content per streamed chunk.
-CHUNK_CHARS = 48
+@dataclass(frozen=True, slots=True)
+class ChunkHead:
+    """What every chunk of one answer repeats; taken from the upstream's first chunk, so an
+    answer of several upstream rounds still reads as one stream to the client."""
 
+    id: str
+    created: int
+    model: str
+    system_fingerprint: str | None = None
 
-def completion_chunks(completion: dict[str, Any], include_usage: bool) -> Iterator[dict[str, Any]]:
-    """A finished chat completion as the ``chat.completion.chunk`` objects a stream would carry."""
-    choice = completion["choices"][0]
-    message = choice["message"]
-    base = {
-        "id": completion.get("id", ""),
-        "object": "chat.completion.chunk",
-        "created": completion.get("created", 0),
-        "model": completion.get("model", ""),
-    }
-    if completion.get("system_fingerprint") is not None:
-        base["system_fingerprint"] = completion["system_fingerprint"]
+    @classmethod
+    def of(cls, chunk: dict[str, Any]) -> ChunkHead:
+        """The head of the upstream chunk `chunk`."""
+        fingerprint = chunk.get("system_fingerprint")
+        created = chunk.get("created")
+        return cls(
+            id=str(chunk.get("id") or ""),
+            created=created if isinstance(created, int) else 0,
+            model=str(chunk.get("model") or ""),
+            system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+        )
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
+    def _base(self) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+        if self.system_fingerprint is not None:
+            base["system_fingerprint"] = self.system_fingerprint
+        return base
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> dict[str, Any]:
+        """A chunk of the one choice: `delta`, and the finish reason on the last one."""
         choices = [{"index": 0, "delta": delta, "finish_reason": finish_reason}]
-        return {**base, "choices": choices, **extra}
+        return {**self._base(), "choices": choices, **extra}
 
-    yield chunk({"role": "assistant", "content": ""})
-    content = message.get("content")
-    if isinstance(content, str):
-        for start in range(0, len(content), CHUNK_CHARS):
-            yield chunk({"content": content[start : start + CHUNK_CHARS]})
-    if message.get("refusal"):
-        yield chunk({"refusal": message["refusal"]})
-    for index, call in enumerate(message.get("tool_calls") or []):
-        yield chunk({"tool_calls": [{"index": index, **call}]})
-    yield chunk({}, choice.get("finish_reason") or "stop", **{EXTENSION: completion.get(EXTENSION)})
-    if include_usage and completion.get("usage") is not None:
-        yield {**base, "choices": [], "usage": completion["usage"]}
+    def usage(self, usage: dict[str, Any]) -> dict[str, Any]:
+        """The last chunk of a stream that asked for ``stream_options.include_usage``."""
+        return {**self._base(), "choices": [], "usage": usage}

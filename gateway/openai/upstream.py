@@ -1,5 +1,8 @@
 """The chat proxy's upstream: an OpenAI-compatible `/chat/completions` over httpx.
 
+`complete` asks for a whole completion, `stream` for its chunks (Server-Sent Events,
+read one event at a time, so a slow reader slows the upstream instead of filling memory).
+
 Every way the upstream can fail becomes one error of the hierarchy, here and
 only here, so the proxy never answers 500 for someone else's problem:
 
@@ -11,11 +14,13 @@ only here, so the proxy never answers 500 for someone else's problem:
     401, 403                            Unavailable (503): the gateway's upstream key is refused
     408, 504                            FunctionTimeout (504)
     anything else                       Unavailable (503)
+    an error event mid-stream           Unavailable (503), with the upstream's reason
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -74,6 +79,63 @@ class Upstream:
             raise Unavailable("the upstream model's completion has no message in its first choice")
         assert isinstance(completion, dict)
         return completion
+
+    async def stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """POST `body` with ``stream: true`` and yield its chunks until ``[DONE]``.
+
+        Closing the iterator early (the client left) closes the upstream connection, which
+        is how an OpenAI-compatible server learns to stop generating.
+        """
+        body = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        try:
+            async with self._http.stream("POST", "chat/completions", json=body) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise upstream_error(response)
+                kind = response.headers.get("content-type", "")
+                if not kind.startswith("text/event-stream"):
+                    raise Unavailable(
+                        f"the upstream model did not stream: it answered {kind or 'no content-type'}"
+                    )
+                done = False
+                async for data in _events(response):
+                    if data == "[DONE]":
+                        done = True
+                    elif not done:
+                        yield _chunk(data)
+                # Read to the body's end even after [DONE]: only then does the connection go
+                # back to the pool; leaving it there costs a new connection per request.
+        except httpx.TimeoutException:
+            raise FunctionTimeout(f"the upstream model sent nothing for {self._timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"the upstream model's stream broke: {exc!r}", retry_after=1.0) from None
+
+
+async def _events(response: httpx.Response) -> AsyncIterator[str]:
+    """The data of each Server-Sent Event (comments and other fields are skipped)."""
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            data.append(line[6:] if line.startswith("data: ") else line[5:])
+        elif not line and data:
+            yield "\n".join(data)
+            data = []
+    if data:
+        yield "\n".join(data)
+
+
+def _chunk(data: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError):
+        chunk = None
+    if not isinstance(chunk, dict):
+        raise Unavailable(f"the upstream model streamed something that is not a chunk: {data[:_QUOTE]!r}")
+    error = chunk.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise Unavailable(f"the upstream model failed mid-answer: {message}")
+    return chunk
 
 
 def _reason(response: httpx.Response) -> tuple[str, str | None]:

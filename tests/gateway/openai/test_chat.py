@@ -1,122 +1,28 @@
 """The chat proxy, driven by the official `openai` SDK against a real gateway and real pods.
 
-The upstream LLM is the one stand-in: a small Starlette app on uvicorn on
-loopback, answering from a script and recording every request it got.
+The upstream LLM is the one stand-in (conftest.py), answering from a script.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+import httpx
 import openai
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from tests.gateway.conftest import StartGateway, runtime
-from toolmesh.config import ChatConfig, KeyConfig
-from toolmesh.gateway.server import Gateway
-
-MODEL = "scripted-model"
-
-
-@dataclass
-class Reply:
-    """A scripted non-200 answer."""
-
-    status: int
-    body: Any
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-Step = dict[str, Any] | Reply | Callable[[dict[str, Any]], dict[str, Any]]
-
-
-@dataclass
-class Upstream:
-    url: str
-    script: list[Step] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    authorization: list[str | None] = field(default_factory=list)
-
-
-def completion(content: str | None = None, *calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
-    """A chat completion: an answer, or tool calls given as (id, name, arguments)."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        message["tool_calls"] = [
-            {"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-            for id_, name, arguments in calls
-        ]
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": MODEL,
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-
-
-@pytest.fixture
-async def upstream() -> AsyncIterator[Upstream]:
-    """The scripted OpenAI-compatible upstream on a free loopback port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    state = Upstream(f"http://127.0.0.1:{sock.getsockname()[1]}/v1")
-
-    async def chat(request: Request) -> Response:
-        body = await request.json()
-        state.requests.append(body)
-        state.authorization.append(request.headers.get("authorization"))
-        if not state.script:
-            return JSONResponse({"error": {"message": "the script ran out"}}, status_code=500)
-        step = state.script.pop(0)
-        if isinstance(step, Reply):
-            return JSONResponse(step.body, status_code=step.status, headers=step.headers)
-        return JSONResponse(step(body) if callable(step) else step)
-
-    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_config=None, access_log=False))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            await task
-            raise AssertionError("the scripted upstream stopped while starting")
-        await asyncio.sleep(0.01)
-    yield state
-    server.should_exit = True
-    await task
-    sock.close()
-
-
-async def proxy(
-    gateway_factory: StartGateway, upstream: Upstream, **chat: Any
-) -> tuple[Gateway, openai.AsyncOpenAI]:
-    keys = chat.pop("keys", ())
-    settings = ChatConfig(upstream_url=upstream.url, api_key_env="UPSTREAM_KEY", **chat)
-    environ = {"UPSTREAM_KEY": "upstream-secret", "CLIENT_KEY": "client-secret"}
-    gateway = await gateway_factory(
-        runtime("tools", "sample_tools", "mcp_tools"), chat=settings, keys=keys, environ=environ
-    )
-    client = openai.AsyncOpenAI(base_url=f"{gateway.url}/v1", api_key="client-secret", max_retries=0)
-    return gateway, client
-
-
-def tool_names(request: dict[str, Any]) -> set[str]:
-    return {tool["function"]["name"] for tool in request.get("tools", [])}
-
-
-USER = [{"role": "user", "content": "What is 2 + 3?"}]
+from tests.gateway.conftest import StartGateway
+from tests.gateway.openai.conftest import (
+    MODEL,
+    USER,
+    Reply,
+    Upstream,
+    completion,
+    proxy,
+    tool_names,
+)
+from toolmesh.config import KeyConfig
 
 
 async def test_a_two_round_tool_loop_runs_mesh_functions_server_side(
@@ -184,9 +90,7 @@ async def test_calls_of_the_clients_own_tools_come_back_untouched(
     gateway_factory: StartGateway, upstream: Upstream
 ) -> None:
     _, client = await proxy(gateway_factory, upstream)
-    upstream.script += [
-        completion("Checking.", ("m1", "counter__increment", {"by": 5}), ("c1", "get_time", {"zone": "UTC"})),
-    ]
+    upstream.script += [completion("Checking.", ("c1", "get_time", {"zone": "UTC"}))]
     async with client:
         reply = await client.chat.completions.create(
             model=MODEL,
@@ -194,15 +98,91 @@ async def test_calls_of_the_clients_own_tools_come_back_untouched(
             tools=[CLIENT_TOOL],  # type: ignore[list-item]
         )
     message = reply.choices[0].message
-    assert reply.choices[0].finish_reason == "tool_calls"
+    assert reply.choices[0].finish_reason == "tool_calls" and message.content == "Checking."
     assert message.tool_calls is not None and len(message.tool_calls) == 1
     call = message.tool_calls[0]
     assert call.id == "c1" and call.function.name == "get_time"  # type: ignore[union-attr]
     assert json.loads(call.function.arguments) == {"zone": "UTC"}  # type: ignore[union-attr]
-    record = (reply.model_extra or {})["toolmesh"]
-    assert [(c["id"], c["content"]) for c in record["tool_calls"]] == [("m1", "5")]  # the mesh call still ran
+    assert (reply.model_extra or {})["toolmesh"] == {"rounds": 0, "tool_calls": [], "tool_messages": []}
     offered = upstream.requests[0]["tools"]
     assert offered[0] == CLIENT_TOOL and "counter__increment" in tool_names(upstream.requests[0])
+
+
+MIXED = completion("Checking.", ("m1", "counter__increment", {"by": 5}), ("c1", "get_time", {"zone": "UTC"}))
+
+
+async def counter_value(url: str) -> int:
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(f"{url}/v1/functions/counter.current/invoke", json={})
+    value = answer.json()["structured"]
+    assert isinstance(value, int)
+    return value
+
+
+async def test_a_mixed_turn_runs_the_mesh_call_once_and_hands_the_whole_turn_back(
+    gateway_factory: StartGateway, upstream: Upstream
+) -> None:
+    gateway, client = await proxy(gateway_factory, upstream)
+    upstream.script += [MIXED, completion("It is noon and the counter is at 5.")]
+    async with client:
+        reply = await client.chat.completions.create(
+            model=MODEL,
+            messages=USER,  # type: ignore[arg-type]
+            tools=[CLIENT_TOOL],  # type: ignore[list-item]
+        )
+        message = reply.choices[0].message
+        assert reply.choices[0].finish_reason == "tool_calls"
+        assert [c.id for c in message.tool_calls or []] == [
+            "m1",
+            "c1",
+        ]  # the whole turn, as the model said it
+        record = (reply.model_extra or {})["toolmesh"]
+        assert [(c["id"], c["content"]) for c in record["tool_calls"]] == [("m1", "5")]
+        assert record["tool_messages"] == [{"role": "tool", "tool_call_id": "m1", "content": "5"}]
+        history = [
+            *USER,
+            message.model_dump(exclude_none=True),
+            *record["tool_messages"],
+            {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+        ]
+        final = await client.chat.completions.create(
+            model=MODEL,
+            messages=history,
+            tools=[CLIENT_TOOL],  # type: ignore[list-item]
+        )
+    assert final.choices[0].message.content == "It is noon and the counter is at 5."
+    assert (final.model_extra or {})["toolmesh"]["tool_calls"] == []  # nothing ran again
+    assert await counter_value(gateway.url) == 5, "the mesh function ran exactly once"
+    sent = upstream.requests[1]["messages"]
+    assert {"role": "tool", "tool_call_id": "m1", "content": "5"} in sent  # the model reads the result
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ["m1", "c1"]
+
+
+async def test_a_history_missing_a_mesh_calls_result_is_refused_with_the_fix(
+    gateway_factory: StartGateway, upstream: Upstream
+) -> None:
+    _, client = await proxy(gateway_factory, upstream)
+    upstream.script += [MIXED]
+    async with client:
+        reply = await client.chat.completions.create(
+            model=MODEL,
+            messages=USER,  # type: ignore[arg-type]
+            tools=[CLIENT_TOOL],  # type: ignore[list-item]
+        )
+        history = [
+            *USER,
+            reply.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": "c1", "content": "12:00"},  # a client that forgot m1's result
+        ]
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.chat.completions.create(
+                model=MODEL,
+                messages=history,
+                tools=[CLIENT_TOOL],  # type: ignore[list-item]
+            )
+    assert refused.value.param == "messages[1].tool_calls[0]"
+    assert "toolmesh.tool_messages" in refused.value.message
+    assert len(upstream.requests) == 1  # refused before the upstream, and m1 did not run again
 
 
 async def test_a_client_tool_wins_a_name_clash_with_a_mesh_function(
@@ -214,32 +194,8 @@ async def test_a_client_tool_wins_a_name_clash_with_a_mesh_function(
     async with client:
         reply = await client.chat.completions.create(model=MODEL, messages=USER, tools=[mine])  # type: ignore[arg-type, list-item]
     assert reply.choices[0].message.tool_calls is not None  # returned, not run
-    assert (reply.model_extra or {})["toolmesh"] == {"rounds": 0, "tool_calls": []}
+    assert (reply.model_extra or {})["toolmesh"] == {"rounds": 0, "tool_calls": [], "tool_messages": []}
     assert [t for t in upstream.requests[0]["tools"] if t["function"]["name"] == "add"] == [mine]
-
-
-async def test_streaming_sends_the_final_answer_as_chunks(
-    gateway_factory: StartGateway, upstream: Upstream
-) -> None:
-    _, client = await proxy(gateway_factory, upstream)
-    answer = "Oslo will be cold: " + "highs of twenty degrees, " * 6
-    upstream.script += [completion(None, ("f", "forecast", {"city": "Oslo"})), completion(answer)]
-    async with client:
-        stream = await client.chat.completions.create(
-            model=MODEL,
-            messages=USER,  # type: ignore[arg-type]
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-        chunks = [chunk async for chunk in stream]
-    assert all(chunk.object == "chat.completion.chunk" for chunk in chunks)
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert text == answer and sum(1 for c in chunks if c.choices and c.choices[0].delta.content) > 2
-    finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
-    assert [c.choices[0].finish_reason for c in finish] == ["stop"]
-    assert (finish[0].model_extra or {})["toolmesh"]["tool_calls"][0]["name"] == "forecast"
-    assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 30
-    assert all("stream" not in request for request in upstream.requests)
 
 
 async def test_upstream_errors_become_clean_errors(gateway_factory: StartGateway, upstream: Upstream) -> None:
