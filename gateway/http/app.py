@@ -8,6 +8,7 @@ POST /v1/route, POST /v1/execute      free-text routing and execution (free_text
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=, /metrics (a key needs "@metrics")
+POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
@@ -33,6 +34,7 @@ from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequ
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
+from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.openapi import openapi_document
@@ -180,6 +182,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *free_text_routes(mesh),
+        *admin_routes(mesh),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolmesh.gateway.pool.launcher import Spawned
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
 
@@ -30,6 +31,13 @@ class Replica:
     served: int = 0
     #: Killed for answering no liveness ping (liveness.py).
     frozen: bool = False
+
+    @classmethod
+    def of(cls, runtime: str, spawned: Spawned, now: float) -> Replica:
+        """The pod a template just started, with its clients."""
+        socket = SocketClient(runtime, spawned.socket) if spawned.socket else None
+        client = RuntimeClient(runtime, spawned.address)
+        return cls(spawned.pid, spawned.address, spawned.metrics_socket, client, socket, now, last_used=now)
 
     @property
     def pinger(self) -> SocketClient | RuntimeClient:
