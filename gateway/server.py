@@ -53,6 +53,8 @@ from toolmesh.gateway.openai.upstream import Upstream
 from toolmesh.gateway.pool.kube_scaler import KubeScaler
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
+from toolmesh.gateway.reload.sources import runtime_sources
+from toolmesh.gateway.reload.watcher import SourceWatcher
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -313,9 +315,15 @@ async def start_gateway(
     )
 
 
-async def serve(config: MeshConfig) -> int:
-    """Run the gateway until SIGTERM or SIGINT."""
+async def serve(config: MeshConfig, *, watch: bool = False) -> int:
+    """Run the gateway until SIGTERM or SIGINT. SIGHUP reloads every runtime (see
+    core/reloading.py); with `watch` (`toolmesh up --reload`), so does an edit to a runtime's
+    modules, for that runtime."""
     gateway = await start_gateway(config)
+    reloader = gateway.mesh.reloader
+    watcher = SourceWatcher(lambda: runtime_sources(config), reloader.reload) if watch else None
+    if watcher is not None:
+        await watcher.start()
     print(
         json.dumps(
             {
@@ -331,7 +339,20 @@ async def serve(config: MeshConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    reloads: set[asyncio.Task[object]] = set()
+
+    def reload_all() -> None:
+        log.info("SIGHUP: reloading every runtime")
+        task = asyncio.ensure_future(reloader.reload())
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload_all)
     await stop.wait()
     log.info("shutting down")
+    if watcher is not None:
+        await watcher.stop()
+    # A reload under way finishes (or fails) first: cut short, it would leave a template behind.
+    await asyncio.gather(*reloads, return_exceptions=True)
     await gateway.stop()
     return 0

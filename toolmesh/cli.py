@@ -1,6 +1,6 @@
 """The `toolmesh` command.
 
-    toolmesh up [--module MOD ... | --config FILE] [--host H] [--http-port P] [--grpc-port P]
+    toolmesh up [--module MOD ... | --config FILE] [--host H] [--http-port P] [--grpc-port P] [--reload]
     toolmesh runtime --module MOD [--module MOD ...] [--host H] [--port P] [--metrics-port P]
     toolmesh functions (--module MOD [--module MOD ...] | --url URL) [--format json|openai|text] [--strict]
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
@@ -103,7 +103,7 @@ def _up(args: argparse.Namespace) -> int:
     except ImportError:
         run = asyncio.run
     try:
-        code: int = run(serve(config))
+        code: int = run(serve(config, watch=args.reload))
     except (ConfigError, OSError, ToolmeshError) as exc:
         print(f"toolmesh up: {exc}", file=sys.stderr)
         return 2
@@ -318,6 +318,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--host", help="address to bind (overrides [gateway] host)")
     up.add_argument("--http-port", type=int, help="HTTP port (overrides [gateway] http_port, default 8080)")
     up.add_argument("--grpc-port", type=int, help="gRPC port (overrides [gateway] grpc_port, default 50051)")
+    up.add_argument(
+        "--reload",
+        action="store_true",
+        help="reload a runtime when its modules change (its files under the config's directory), with "
+        "no call failing; a module that fails to import keeps the old version serving. SIGHUP "
+        "reloads every runtime, with or without this",
+    )
     up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     up.set_defaults(handler=_up)
     needs_mesh(up)

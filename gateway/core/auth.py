@@ -4,7 +4,7 @@ Keys are only ever held as SHA-256 hashes. A key's scopes are globs over
 qualified function names; listings show only what the key may call, and a name
 outside them is answered exactly like a name that does not exist. Scopes that
 start with `@` are permissions rather than functions (`@metrics` reads
-`/metrics`); a glob never grants one. With no keys configured the gateway is
+`/metrics`, `@admin` reloads runtimes); a glob never grants one. With no keys configured the gateway is
 open (and binds to loopback by default).
 
 The rate limit is charged per unit of work, not per request: each function call
@@ -82,6 +82,8 @@ class Principal:
 PERMISSION_PREFIX = "@"
 #: Reading the gateway's Prometheus metrics on its HTTP port.
 METRICS = "@metrics"
+#: Operating the gateway: reloading its runtimes (`POST /v1/admin/reload`).
+ADMIN = "@admin"
 
 ANONYMOUS = Principal("anonymous", privileged=True)
 MESH = Principal("mesh", privileged=True)

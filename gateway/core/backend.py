@@ -37,6 +37,11 @@ class RuntimePool(Protocol):
         """Whether each runtime can take calls now (or as soon as a pod starts)."""
         ...
 
+    async def reload(self, runtime: str) -> None:
+        """Load `runtime`'s functions again and serve the new version, with no call failing; on
+        failure, raise (the old version serving on)."""
+        ...
+
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
 
     async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:

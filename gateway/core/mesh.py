@@ -3,6 +3,7 @@
     list: functions, function, namespaces, system_message, tools
     call: invoke, stream, execute_batch
     free text: route, execute
+    operations: reload
 
 HTTP routes, the gRPC Mesh service, MCP and the OpenAI adapters parse their wire form into
 the typed requests of `requests.py`, call one of these, and render what comes back; which
@@ -21,11 +22,12 @@ from typing import Any
 from toolmesh.config import GatewayConfig, RouterConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.core import free_text
-from toolmesh.gateway.core.auth import Authenticator, Principal
+from toolmesh.gateway.core.auth import ADMIN, Authenticator, Principal
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.drain import Drain
 from toolmesh.gateway.core.metrics import GatewayMetrics
+from toolmesh.gateway.core.reloading import Reloader, ReloadReport
 from toolmesh.gateway.core.requests import (
     CallOptions,
     ExecuteRequest,
@@ -63,6 +65,8 @@ class Mesh:
         self.router = router or RouterService(RouterConfig(enabled=False))
         #: The calls in flight, for a graceful stop (server.py).
         self.drain = Drain()
+        #: Hot reload of the runtimes (`reload`, SIGHUP, `toolmesh up --reload`).
+        self.reloader = Reloader(catalog, pool, self.router)
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -248,3 +252,10 @@ class Mesh:
             base_url=request.base_url,
             with_key=not self.auth.open,
         )
+
+    # -- operations -------------------------------------------------------------------------
+
+    async def reload(self, principal: Principal, runtime: str | None = None) -> ReloadReport:
+        """Reload one runtime (default: all) with no call failing; needs the `@admin` permission."""
+        principal.require(ADMIN, "reload runtimes")
+        return await self.reloader.reload(None if runtime is None else [runtime])

@@ -10,6 +10,7 @@ POST /v1/tool_calls                   run a model's tool calls, answer in its fo
 GET  /v1/namespaces                   namespaces plus a ready-made system message
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
+POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
@@ -34,6 +35,7 @@ from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequ
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
+from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.metrics_routes import metrics_routes
@@ -183,6 +185,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         *metrics_routes(mesh),
         *free_text_routes(mesh),
+        *admin_routes(mesh),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

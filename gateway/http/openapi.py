@@ -356,6 +356,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
         },
     }
     paths.update(_free_text_paths(max_prompt_chars))
+    paths.update(_ADMIN_PATHS)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -430,3 +431,60 @@ def _free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
             }
         },
     }
+
+
+_OUTCOME = {
+    "type": "object",
+    "required": ["runtime", "status"],
+    "properties": {
+        "runtime": {"type": "string"},
+        "status": {"enum": ["reloaded", "failed"]},
+        "error": {"type": "string", "description": "Why it failed; its old version keeps serving"},
+        "traceback": {"type": "string", "description": "The failed import's traceback"},
+    },
+}
+_ADMIN_PATHS: dict[str, Any] = {
+    "/v1/admin/reload": {
+        "post": {
+            "summary": "Reload the runtimes' modules with no call failing (needs the @admin scope)",
+            "description": (
+                "Imports each runtime's modules again in a new template process, starts new pods from "
+                "it, sends new calls to them and drains the old pods. A runtime given by an address has "
+                "its catalog read again. A runtime whose modules fail to import keeps its old version "
+                "serving: its outcome is `failed` with the error, and `ok` is false. The catalog, MCP "
+                "listen streams (list_changed) and the router's index follow the change."
+            ),
+            "operationId": "reloadRuntimes",
+            "requestBody": {
+                "required": False,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "runtime": {"type": "string", "description": "Only this one (default: all)"}
+                            },
+                            "additionalProperties": False,
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": _json_body(
+                    {
+                        "type": "object",
+                        "required": ["ok", "catalog_changed", "runtimes"],
+                        "properties": {
+                            "ok": {"type": "boolean"},
+                            "catalog_changed": {"type": "boolean"},
+                            "catalog_error": {"type": "string"},
+                            "runtimes": {"type": "array", "items": _OUTCOME},
+                        },
+                    },
+                    "Each runtime's outcome",
+                ),
+                **_errors(400, 401, 403, 404, 413),
+            },
+        }
+    }
+}

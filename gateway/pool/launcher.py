@@ -64,6 +64,35 @@ class Spawned:
 ExitHandler = Callable[[int, int], None]
 
 
+class ModulesFailed(Unavailable):
+    """A runtime's modules failed to import (or offer no functions): `error` says why,
+    `traceback` is the import's traceback as the template printed it."""
+
+    def __init__(self, runtime: str, error: str, traceback: str) -> None:
+        super().__init__(f"runtime {runtime!r} failed to load its modules: {error}")
+        self.runtime = runtime
+        self.error = error
+        self.traceback = traceback
+
+
+async def _hello(config: RuntimeConfig, process: asyncio.subprocess.Process) -> dict[str, Any] | None:
+    """The template's first protocol line (its catalog, or why its modules failed), skipping
+    what the modules printed while they loaded; None if it exited first."""
+    assert process.stdout is not None
+    while line := await process.stdout.readline():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            event = None
+        if isinstance(event, dict) and "event" in event:
+            return event
+        log.warning(
+            "a runtime's modules printed to stdout while loading",
+            extra={"runtime": config.name, "line": line[:200].decode(errors="replace")},
+        )
+    return None
+
+
 def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
     """The settings of a runtime's template process, which its pods inherit: its pods listen
     on Unix sockets in `socket_dir` only (gRPC, the socket protocol, metrics), never on a TCP
@@ -133,9 +162,8 @@ class TemplateProcess:
         except BaseException:
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise
-        assert process.stdout is not None
         try:
-            line = await asyncio.wait_for(process.stdout.readline(), TEMPLATE_START_TIMEOUT)
+            hello = await asyncio.wait_for(_hello(config, process), TEMPLATE_START_TIMEOUT)
         except TimeoutError:
             kill_group(process.pid)
             await process.wait()
@@ -143,13 +171,15 @@ class TemplateProcess:
             raise Unavailable(
                 f"runtime {config.name!r} did not load its modules within {TEMPLATE_START_TIMEOUT:g} s"
             ) from None
-        if not line:
+        if hello is None or hello.get("event") == "error":
             code = await process.wait()
             shutil.rmtree(socket_dir, ignore_errors=True)
-            raise Unavailable(
-                f"runtime {config.name!r} exited with status {code} while loading its modules (see its log)"
-            )
-        hello = json.loads(line)
+            if hello is None:
+                raise Unavailable(
+                    f"runtime {config.name!r} exited with status {code} while loading its modules "
+                    "(see its log)"
+                )
+            raise ModulesFailed(config.name, str(hello.get("error")), str(hello.get("traceback", "")))
         listing = function_pb2.ListFunctionsResponse.FromString(base64.b64decode(hello["catalog"]))
         specs = [wire.spec_from_proto(message) for message in listing.functions]
         namespaces = [NamespaceSpec(n.name, n.description) for n in listing.namespaces]

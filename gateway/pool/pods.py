@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from dataclasses import dataclass
 
+from toolmesh.gateway.pool.launcher import Spawned
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
 
@@ -51,6 +52,13 @@ class Replica:
             if head.startswith(b"HTTP/1.1 200"):
                 return body
         return None
+
+    @classmethod
+    def of(cls, runtime: str, spawned: Spawned, now: float) -> Replica:
+        """The pod a template just started, with its clients."""
+        socket = SocketClient(runtime, spawned.socket) if spawned.socket else None
+        client = RuntimeClient(runtime, spawned.address)
+        return cls(spawned.pid, spawned.address, spawned.metrics_socket, client, socket, now, last_used=now)
 
     @property
     def pinger(self) -> SocketClient | RuntimeClient:

@@ -31,19 +31,18 @@ import math
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import ToolmeshError, Unavailable
 from toolmesh.gateway.pool import liveness
 from toolmesh.gateway.pool.activator import HeldCalls
-from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.launcher import Spawned, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, GONE, READY, STARTING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
 from toolmesh.gateway.pool.remote_runtime import retry_is_safe
-from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
-from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -345,15 +344,7 @@ class ReplicaSet:
             return
         self._starting -= 1
         now = self._clock()
-        replica = Replica(
-            spawned.pid,
-            spawned.address,
-            spawned.metrics_socket,
-            RuntimeClient(self.name, spawned.address),
-            SocketClient(self.name, spawned.socket) if spawned.socket else None,
-            started_at=now,
-            last_used=now,
-        )
+        replica = Replica.of(self.name, spawned, now)
         if self._closed or template is not self.template:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(replica.pid, signal.SIGTERM)
@@ -446,6 +437,28 @@ class ReplicaSet:
         for replica in list(self.replicas):
             self._metrics.restarts.labels(self.name, "template").inc()
             self._gone(replica)
+        self._notify()
+
+    def switch(self, template: TemplateProcess, spawned: Sequence[Spawned]) -> None:
+        """Send new calls to `spawned`, ready pods of `template` (the runtime's modules loaded
+        again), and drain the old pods; the old template stops once they have (rollout.py)."""
+        old = list(self.replicas)
+        for pod in spawned:
+            replica = Replica.of(self.name, pod, self._clock())
+            self.replicas.append(replica)
+            self._by_pid[replica.pid] = replica
+        for replica in old:
+            if replica.state == READY:
+                self._drain(replica)
+
+        def stopped() -> None:
+            # Pods whose exit its reader missed as it stopped are gone all the same.
+            for replica in old:
+                if replica.state != GONE:
+                    self._gone(replica)
+
+        self.templates.replace(template, stopped)
+        self._reconcile()
         self._notify()
 
     def _template_started(self) -> None:

@@ -25,8 +25,10 @@ from toolmesh.gateway.pool.pods import DRAINING, READY
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
+from toolmesh.gateway.pool.rollout import roll
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
+from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
@@ -70,6 +72,8 @@ class Pool:
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
         self._tokens = dict(tokens or {})
+        #: One reload of a runtime at a time.
+        self._reloading: dict[str, asyncio.Lock] = {}
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
@@ -132,6 +136,19 @@ class Pool:
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
+
+    async def reload(self, runtime: str) -> None:
+        """Import `runtime`'s modules again and roll its pods onto them (rollout.py); for a runtime
+        given by an address, read its catalog again. When that fails (a module that does not
+        import: launcher.ModulesFailed) it raises, and the old version keeps serving."""
+        found = self._runtime(runtime)
+        async with self._reloading.setdefault(runtime, asyncio.Lock()):
+            environment = self._environment(found.config)
+            if isinstance(found, RemoteRuntime):
+                await found.start(environment)
+                return
+            forget_bytecode(module_sources(found.config.modules, module_roots(self._directory)))
+            await roll(found, await TemplateProcess.start(found.config, environment))
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         found = self._runtime(runtime)

@@ -122,10 +122,22 @@ class TemplateKeeper:
         if self._start is not None:
             self._restarting = asyncio.ensure_future(self._restart())
 
-    def _retire(self, template: TemplateProcess) -> None:
+    def replace(self, template: TemplateProcess, stopped: Callable[[], None]) -> None:
+        """Make `template` (the modules loaded again) the current one, and stop the old one: it
+        stops its pods, which drain; then `stopped()`. A restart under way is called off."""
+        old = self.current
+        if self._restarting is not None:
+            self._restarting.cancel()
+        self._failures = 0
+        self.down_reason = ""
+        self._adopt(template)
+        self._retire(old).add_done_callback(lambda _: stopped())
+
+    def _retire(self, template: TemplateProcess) -> asyncio.Future[None]:
         task = asyncio.ensure_future(template.close())
         self._old.add(task)
         task.add_done_callback(self._old.discard)
+        return task
 
     def _delay(self) -> float:
         if self._failures <= 1:

@@ -14,6 +14,7 @@ The protocol, one JSON object per line:
 
     gateway -> template (stdin)     {"spawn": "<id>"}
     template -> gateway (stdout)    {"event": "template", "pid": ..., "catalog": "<base64 protobuf>"}
+                                    {"event": "error", "error": "...", "traceback": "..."} (then it exits)
                                     {"event": "ready", "spawn": "<id>", "pid": ..., "grpc_socket": ..., ...}
                                     {"event": "failed", "spawn": "<id>", "error": "..."}
                                     {"event": "exit", "spawn": "<id>", "pid": ..., "status": ...}
@@ -45,6 +46,7 @@ import sys
 import time
 import traceback
 
+from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.pod_process import die_with_parent, kill_group, lead_own_session
@@ -231,5 +233,12 @@ def run_template(settings: PodSettings) -> int:
     die_with_parent(os.getppid())
     if settings.socket_dir is not None:
         check_socket_dir(settings.socket_dir)
-    registry = Registry.from_modules(settings.modules)
+    try:
+        registry = Registry.from_modules(settings.modules)
+    except DefinitionError as exc:
+        # The gateway shows why (a hot reload keeps the old version serving and reports this).
+        trace = "".join(traceback.format_exception(exc.__cause__ or exc))
+        with contextlib.suppress(OSError):
+            announce({"event": "error", "error": str(exc), "traceback": trace}, 1)
+        raise
     return Template(settings, registry).serve()
