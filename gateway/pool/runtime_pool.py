@@ -25,6 +25,7 @@ from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
+from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
@@ -110,6 +111,8 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
         env.update(config.env)
+        # Even when the gateway's own environment lacks it (an embedded gateway, a test).
+        quiet_grpc(env)
         if self._directory is not None:
             # First on the path (after the current directory, which `python -m` puts first).
             env["PYTHONPATH"] = os.pathsep.join(
