@@ -30,6 +30,7 @@ from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
 from toolmesh.runtimes.pod.pod_env import PodEnvironment
+from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,8 @@ class Pool:
         env.update(config.env)
         # Even when the gateway's own environment lacks it (an embedded gateway, a test).
         quiet_grpc(env)
+        # The gateway's own service name is not theirs; a runtime's `env` may still choose one.
+        env[SERVICE_NAME_ENV] = config.env.get(SERVICE_NAME_ENV, f"{RUNTIME_SERVICE}-{config.name}")
         if self._directory is not None:
             # First on the path (after the current directory, which `python -m` puts first).
             env["PYTHONPATH"] = os.pathsep.join(

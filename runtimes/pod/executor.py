@@ -93,6 +93,8 @@ class Call:
     #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
     deadline: float | None = None
     received_at: float = field(default_factory=time.perf_counter)
+    #: The caller's W3C trace context (toolmesh.tracing.Carrier); empty when not traced.
+    trace: tuple[tuple[str, str], ...] = ()
 
 
 def new_request_id() -> str:
