@@ -110,10 +110,30 @@ def test_gateway_and_pod_spans_join_the_callers_trace(up: StartUp, receiver: Rec
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         assert json.loads(response.read())["structured"] == 6
+    mcp_trace = secrets.token_hex(16)
+    mcp_call = urllib.request.Request(
+        f"http://127.0.0.1:{gateway.http_port}/mcp",
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1}},
+            }
+        ).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2025-11-25",
+            "traceparent": f"00-{mcp_trace}-{caller_span}-01",
+        },
+    )
+    with urllib.request.urlopen(mcp_call, timeout=30) as response:
+        assert b'"isError":false' in response.read().replace(b" ", b"")
     # Stopping drains: the pods and the gateway export what they still hold.
     gateway.process.send_signal(signal.SIGTERM)
     gateway.process.communicate(timeout=30)
-    receiver.wait_for("toolmesh-runtime-tools", 1)
+    receiver.wait_for("toolmesh-runtime-tools", 2)
 
     spans = [span for span in receiver.spans if span.trace_id == trace_id]
     by_id = {span.span_id: span for span in spans}
@@ -134,6 +154,18 @@ def test_gateway_and_pod_spans_join_the_callers_trace(up: StartUp, receiver: Rec
     # ctx.invoke: the pod's span -> the gateway's Mesh span -> the other pod's span.
     assert parent(added).name == "/toolmesh.v1.Mesh/Invoke"
     assert parent(parent(added)) == composed
+
+    # MCP is HTTP too: a tool call joins the trace its request names.
+    mcp_spans = [span for span in receiver.spans if span.trace_id == mcp_trace]
+    [mcp_http] = [s for s in mcp_spans if s.parent_id == caller_span]
+    [mcp_pod] = [s for s in mcp_spans if s.service == "toolmesh-runtime-tools"]
+    mcp_by_id = {span.span_id: span for span in mcp_spans}
+    chain, span = [], mcp_pod
+    while span.parent_id in mcp_by_id:
+        span = mcp_by_id[span.parent_id]
+        chain.append(span)
+    # Between them, the MCP SDK's own span of the tool call (it traces with the global provider).
+    assert chain[-1] == mcp_http and all(s.service == "toolmesh-gateway" for s in chain)
 
 
 def test_traces_exporter_none_turns_tracing_off(up: StartUp, receiver: Receiver) -> None:
