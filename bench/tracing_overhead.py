@@ -73,7 +73,9 @@ def warm_up(requests: int) -> int:
     return max(requests // 5, 500)
 
 
-def measure(name: str, requests: int, workdir: Path, receiver: Receiver) -> tuple[Run, int]:
+def measure(
+    name: str, requests: int, workdir: Path, receiver: Receiver, settings: dict[str, str] | None = None
+) -> tuple[Run, int]:
     """c=1 latency of one gateway configuration, and the spans its run exported."""
     config = workdir / "toolmesh.toml"
     config.write_text(
@@ -83,6 +85,7 @@ def measure(name: str, requests: int, workdir: Path, receiver: Receiver) -> tupl
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     if name != "off":
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        env.update(settings or {})
     command = [sys.executable, "-m", "toolmesh", "up", "--config", str(config)]
     with receiver.lock:
         before = receiver.spans

@@ -67,7 +67,7 @@ class _Tracing:
     """The started SDK: a tracer, its provider and the W3C propagator."""
 
     def __init__(self, service: str) -> None:
-        from opentelemetry import trace
+        from opentelemetry import context, trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -83,6 +83,31 @@ class _Tracing:
         self.kinds = {"server": trace.SpanKind.SERVER, "internal": trace.SpanKind.INTERNAL}
         self.error = trace.StatusCode.ERROR
         self.status = trace.Status
+        self.attach = context.attach
+        self.detach = context.detach
+        self.in_context = trace.set_span_in_context
+
+
+class _Scope:
+    """A started span made current for a block, then ended. The SDK's start_as_current_span
+    does the same through two generator-based context managers, at twice the cost (about
+    20 µs a span here), which a call pays on every hop."""
+
+    __slots__ = ("_span", "_token", "_tracing")
+
+    def __init__(self, tracing: _Tracing, span: Any) -> None:
+        self._tracing = tracing
+        self._span = span
+
+    def __enter__(self) -> Any:
+        self._token = self._tracing.attach(self._tracing.in_context(self._span))
+        return self._span
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        self._tracing.detach(self._token)
+        if error is not None and kind is not None:
+            self._span.set_status(self._tracing.status(self._tracing.error, kind.__name__))
+        self._span.end()
 
 
 _active: _Tracing | None = None
@@ -127,12 +152,8 @@ def span(
     if _active is None:
         return _NO_SPAN
     context = None if parent is None else _active.propagator.extract(dict(parent))
-    return _active.tracer.start_as_current_span(
-        name,
-        context=context,
-        kind=_active.kinds["server" if server else "internal"],
-        attributes=attributes,
-    )
+    kind = _active.kinds["server" if server else "internal"]
+    return _Scope(_active, _active.tracer.start_span(name, context, kind, attributes))
 
 
 def carrier() -> Carrier:

@@ -101,7 +101,7 @@ class RequestLog:
 
     async def _traced(self, scope: Scope, receive: Receive, send: Send, parent: Any, status: Any) -> None:
         # Named by the method alone: paths hold function names, unbounded for a tracing backend.
-        attributes = {"http.request.method": scope["method"], "url.path": scope["path"]}
+        attributes = {"url.path": scope["path"]}
         with tracing.span(scope["method"], attributes, parent=parent, server=True) as span:
             await self.app(scope, receive, send)
             span.set_attribute("http.response.status_code", status())

@@ -318,7 +318,7 @@ class Executor:
         if not tracing.enabled():
             return await self._run_call(hosted, call, emit)
         name = hosted.spec.qualified_name
-        attributes = {"toolmesh.function": name, "toolmesh.request_id": call.request_id}
+        attributes = {"toolmesh.request_id": call.request_id}
         # The pod's span of the call: a child of the caller's (the gateway's, or a ctx.invoke's).
         with tracing.span(f"toolmesh.function {name}", attributes, parent=call.trace, server=True) as span:
             result = await self._run_call(hosted, call, emit)
