@@ -36,10 +36,15 @@ def test_every_stderr_line_of_up_is_json_even_when_pods_fork(up: StartUp) -> Non
             assert response.status == 200
     lines = _stop(gateway.process)
     assert lines, "the gateway logged nothing"
-    not_json = []
+    not_json, parsed = [], []
     for line in lines:
         try:
-            json.loads(line)
+            parsed.append(json.loads(line))
         except ValueError:
             not_json.append(line)
     assert not_json == []
+    access = [entry for entry in parsed if entry["logger"] == "toolmesh.access"]
+    assert [(entry["path"], entry["status"]) for entry in access] == [("/v1/functions/add/invoke", 200)] * 3
+    invoked = {entry["request_id"] for entry in parsed if entry["logger"] == "toolmesh.invocations"}
+    # The pods ran each call under its request's id.
+    assert {entry["request_id"] for entry in access} == invoked
