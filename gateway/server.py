@@ -164,7 +164,7 @@ class Gateway:
             if access_log is not None:
                 access_log.flush()
         if self.traced:
-            tracing.shutdown()
+            await asyncio.to_thread(tracing.shutdown)
 
 
 async def start_gateway(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,9 @@ ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPO
 GATEWAY_SERVICE = "toolmesh-gateway"
 #: A pod's, followed by its runtime's name where the gateway starts it.
 RUNTIME_SERVICE = "toolmesh-runtime"
+
+#: Longest a stopping process waits for its last spans to be exported.
+FLUSH_TIMEOUT = 5.0
 
 log = logging.getLogger("toolmesh.tracing")
 _NO_SPAN = contextlib.nullcontext(None)
@@ -74,7 +78,9 @@ class _Tracing:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        self.provider: TracerProvider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+        # No shutdown at exit: `shutdown` below bounds it, which the SDK's own handler would not.
+        resource = Resource.create({SERVICE_NAME: service})
+        self.provider: TracerProvider = TracerProvider(resource=resource, shutdown_on_exit=False)
         self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         # Global, so that spans a function makes with opentelemetry.trace nest under its call's.
         trace.set_tracer_provider(self.provider)
@@ -125,12 +131,19 @@ def enabled() -> bool:
     return _active is not None
 
 
-def shutdown() -> None:
-    """Export the spans still buffered and stop (a pod's drain, the gateway's stop)."""
+def shutdown(timeout: float = FLUSH_TIMEOUT) -> None:
+    """Export the spans still buffered and stop (a pod's drain, the gateway's stop), waiting at
+    most `timeout` seconds: with the collector down the exporter retries for up to its own
+    timeout, which must not hold the process's exit. The export goes on in a daemon thread,
+    which the exit then ends."""
     global _active
     if _active is not None:
-        _active.provider.shutdown()
+        exporting = threading.Thread(
+            target=_active.provider.shutdown, name="toolmesh-trace-flush", daemon=True
+        )
         _active = None
+        exporting.start()
+        exporting.join(timeout)
 
 
 def flush() -> None:

@@ -240,7 +240,8 @@ class Pod:
         if self.invocation_log is not None:
             self.invocation_log.flush()
         if self.settings.tracing is not None:
-            tracing.shutdown()  # exports the spans of the calls just drained
+            # Exports the spans of the calls just drained, off the loop and bounded.
+            await asyncio.to_thread(tracing.shutdown)
         if self._metrics_server is not None:
             self._metrics_server.close()
         for path in (self.settings.grpc_socket, self.settings.metrics_socket):
