@@ -65,6 +65,7 @@ test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
 bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/runtime_invoke.py
 	$(BIN)/python bench/gateway_invoke.py
+	$(BIN)/python bench/tracing_overhead.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/chaos.py --seconds 30
 	$(BIN)/python bench/adversarial.py

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,8 @@ def grpc_frame(function: str) -> bytes:
     return b"\x00" + len(message).to_bytes(4, "big") + message
 
 
-def h2load(target: Target, requests: int, concurrency: int, workdir: Path) -> Run:
-    """One bounded run; fails unless every request got HTTP 200."""
+def h2load(target: Target, requests: int, concurrency: int, workdir: Path, extra: Sequence[str] = ()) -> Run:
+    """One bounded run; fails unless every request got HTTP 200. `extra`: more headers."""
     body = workdir / f"{target.key}.body"
     body.write_bytes(target.body)
     log = workdir / f"{target.key}.log"
@@ -80,7 +80,7 @@ def h2load(target: Target, requests: int, concurrency: int, workdir: Path) -> Ru
     else:
         command += ["--h1", "-c", str(concurrency), "-m", "1"]
         headers = HTTP_HEADERS
-    command += [arg for header in headers for arg in ("-H", header)]
+    command += [arg for header in (*headers, *extra) for arg in ("-H", header)]
     command.append(target.url)
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     finished = re.search(r"finished in ([\d.]+)(m?s), ([\d.]+) req/s", done.stdout)

@@ -6,6 +6,7 @@
     router.llm.api_key_env         the argument extractor's API key
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
     KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
+    OTEL_*                         whether to trace, and as which service (toolmesh/tracing.py)
     the rest                       passed on to the pods the gateway starts
 
 A variable that the config names but the environment lacks fails start-up with a
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, hash_key
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
+from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class GatewayEnvironment:
     pods: Mapping[str, str] = field(repr=False)
     #: The token each runtime with `token_env` requires, by runtime name.
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: The service name to trace as; None: tracing is off.
+    tracing: str | None = None
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -56,6 +60,7 @@ class GatewayEnvironment:
             kubernetes={name: environ[name] for name in (HOST_ENV, PORT_ENV) if name in environ},
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
+            tracing=service_to_trace(environ, GATEWAY_SERVICE),
         )
 
 

@@ -31,6 +31,7 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from toolmesh import tracing
 from toolmesh.config import MeshConfig
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool
@@ -42,11 +43,13 @@ from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelecto
 from toolmesh.gateway.environment import GatewayEnvironment
 from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
+from toolmesh.gateway.grpc.rpc_log import RpcLog
 from toolmesh.gateway.grpc.server_limits import public_server_options
 from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
+from toolmesh.gateway.http.request_log import RequestLog
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
@@ -130,6 +133,11 @@ class Gateway:
     metrics_server: _EmbeddedServer | None = field(default=None, repr=False)
     _metrics_task: asyncio.Task[None] | None = field(default=None, repr=False)
     metrics_port: int | None = None
+    #: The access logs (request ids, lines, server spans) of each front door.
+    request_log: RequestLog | None = field(default=None, repr=False)
+    rpc_log: RpcLog | None = field(default=None, repr=False)
+    #: Whether this gateway turned tracing on (and so ends it).
+    traced: bool = False
 
     @property
     def url(self) -> str:
@@ -164,6 +172,11 @@ class Gateway:
         await self.pool.close()
         if self.router is not None:
             await self.router.aclose()
+        for access_log in (self.request_log, self.rpc_log):
+            if access_log is not None:
+                access_log.flush()
+        if self.traced:
+            await asyncio.to_thread(tracing.shutdown)
 
 
 async def start_gateway(
@@ -180,6 +193,10 @@ async def start_gateway(
     settings = config.gateway
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
     auth = Authenticator(environment.keys, internal_token=environment.mesh_token)
+    traced = environment.tracing is not None and not tracing.enabled()
+    if environment.tracing is not None:
+        tracing.start(environment.tracing)
+    rpc_log = RpcLog(auth, log=settings.access_log)
     waker = None
     if config.kube_scaler.enabled:
         waker = KubeScaler.from_config(config.kube_scaler, environment.kubernetes)
@@ -189,7 +206,7 @@ async def start_gateway(
     )
     grpc_server = grpc.aio.server(
         options=public_server_options(guard.cap, settings.header_timeout),
-        interceptors=[RejectUndecodable()],
+        interceptors=[rpc_log, RejectUndecodable()],
     )
     try:
         grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
@@ -203,7 +220,7 @@ async def start_gateway(
     if pool is None:
         # The pods' own way in for ctx.invoke: loopback only, and open until the public ports
         # have drained, so that a call in flight at SIGTERM can still call other functions.
-        pods_server = grpc.aio.server(options=server_options(), interceptors=[RejectUndecodable()])
+        pods_server = grpc.aio.server(options=server_options(), interceptors=[rpc_log, RejectUndecodable()])
         pods_port = pods_server.add_insecure_port("127.0.0.1:0")
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
         access = MeshAccess(f"127.0.0.1:{pods_port}", token)
@@ -253,9 +270,10 @@ async def start_gateway(
     app = create_app(
         mesh, ready=pool.readiness, extra_routes=routes, allowed_origins=config.mcp.allowed_origins
     )
+    request_log = RequestLog(app, auth, log=settings.access_log)
     # The header and body timeouts and the connection cap live in the protocol class, on httptools.
     uv_config = uvicorn.Config(
-        app,
+        request_log,
         lifespan="off",
         log_config=None,
         access_log=False,
@@ -312,6 +330,9 @@ async def start_gateway(
         metrics_server,
         metrics_task,
         metrics_port,
+        request_log,
+        rpc_log,
+        traced,
     )
 
 

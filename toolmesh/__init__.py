@@ -18,7 +18,13 @@ or ``toolmesh.GrpcClient``, which the slim install has.
 
 from __future__ import annotations
 
+import os as _os
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from toolmesh.grpc_verbosity import quiet_grpc as _quiet_grpc
+
+# Before anything imports grpc, whose C core reads it then (see grpc_verbosity.py).
+_quiet_grpc(_os.environ)
 
 from toolmesh._lazy import lazy_attributes as _lazy_attributes
 from toolmesh.errors import (

@@ -136,6 +136,8 @@ class GatewayConfig(_Section):
     allowed_origins: tuple[str, ...] = ()
     #: A port serving only `GET /metrics` with no key; on the main port it needs "@metrics".
     metrics_port: int | None = Field(None, ge=0, le=65535)
+    #: One JSON line per HTTP request and Mesh gRPC call on the `toolmesh.access` logger.
+    access_log: bool = defaults.DEFAULT_ACCESS_LOG
 
 
 class RuntimeConfig(_Section):

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.config import KeyConfig, hash_key
-from toolmesh.errors import PermissionDenied, RateLimited, Unauthenticated
+from toolmesh.errors import PermissionDenied, RateLimited, ToolmeshError, Unauthenticated
 
 
 class TokenBucket:
@@ -129,6 +129,14 @@ class Authenticator:
         if principal is None:
             raise Unauthenticated("unknown API key")
         return principal
+
+    def name_of(self, authorization: str | None) -> str:
+        """The name of the caller behind `authorization`, "" for one refused: for logs (no rate
+        limit is spent)."""
+        try:
+            return self.authenticate(authorization).name
+        except ToolmeshError:
+            return ""
 
 
 def _bearer(authorization: str | None) -> str | None:

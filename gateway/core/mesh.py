@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
+from toolmesh import tracing
 from toolmesh.config import GatewayConfig, RouterConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.core import free_text
@@ -129,6 +130,7 @@ class Mesh:
             session_id=options.session_id,
             metadata=dict(options.metadata),
             deadline=time.monotonic() + timeout,
+            trace=tracing.carrier(),
         )
         return call, timeout
 
@@ -226,7 +228,8 @@ class Mesh:
     async def route(self, principal: Principal, request: RouteRequest) -> RouteResult:
         """Rank the functions `principal` may call for the prompt (one unit of its rate limit)."""
         principal.spend()
-        return await free_text.rank(self.router, principal.allows, request)
+        with tracing.span("toolmesh.route", {"toolmesh.k": request.k or 0}):
+            return await free_text.rank(self.router, principal.allows, request)
 
     async def execute(self, principal: Principal, request: ExecuteRequest) -> Execution:
         """Route the prompt, extract the arguments and call the function (a direct call)."""
@@ -242,16 +245,18 @@ class Mesh:
             answer: Mapping[str, Any] = json.loads(result_json(await self.invoke(principal, invocation)))
             return answer
 
-        return await self.router.executor().execute(
-            request.route.prompt,
-            call,
-            k=request.route.k or self.router.config.k,
-            session_id=request.route.session_id,
-            dry_run=request.dry_run,
-            allowed=principal.allows,
-            base_url=request.base_url,
-            with_key=not self.auth.open,
-        )
+        # The route span: routing, argument extraction and the call, as one step of the request.
+        with tracing.span("toolmesh.execute", {"toolmesh.dry_run": request.dry_run}):
+            return await self.router.executor().execute(
+                request.route.prompt,
+                call,
+                k=request.route.k or self.router.config.k,
+                session_id=request.route.session_id,
+                dry_run=request.dry_run,
+                allowed=principal.allows,
+                base_url=request.base_url,
+                with_key=not self.auth.open,
+            )
 
     # -- operations -------------------------------------------------------------------------
 

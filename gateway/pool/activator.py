@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 
+from toolmesh import tracing
 from toolmesh.errors import Overloaded, Unavailable
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 
@@ -50,7 +51,15 @@ class HeldCalls:
         self.waiting += 1
         gave_up = False
         try:
-            yield arrived
+            with tracing.span(
+                "toolmesh.queue_wait", {"toolmesh.runtime": self.runtime, "toolmesh.cold": cold}
+            ):
+                if cold:
+                    # No pod is up: this call waits for one to start (spawned in the background).
+                    with tracing.span("toolmesh.cold_start", {"toolmesh.runtime": self.runtime}):
+                        yield arrived
+                else:
+                    yield arrived
         except Unavailable:
             gave_up = True
             raise

@@ -102,13 +102,19 @@ class RuntimeClient:
             return False
         return True
 
+    def _with_trace(self, call: Call) -> tuple[tuple[str, str], ...] | None:
+        """The call's metadata: the token, and the trace context when the call has one."""
+        if not call.trace:
+            return self._metadata
+        return (*(self._metadata or ()), *call.trace)
+
     async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
         try:
             reply = await self._stub.Invoke(
                 wire.call_to_proto(call),
                 timeout=timeout,
                 wait_for_ready=wait_for_ready,
-                metadata=self._metadata,
+                metadata=self._with_trace(call),
             )
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None
@@ -120,7 +126,7 @@ class RuntimeClient:
         try:
             request = wire.call_to_proto(call)
             async for event in self._stub.InvokeStream(
-                request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=self._metadata
+                request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=self._with_trace(call)
             ):
                 if event.WhichOneof("event") == "content":
                     yield [wire.content_from_proto(event.content)]

@@ -29,10 +29,12 @@ from toolmesh.gateway.pool.rollout import roll
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
+from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
 from toolmesh.runtimes.pod.pod_env import PodEnvironment
+from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,10 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
         env.update(config.env)
+        # Even when the gateway's own environment lacks it (an embedded gateway, a test).
+        quiet_grpc(env)
+        # The gateway's own service name is not theirs; a runtime's `env` may still choose one.
+        env[SERVICE_NAME_ENV] = config.env.get(SERVICE_NAME_ENV, f"{RUNTIME_SERVICE}-{config.name}")
         if self._directory is not None:
             # First on the path (after the current directory, which `python -m` puts first).
             env["PYTHONPATH"] = os.pathsep.join(

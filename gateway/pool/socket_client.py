@@ -17,11 +17,11 @@ from toolmesh.runtimes.pod.executor import REFUSED, Call
 from toolmesh.runtimes.pod.socket_protocol import (
     CANCEL,
     ERROR,
-    INVOKE,
     PING,
     RESULT,
     FrameReader,
     frame,
+    invoke_frame,
 )
 from toolmesh.v1 import invoke_pb2
 
@@ -92,7 +92,7 @@ class SocketClient:
         connection.waiting[call_id] = answer
         assert connection.transport is not None
         request = wire.call_to_proto(call).SerializeToString()
-        connection.transport.write(frame(INVOKE, call_id, request, timeout))
+        connection.transport.write(invoke_frame(call_id, request, timeout, call.trace))
         try:
             kind, payload = await asyncio.wait_for(answer, timeout + ANSWER_SLACK)
         except (TimeoutError, asyncio.CancelledError) as exc:

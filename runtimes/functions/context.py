@@ -54,6 +54,7 @@ class Context:
         "metadata",
         "request_id",
         "session_id",
+        "trace_context",
     )
 
     def __init__(
@@ -67,6 +68,7 @@ class Context:
         invoker: Invoker | None = None,
         logger: logging.Logger | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        trace_context: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.function = function
         self.request_id = request_id
@@ -74,6 +76,9 @@ class Context:
         self.metadata: Mapping[str, str] = metadata or {}
         #: When the call must be done, on the `time.monotonic()` clock; None for no limit.
         self.deadline = deadline
+        #: This call's W3C trace context, ``(("traceparent", ...), ("tracestate", ...))`` when
+        #: tracing is on: ctx.invoke passes it on, and so can a function calling other services.
+        self.trace_context = trace_context
         base = logger or logging.getLogger("toolmesh.functions")
         self.logger: logging.LoggerAdapter[logging.Logger] = _CallLogger(
             base, {"request_id": request_id, "function": function}

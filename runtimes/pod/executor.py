@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from toolmesh import tracing
 from toolmesh.errors import (
     FunctionTimeout,
     InvalidArguments,
@@ -93,6 +94,8 @@ class Call:
     #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
     deadline: float | None = None
     received_at: float = field(default_factory=time.perf_counter)
+    #: The caller's W3C trace context (toolmesh.tracing.Carrier); empty when not traced.
+    trace: tuple[tuple[str, str], ...] = ()
 
 
 def new_request_id() -> str:
@@ -252,6 +255,7 @@ class Executor:
             raise InvalidRequest(f"call depth limit ({self.config.max_depth}) exceeded calling {name!r}")
         metadata = {**parent.metadata, DEPTH_KEY: str(depth)}
         call = Call(name, arguments, parent.request_id, parent.session_id, metadata, parent.deadline)
+        call.trace = parent.trace_context
         if name not in self.registry and self._mesh is not None:
             return await self._mesh.invoke(call)
         # Part of work already admitted: neither the in-flight limit nor a drain turns it away.
@@ -311,6 +315,18 @@ class Executor:
         return (remaining, True) if remaining < own else (own, False)
 
     async def _run(self, hosted: HostedFunction, call: Call, emit: Emit) -> Result:
+        if not tracing.enabled():
+            return await self._run_call(hosted, call, emit)
+        name = hosted.spec.qualified_name
+        attributes = {"toolmesh.request_id": call.request_id}
+        # The pod's span of the call: a child of the caller's (the gateway's, or a ctx.invoke's).
+        with tracing.span(f"toolmesh.function {name}", attributes, parent=call.trace, server=True) as span:
+            result = await self._run_call(hosted, call, emit)
+            if result.is_error and result.error is not None:
+                tracing.mark_failed(span, result.error.code)
+            return result
+
+    async def _run_call(self, hosted: HostedFunction, call: Call, emit: Emit) -> Result:
         request_id = call.request_id or new_request_id()
         started = time.perf_counter()
         queued_ms = (started - call.received_at) * 1000
@@ -350,6 +366,7 @@ class Executor:
                 deadline=time.monotonic() + timeout,
                 invoker=self,
                 loop=asyncio.get_running_loop(),
+                trace_context=tracing.carrier() or call.trace,
             )
             arguments[hosted.context_param] = ctx
         limit = self._deadlines.limit(timeout)

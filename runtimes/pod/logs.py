@@ -20,6 +20,8 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 }
 
 invocations = logging.getLogger("toolmesh.invocations")
+#: The gateway's line per HTTP request and Mesh gRPC call (gateway/http/request_log.py, grpc/rpc_log.py).
+access = logging.getLogger("toolmesh.access")
 
 #: Where log lines go when not stderr itself (a pod whose stderr is framed output, see
 #: isolation/output_pipe.py, logs to a duplicate of the original).
@@ -64,34 +66,23 @@ def configure(level: str = "info") -> None:
     root.setLevel(level.upper())
 
 
-class InvocationLog:
-    """Executor observer that writes one JSON line per finished call.
-
-    The line has the fields JsonFormatter would give it, but skips the logging
-    machinery (a LogRecord, a lock, a write per call), which cost more than the
-    call itself: lines are buffered and written together at most every
-    `FLUSH_SECONDS`, or at once when `MAX_BUFFERED` are waiting.
-    """
+class LineBuffer:
+    """JSON lines written together: at most every `FLUSH_SECONDS`, or at once when
+    `MAX_BUFFERED` are waiting. For the logs written once per call or request, where the
+    logging machinery (a LogRecord, a lock, a write per line) would cost more than the call.
+    Lines are added on the event loop's thread."""
 
     FLUSH_SECONDS = 0.05
     MAX_BUFFERED = 256
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
-        self.enabled = invocations.isEnabledFor(logging.INFO)
         self._lines: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
 
-    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
-        if not self.enabled:
-            return
-        self._lines.append(
-            f'{{"ts": {time.time():.6f}, "level": "info", "logger": "toolmesh.invocations", '
-            f'"msg": "invocation", "request_id": {_quote(call.request_id)}, '
-            f'"session_id": {_quote(call.session_id)}, '
-            f'"function": {_quote(function or call.function[:128])}, '
-            f'"outcome": "{outcome}", "duration_ms": {seconds * 1000:.3f}}}\n'
-        )
+    def add(self, line: str) -> None:
+        """Buffer one line (ending in a newline)."""
+        self._lines.append(line)
         if len(self._lines) >= self.MAX_BUFFERED:
             self.flush()
         elif self._timer is None:
@@ -108,6 +99,26 @@ class InvocationLog:
             self._lines.clear()
 
 
+class InvocationLog(LineBuffer):
+    """Executor observer that writes one JSON line per finished call, with the fields
+    JsonFormatter would give it, through a LineBuffer."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__(stream)
+        self.enabled = invocations.isEnabledFor(logging.INFO)
+
+    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
+        if not self.enabled:
+            return
+        self.add(
+            f'{{"ts": {time.time():.6f}, "level": "info", "logger": "toolmesh.invocations", '
+            f'"msg": "invocation", "request_id": {_quote(call.request_id)}, '
+            f'"session_id": {_quote(call.session_id)}, '
+            f'"function": {_quote(function or call.function[:128])}, '
+            f'"outcome": "{outcome}", "duration_ms": {seconds * 1000:.3f}}}\n'
+        )
+
+
 class Observers:
     """Fans one executor event out to several observers."""
 
@@ -122,7 +133,9 @@ class Observers:
 __all__ = [
     "InvocationLog",
     "JsonFormatter",
+    "LineBuffer",
     "Observers",
+    "access",
     "configure",
     "invocations",
     "log_stream",

@@ -31,7 +31,7 @@ class MeshInvoker:
         timeout = None if call.deadline is None else max(call.deadline - time.monotonic(), 0.001)
         try:
             reply = await self._stub.Invoke(
-                wire.call_to_proto(call), timeout=timeout, metadata=self._metadata
+                wire.call_to_proto(call), timeout=timeout, metadata=(*self._metadata, *call.trace)
             )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"the mesh at {self.address}") from None

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from toolmesh.tracing import RUNTIME_SERVICE, service_to_trace
+
 #: The gateway's gRPC address ("host:port"), where ctx.invoke sends calls for functions
 #: the pod does not host. Unset or empty: ctx.invoke reaches only the pod's own functions.
 MESH_ADDRESS_ENV = "TOOLMESH_MESH_ADDRESS"
@@ -25,7 +27,7 @@ MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
 #: directory no other user can enter.
 POD_TOKEN_ENV = "TOOLMESH_POD_TOKEN"
 
-#: Every environment variable a pod reads.
+#: Every environment variable a pod reads (and OTEL_*, see toolmesh/tracing.py).
 POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV)
 
 
@@ -38,6 +40,9 @@ class PodEnvironment:
     mesh_token: str = field(default="", repr=False)
     #: What callers must present to this pod; empty: nothing (see POD_TOKEN_ENV).
     pod_token: str = field(default="", repr=False)
+    #: The service name the pod traces as; None: tracing is off. It comes from the standard
+    #: OTEL_* variables, which a pod inherits, so `variables` does not write it.
+    tracing: str | None = None
 
     def variables(self) -> dict[str, str]:
         """The environment variables that carry these values to a pod. Every one is set, empty
@@ -55,4 +60,5 @@ def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
         mesh_address=environ.get(MESH_ADDRESS_ENV) or None,
         mesh_token=environ.get(MESH_TOKEN_ENV, ""),
         pod_token=environ.get(POD_TOKEN_ENV, ""),
+        tracing=service_to_trace(environ, RUNTIME_SERVICE),
     )

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from toolmesh import tracing
 from toolmesh.errors import ToolmeshError
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Executor
@@ -31,6 +32,8 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
 
     async def Invoke(self, request: invoke_pb2.InvokeRequest, context: Context) -> invoke_pb2.InvokeResponse:
         call = wire.call_from_proto(request, context.time_remaining())
+        if tracing.enabled():
+            call.trace = tracing.carrier_from(context.invocation_metadata() or ())
         try:
             result = await self._executor.invoke(call)
         except ToolmeshError as exc:
@@ -42,6 +45,8 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
         self, request: invoke_pb2.InvokeRequest, context: Context
     ) -> AsyncIterator[invoke_pb2.InvokeStreamResponse]:
         call = wire.call_from_proto(request, context.time_remaining())
+        if tracing.enabled():
+            call.trace = tracing.carrier_from(context.invocation_metadata() or ())
         try:
             async for event in self._executor.stream(call):
                 for message in wire.stream_messages(event):

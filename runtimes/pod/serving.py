@@ -40,6 +40,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
+from toolmesh import tracing
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.defaults import RECYCLED
@@ -152,6 +153,9 @@ class Pod:
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
         self.invocation_log = logs.InvocationLog()
+        if self.settings.tracing is not None:
+            # Here, in the pod, never in a template: the exporter's thread must not cross a fork.
+            tracing.start(self.settings.tracing)
         if self.settings.mesh_address:
             self.mesh = MeshInvoker(self.settings.mesh_address, self.settings.mesh_token)
         self.executor = Executor(
@@ -235,6 +239,9 @@ class Pod:
             await self.mesh.close()
         if self.invocation_log is not None:
             self.invocation_log.flush()
+        if self.settings.tracing is not None:
+            # Exports the spans of the calls just drained, off the loop and bounded.
+            await asyncio.to_thread(tracing.shutdown)
         if self._metrics_server is not None:
             self._metrics_server.close()
         for path in (self.settings.grpc_socket, self.settings.metrics_socket):

@@ -97,6 +97,8 @@ class PodSettings:
     mesh_token: str = field(default="", repr=False)
     #: The bearer token every Runtime call and metrics scrape must present; empty for none.
     pod_token: str = field(default="", repr=False)
+    #: The service name to trace as (OTEL_*); None: tracing is off.
+    tracing: str | None = None
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace, environment: PodEnvironment) -> PodSettings:
@@ -126,12 +128,13 @@ class PodSettings:
             mesh_address=environment.mesh_address,
             mesh_token=environment.mesh_token,
             pod_token=environment.pod_token,
+            tracing=environment.tracing,
         )
 
     @property
     def environment(self) -> PodEnvironment:
         """What a pod started with these settings must find in its environment."""
-        return PodEnvironment(self.mesh_address, self.mesh_token, self.pod_token)
+        return PodEnvironment(self.mesh_address, self.mesh_token, self.pod_token, self.tracing)
 
     def argv(self) -> list[str]:
         """The arguments after the interpreter that start a process with these settings:

@@ -12,6 +12,8 @@ A frame is a header, `>IBQd` (payload length, kind, call id, seconds the caller
 will wait or 0), then the payload:
 
     INVOKE   gateway -> pod   an InvokeRequest
+    INVOKE_TRACED  gateway -> pod   the same, after the caller's trace context: a `>H` length,
+                                    then ``name=value`` lines (traceparent, tracestate)
     CANCEL   gateway -> pod   (empty) the caller gave up on that call
     RESULT   pod -> gateway   an InvokeResponse
     ERROR    pod -> gateway   JSON {code, message, extra}: the call was turned away or ran out of time
@@ -31,6 +33,7 @@ from toolmesh.errors import ToolmeshError
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.pod.executor import Executor
+from toolmesh.tracing import Carrier
 from toolmesh.v1 import invoke_pb2
 
 HEADER = struct.Struct(">IBQd")
@@ -38,6 +41,9 @@ INVOKE, CANCEL, RESULT, ERROR = 1, 2, 3, 4
 #: A liveness check: the pod's event loop answers PING with PONG (same id), so a pod that
 #: does not answer is frozen or has its loop blocked (gateway/pool/liveness.py).
 PING, PONG = 5, 6
+#: An INVOKE with the W3C trace context of the gateway's span in front (when tracing is on).
+INVOKE_TRACED = 7
+TRACE_LENGTH = struct.Struct(">H")
 #: Largest payload accepted, as for gRPC messages. A frame over it ends the connection and so
 #: every call on it: the executor keeps results under max_result_bytes, well below this.
 MAX_PAYLOAD = WIRE_LIMIT_BYTES
@@ -45,6 +51,27 @@ MAX_PAYLOAD = WIRE_LIMIT_BYTES
 
 def frame(kind: int, call_id: int, payload: bytes = b"", timeout: float = 0.0) -> bytes:
     return HEADER.pack(len(payload), kind, call_id, timeout) + payload
+
+
+def invoke_frame(call_id: int, request: bytes, timeout: float, trace: Carrier) -> bytes:
+    """An INVOKE frame, or an INVOKE_TRACED one when the call carries a trace context."""
+    if not trace:
+        return frame(INVOKE, call_id, request, timeout)
+    context = "\n".join(f"{name}={value}" for name, value in trace).encode("ascii", "replace")
+    return frame(INVOKE_TRACED, call_id, TRACE_LENGTH.pack(len(context)) + context + request, timeout)
+
+
+def split_traced(payload: bytes) -> tuple[Carrier, bytes]:
+    """An INVOKE_TRACED payload's trace context and request."""
+    (length,) = TRACE_LENGTH.unpack_from(payload)
+    end = TRACE_LENGTH.size + length
+    lines = payload[TRACE_LENGTH.size : end].decode("ascii", "replace").split("\n")
+    return tuple(_pair(line) for line in lines if line), payload[end:]
+
+
+def _pair(line: str) -> tuple[str, str]:
+    name, _, value = line.partition("=")
+    return name, value
 
 
 class FrameReader(asyncio.Protocol):
@@ -88,8 +115,8 @@ class PodConnection(FrameReader):
         self._calls: dict[int, asyncio.Task[None]] = {}
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
-        if kind == INVOKE:
-            task = asyncio.ensure_future(self._invoke(call_id, timeout, payload))
+        if kind in (INVOKE, INVOKE_TRACED):
+            task = asyncio.ensure_future(self._invoke(call_id, timeout, payload, kind == INVOKE_TRACED))
             self._calls[call_id] = task
             task.add_done_callback(lambda _: self._calls.pop(call_id, None))
         elif kind == CANCEL:
@@ -99,10 +126,15 @@ class PodConnection(FrameReader):
         elif kind == PING:
             self._send(frame(PONG, call_id))
 
-    async def _invoke(self, call_id: int, timeout: float, payload: bytes) -> None:
+    async def _invoke(self, call_id: int, timeout: float, payload: bytes, traced: bool) -> None:
+        trace: Carrier = ()
+        if traced:
+            trace, payload = split_traced(payload)
         request = invoke_pb2.InvokeRequest.FromString(payload)
+        call = wire.call_from_proto(request, timeout or None)
+        call.trace = trace
         try:
-            result = await self._executor.invoke(wire.call_from_proto(request, timeout or None))
+            result = await self._executor.invoke(call)
         except ToolmeshError as error:
             self._send(frame(ERROR, call_id, pod_error(error)))
             return

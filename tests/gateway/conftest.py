@@ -136,11 +136,17 @@ StartUp = Callable[..., Up]
 @pytest.fixture
 def up(tmp_path: Path) -> Iterator[StartUp]:
     """Start `toolmesh up` serving sample_tools with one warm pod, plus `gateway` config lines
-    and further `runtimes`; `file_limit` sets its RLIMIT_NOFILE (soft and hard)."""
+    and further `runtimes`; `file_limit` sets its RLIMIT_NOFILE (soft and hard); `env` adds to
+    its environment."""
     started: list[Up] = []
     made: list[Path] = []
 
-    def start(gateway: str = "", runtimes: str = "", file_limit: int | None = None) -> Up:
+    def start(
+        gateway: str = "",
+        runtimes: str = "",
+        file_limit: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Up:
         # Short, not under tmp_path: a Unix socket's path has room for 107 bytes only.
         marker = Path(tempfile.mkdtemp(prefix="tm-"))
         made.append(marker)
@@ -154,7 +160,7 @@ def up(tmp_path: Path) -> Iterator[StartUp]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**pod_env(), "TMPDIR": str(marker)},
+            env={**pod_env(), "TMPDIR": str(marker), **(env or {})},
             cwd=ROOT,
             preexec_fn=None if file_limit is None else lambda: _limit_files(file_limit),
         )

@@ -235,7 +235,8 @@ async def test_the_openapi_document_describes_exactly_the_routes_the_app_serves(
     from toolmesh.gateway.http.openapi import openapi_document
 
     gateway = await gateway_factory()
-    app = gateway.http_server.config.app
+    assert gateway.request_log is not None
+    app = gateway.request_log.app  # the Starlette app inside the access log
     # MCP speaks JSON-RPC on its own paths (documented by its spec, not OpenAPI); the document
     # does not describe itself.
     undocumented = {"/openapi.json", "/mcp", "/mcp/{namespace}"}

@@ -57,7 +57,7 @@ async def test_pods_import_the_modules_beside_the_config(beside: Path) -> None:
 
 async def test_without_the_directory_the_modules_are_not_found(beside: Path) -> None:
     pool = Pool([RuntimeConfig(name="beside", modules=("beside_tools",))], os.environ)
-    with pytest.raises(Unavailable, match="failed to load its modules: module .beside_tools. not found"):
+    with pytest.raises(Unavailable, match=r"failed to load its modules: module .beside_tools. not found"):
         await pool.start()
 
 

@@ -112,3 +112,21 @@ async def test_a_pod_that_goes_away_fails_its_calls_retryably(client: SocketClie
     assert lost.value.retryable
     with pytest.raises(Unavailable, match="cannot reach a pod"):
         await client.invoke(call("noop"), timeout=5)
+
+
+def test_a_traced_invoke_carries_the_trace_context_in_front_of_the_request() -> None:
+    from toolmesh.runtimes.pod.socket_protocol import (
+        HEADER,
+        INVOKE,
+        INVOKE_TRACED,
+        invoke_frame,
+        split_traced,
+    )
+
+    trace = (("traceparent", f"00-{'a' * 32}-{'b' * 16}-01"), ("tracestate", "vendor=x=1,other=2"))
+    traced = invoke_frame(7, b"request bytes", 1.5, trace)
+    length, kind, call_id, timeout = HEADER.unpack_from(traced)
+    assert (kind, call_id, timeout, length) == (INVOKE_TRACED, 7, 1.5, len(traced) - HEADER.size)
+    assert split_traced(traced[HEADER.size :]) == (trace, b"request bytes")
+    # Untraced calls keep the plain frame: nothing added when tracing is off.
+    assert invoke_frame(7, b"request bytes", 1.5, ()) == HEADER.pack(13, INVOKE, 7, 1.5) + b"request bytes"
