@@ -53,10 +53,14 @@ PENDING_METRIC = "toolmesh_pending_requests"
 INFLIGHT_METRIC = "toolmesh_inflight_requests"
 #: Seconds between the end of a runtime's or the gateway's drain and the kubelet's SIGKILL.
 SHUTDOWN_MARGIN = 15
-#: The Secret whose entries become the gateway's environment for `key_env` API keys.
+#: The Secret whose entries become the gateway's environment: `key_env` API keys, and the chat
+#: upstream's and the router LLM's `api_key_env`.
 KEYS_SECRET = "toolmesh-keys"
 #: The runtime the templates describe.
 TEMPLATE_RUNTIME = "examples"
+#: The router's paths: those beside the local config name files in the image's working
+#: directory, as a runtime's `catalog` does.
+_ROUTER_PATHS = ("cache_dir", "data_dir", "model", "tokenizer")
 #: The runtime flags that come from a [[runtimes]] entry, by its field.
 _RUNTIME_FLAGS = {
     "--timeout": "timeout",
@@ -129,6 +133,13 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         raise ConfigError("; ".join(problems))
 
 
+def _in_image(path: Path, directory: Path | None) -> str:
+    """Where a file of the local config (relative, or resolved beside it) is in the image."""
+    if directory is not None and path.is_relative_to(directory):
+        path = path.relative_to(directory)
+    return str(path) if path.is_absolute() else f"{IMAGE_WORKDIR}/{path}"
+
+
 def _remote_runtime(runtime: RuntimeConfig) -> dict[str, Any]:
     """A runtime given by `address`, as it is, except that a relative `catalog` (found beside
     the local config) names the file in the image's working directory: in the cluster the
@@ -168,6 +179,18 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
         document["keys"] = [k.model_dump(mode="json", exclude_defaults=True) for k in config.keys]
     if config.kube_scaler.enabled:
         document["kube_scaler"] = config.kube_scaler.model_dump(mode="json", exclude_defaults=True)
+    # Every other section as written (what it leaves out is its default there too), so that
+    # nothing the config turns on is silently off in the cluster.
+    for section in ("mcp", "chat"):
+        written = getattr(config, section).model_dump(mode="json", exclude_defaults=True)
+        if written:
+            document[section] = written
+    router = config.router.model_dump(mode="json", exclude_defaults=True)
+    for field in _ROUTER_PATHS:
+        if field in router:
+            router[field] = _in_image(Path(router[field]), config.directory)
+    if router:
+        document["router"] = router
     header = (
         "toolmesh.toml for the gateway on Kubernetes, written by `toolmesh deploy render`.\n"
         "Runtimes with modules run as Deployments of their own, reached at their headless Services."
@@ -191,6 +214,15 @@ def _container(deployment: Manifest) -> dict[str, Any]:
     return container
 
 
+def secret_variables(config: MeshConfig) -> list[str]:
+    """The gateway's environment variables that hold secrets (API keys, the chat upstream's
+    and the router LLM's keys): each comes from the `toolmesh-keys` Secret, never the ConfigMap."""
+    found = [key.key_env for key in config.keys]
+    found.append(config.chat.api_key_env)
+    found.append(config.router.llm.api_key_env if config.router.llm is not None else None)
+    return list(dict.fromkeys(v for v in found if v is not None))
+
+
 def _gateway(config: MeshConfig, options: RenderOptions, toml_text: str) -> dict[str, Manifest]:
     account = _template("base/serviceaccount-gateway.yaml")
     config_map = _template("base/configmap-gateway.yaml")
@@ -206,10 +238,9 @@ def _gateway(config: MeshConfig, options: RenderOptions, toml_text: str) -> dict
     ports = {"http": config.gateway.http_port, "grpc": config.gateway.grpc_port}
     for port in container["ports"]:
         port["containerPort"] = ports[port["name"]]
-    for key in config.keys:
-        if key.key_env is not None:
-            secret = {"name": KEYS_SECRET, "key": key.key_env}
-            container["env"].append({"name": key.key_env, "valueFrom": {"secretKeyRef": secret}})
+    for variable in secret_variables(config):
+        secret = {"name": KEYS_SECRET, "key": variable}
+        container["env"].append({"name": variable, "valueFrom": {"secretKeyRef": secret}})
     service = _template("base/service-gateway.yaml")
     for port in service["spec"]["ports"]:
         port["port"] = ports[port["name"]]

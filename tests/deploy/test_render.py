@@ -57,6 +57,29 @@ rate = 5
 [kube_scaler]
 enabled = true
 min_interval = 2
+
+[mcp]
+allowed_origins = ["https://app.example.com"]
+page_size = 20
+
+[chat]
+upstream_url = "https://llm.example.com/v1"
+api_key_env = "UPSTREAM_KEY"
+models = ["m1"]
+max_rounds = 2
+
+[router]
+threshold = 0.25
+k = 7
+max_prompt_chars = 4000
+model = "models/mine.onnx"
+tokenizer = "models/tokenizer.json"
+data_dir = "/var/lib/toolmesh"
+
+[router.llm]
+base_url = "https://llm.example.com/v1"
+model = "small"
+api_key_env = "ROUTER_LLM_KEY"
 """
 
 
@@ -111,6 +134,11 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
         config.runtimes[1].model_dump(),
     ]
     assert cluster.keys == config.keys and cluster.kube_scaler == config.kube_scaler
+    # Every other section arrives whole; relative router paths name files in the image.
+    assert cluster.mcp == config.mcp and cluster.chat == config.chat
+    paths = {"model": Path("/app/models/mine.onnx"), "tokenizer": Path("/app/models/tokenizer.json")}
+    assert cluster.router == config.router.model_copy(update=paths)
+    assert cluster.router.data_dir == Path("/var/lib/toolmesh")
 
     # Only the runtime with modules runs here; its settings are its pod's flags and environment.
     deployments = {d["metadata"]["name"] for d in objects if d["kind"] == "Deployment"}
@@ -141,10 +169,12 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
 
     # key_env keys come from a Secret; the kube-scaler may scale exactly the weather runtime.
     (gateway,) = containers(one(objects, "Deployment", GATEWAY))
-    assert {
-        "name": "CHAT_KEY",
-        "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "CHAT_KEY"}},
-    } in gateway["env"]
+    for variable in ("CHAT_KEY", "UPSTREAM_KEY", "ROUTER_LLM_KEY"):
+        assert {
+            "name": variable,
+            "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": variable}},
+        } in gateway["env"]
+    assert "upstream-secret" not in yaml.safe_dump(objects), "secrets never reach the ConfigMap"
     assert one(objects, "Role", "toolmesh-gateway-scaler")["rules"][0]["resourceNames"] == [
         "toolmesh-runtime-weather"
     ]
