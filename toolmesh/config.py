@@ -134,6 +134,8 @@ class GatewayConfig(_Section):
     allowed_hosts: tuple[str, ...] = ()
     #: Origins (globs) browsers may call from besides loopback and the gateway's own; get CORS.
     allowed_origins: tuple[str, ...] = ()
+    #: Seconds a server-sent event stream may stay silent before a keep-alive comment goes out.
+    stream_keepalive: float = Field(defaults.DEFAULT_STREAM_KEEPALIVE, gt=0)
     #: A port serving only `GET /metrics` with no key; on the main port it needs "@metrics".
     metrics_port: int | None = Field(None, ge=0, le=65535)
     #: One JSON line per HTTP request and Mesh gRPC call on the `toolmesh.access` logger.

@@ -82,7 +82,7 @@ def create_app(
             request.path_params["name"], arguments, CallOptions.from_headers(request.headers)
         )
         if wants_events(request.headers.get("accept")):
-            return await event_stream(mesh.stream(principal, call))
+            return await event_stream(mesh.stream(principal, call), config.stream_keepalive)
         return Response(result_json(await mesh.invoke(principal, call)), media_type=JSON)
 
     async def tools(request: Request) -> Response:

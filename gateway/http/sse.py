@@ -11,6 +11,8 @@ The answer is one event per content item as the function produces it, then one l
 
 A call refused before its first item (unknown function, bad arguments, a timeout...) is an
 ordinary HTTP error with its status, as without SSE, so clients learn of a bad call the same way.
+While a function is quiet between items for `keepalive` seconds, a comment line (`: keep-alive`)
+goes out, so proxies with an idle timeout do not cut a live stream; readers skip comments.
 
 Back-pressure: nothing here buffers. Starlette writes each event with `await send(...)`, which
 uvicorn holds while the socket's write buffer is over its high-water mark, and only then is the
@@ -21,6 +23,8 @@ the function itself waits in its `yield`. A slow reader pauses the function.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from starlette.responses import Response, StreamingResponse
@@ -58,7 +62,10 @@ def event(name: str, data: bytes) -> bytes:
     return b"event: " + name.encode() + b"\n" + lines + b"\n"
 
 
-async def event_stream(events: Events) -> Response:
+KEEPALIVE = b": keep-alive\n\n"
+
+
+async def event_stream(events: Events, keepalive: float) -> Response:
     """The SSE answer to a call whose events `Mesh.stream` gives. Its first event is awaited
     here, so a refusal before it raises and becomes an ordinary HTTP error."""
     try:
@@ -66,19 +73,29 @@ async def event_stream(events: Events) -> Response:
     except BaseException:
         await events.aclose()
         raise
-    return StreamingResponse(_body(first, events), media_type=EVENT_STREAM, headers=HEADERS)
+    return StreamingResponse(_body(first, events, keepalive), media_type=EVENT_STREAM, headers=HEADERS)
 
 
-async def _body(first: list[Content] | Result, events: Events) -> AsyncIterator[bytes]:
+async def _body(first: list[Content] | Result, events: Events, keepalive: float) -> AsyncIterator[bytes]:
     current = first
+    pending: asyncio.Future[list[Content] | Result] | None = None
     try:
         while not isinstance(current, Result):
             for item in current:
                 yield event("content", content_json(item))
-            current = await anext(events)
+            # One event is asked for at a time (back-pressure); waiting for it is not cancelled
+            # by a keep-alive, which would throw into the generator.
+            pending = asyncio.ensure_future(anext(events))
+            while not (await asyncio.wait({pending}, timeout=keepalive))[0]:
+                yield KEEPALIVE
+            current, pending = pending.result(), None
         yield event("result", result_json(current))
     except ToolmeshError as exc:
         yield event("error", http_error(exc).body)
     finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending
         # Also when the client left: the call is cancelled in the pod, not left to run.
         await events.aclose()

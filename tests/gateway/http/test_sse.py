@@ -143,3 +143,19 @@ async def test_a_client_that_hangs_up_ends_the_call(gateway_factory: StartGatewa
             break
         await asyncio.sleep(0.02)
     assert gateway.mesh.drain.inflight == 0
+
+
+async def test_a_quiet_stream_gets_keep_alive_comments(gateway_factory: StartGateway) -> None:
+    from toolmesh import AsyncClient, Text
+
+    gateway = await gateway_factory(runtime("tools", "stream_tools"), stream_keepalive=0.2)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        response = await http.post("/v1/functions/quiet/invoke", json={"pause": 1.0}, headers=SSE)
+    comments = response.text.count(": keep-alive\n\n")
+    assert 3 <= comments <= 6, response.text
+    # Readers skip comments: the events are what they would be without them.
+    events = parse(response.text.replace(": keep-alive\n\n", ""))
+    assert [name for name, _ in events] == ["content", "content", "result"]
+    async with AsyncClient(gateway.url) as client:
+        items = [item async for item in client.stream("quiet", {"pause": 0.5})]
+    assert [item.text for item in items if isinstance(item, Text)] == ["before", "after"]
