@@ -13,7 +13,14 @@ on a key with a rate far above what the run spends, so every check passes:
     redis, 8 concurrent    the same, 8 checks in flight at once on the gateway's one pool
 
 Rounds alternate the targets' order, on one uvloop event loop (the gateway's); medians of the
-rounds' p50 and p99 are shown. Needs `redis-server` (apt-get install redis-server).
+rounds' p50 and p99 are shown.
+
+Then the same check in its place, end to end: `toolmesh up` serving bench/noop_tools.py with one
+warm pod and a key with a rate limit (never reached), POST /v1/functions/noop/invoke one request
+at a time by h2load, with no [state] and with TOOLMESH_STATE_URL at the same redis-server, the
+two gateways alternating by round (`--gateway-requests 0` skips it).
+
+Needs `redis-server` (apt-get install redis-server) and, for the second table, h2load.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import socket
 import statistics
@@ -29,7 +37,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+from gateway_invoke import BENCH, HOST, Target, _ready_line, h2load, started
+
+from toolmesh.config import hash_key
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.state.limits import LocalLimits, TokenBucket
 from toolmesh.gateway.state.redis_client import Outage, connect
@@ -127,10 +139,65 @@ async def run(calls: int, rounds: int) -> dict[str, dict[str, float]]:
     }
 
 
+KEY = "bench-key"
+
+
+def gateway_latency(url: str | None, requests: int, workdir: str) -> tuple[float, float]:
+    """p50 and p99 (ms) of a no-op call through a gateway whose key has a rate limit."""
+    work = Path(workdir)
+    config = work / "toolmesh.toml"
+    config.write_text(
+        '[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
+        f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n\n'
+        f'[[keys]]\nname = "bench"\nkey_hash = "{hash_key(KEY)}"\nrate = {RATE:g}\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TOOLMESH_STATE_URL"}
+    if url is not None:
+        env["TOOLMESH_STATE_URL"] = url
+    command = [sys.executable, "-m", "toolmesh", "up", "--config", str(config)]
+    with started(command, env, work / "gateway.err") as gateway:
+        port = _ready_line(gateway)["http_port"]
+        target = Target(
+            "redis" if url else "local",
+            "gateway",
+            f"http://{HOST}:{port}/v1/functions/noop/invoke",
+            b"{}",
+            False,
+        )
+        auth = [f"authorization: Bearer {KEY}"]
+        h2load(target, max(requests // 5, 200), 1, work, auth)
+        run = h2load(target, requests, 1, work, auth)
+    return run.p50_us / 1000, run.p99_us / 1000
+
+
+def gateway_table(requests: int, rounds: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory(prefix="tm-") as directory:
+        process, url = start_redis(directory)
+        try:
+            samples: dict[str, list[tuple[float, float]]] = {"no [state]": [], "[state] in Redis": []}
+            for round_ in range(rounds):
+                order = [None, url] if round_ % 2 == 0 else [url, None]
+                for which in order:
+                    name = "[state] in Redis" if which else "no [state]"
+                    samples[name].append(gateway_latency(which, requests, directory))
+        finally:
+            process.kill()
+            process.wait()
+    return {
+        name: {
+            "p50_ms": statistics.median(s[0] for s in runs),
+            "p99_ms": statistics.median(s[1] for s in runs),
+        }
+        for name, runs in samples.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000, help="checks per target per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--gateway-requests", type=int, default=5000, help="0: skip the gateway table")
+    parser.add_argument("--gateway-rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
@@ -139,8 +206,9 @@ def main() -> None:
         results = uvloop.run(run(args.calls, args.rounds))
     except ImportError:
         results = asyncio.run(run(args.calls, args.rounds))
+    gateway = gateway_table(args.gateway_requests, args.gateway_rounds) if args.gateway_requests else {}
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"check": results, "gateway": gateway}, indent=2))
         return
     print(f"{args.calls} checks per target per round, {args.rounds} rounds (medians)\n")
     print("| rate-limit check | p50 ms | p99 ms |")
@@ -150,6 +218,15 @@ def main() -> None:
     redis_p50 = results["redis"]["p50_ms"]
     verdict = "met" if redis_p50 <= TARGET_P50_MS else "NOT met"
     print(f"\ntarget (redis p50 <= {TARGET_P50_MS} ms): {verdict}, {redis_p50:.3f} ms")
+    if gateway:
+        print(
+            f"\n{args.gateway_requests} no-op calls per gateway per round, c=1, "
+            f"{args.gateway_rounds} rounds\n"
+        )
+        print("| POST /v1/functions/noop/invoke, rate-limited key | p50 ms | p99 ms |")
+        print("|---|---:|---:|")
+        for name, result in gateway.items():
+            print(f"| {name} | {result['p50_ms']:.3f} | {result['p99_ms']:.3f} |")
 
 
 if __name__ == "__main__":
