@@ -304,6 +304,7 @@ async def start_gateway(
     # on a router thread while the event loop waited.
     gc.collect()
     gc.freeze()
+    await state.check()
     if auth.open:
         where = f"{settings.host}:{http_port}"
         if _is_loopback(settings.host):

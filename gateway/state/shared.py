@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from toolmesh.config import RouterConfig, StateConfig
+from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
 from toolmesh.router.sessions import Sessions
@@ -32,6 +33,13 @@ class SharedState:
     #: Where it lives, for logs ("local", or the Redis URL without its password).
     where: str = "local"
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
+    _check: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+
+    async def check(self) -> None:
+        """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
+        log at start-up rather than at the first request; never raises."""
+        if self._check is not None:
+            await self._check()
 
     async def aclose(self) -> None:
         for close in reversed(self._closers):
@@ -41,8 +49,9 @@ class SharedState:
 async def open_state(config: StateConfig, url: str | None) -> SharedState:
     """The shared state at `url` (`[state] url` or TOOLMESH_STATE_URL), or the local one.
 
-    Start-up does not wait for Redis: a gateway whose Redis is down starts, answers what needs
-    no state, and refuses the rest with 503 until Redis is back (see redis_client.py)."""
+    Nothing connects yet (so a start-up that fails later leaves nothing open), and start-up does
+    not wait for Redis: a gateway whose Redis is down starts, answers what needs no state, and
+    refuses the rest with 503 until Redis is back (see redis_client.py)."""
     if url is None:
         return SharedState()
     from toolmesh.gateway.state.redis_client import Outage, connect, redact
@@ -67,16 +76,19 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
             timeout=config.timeout,
         )
 
-    try:
-        with outage.translated():
-            await client.ping()
-    except Exception as exc:
-        log.debug("state: first ping failed: %s", exc)
-    log.info("shared state in Redis", extra={"state": redact(url)})
+    async def check() -> None:
+        try:
+            with outage.translated():
+                await client.ping()
+        except StateUnavailable:
+            return  # logged by the outage
+        log.info("shared state in Redis", extra={"state": redact(url)})
+
     return SharedState(
         RedisLimits(client, prefix, outage),
         feed,
         sessions,
         redact(url),
         [client.aclose, feed.aclose],
+        check,
     )

@@ -29,7 +29,9 @@ async def test_a_key_limited_to_10_per_second_gets_10_per_second_across_two_gate
     # Two `toolmesh up` processes; the URL comes from the environment, as from a Secret on Kubernetes.
     env = {"CI_KEY": KEY, "TOOLMESH_STATE_URL": redis_server.url}
     gateways = [up(keys, env=env) for _ in range(2)]
-    seconds, interval = 3.0, 0.025  # each gateway is offered 40 calls a second: 80 in all
+    # Three clients per gateway, each offering up to ~30 calls a second: well over the limit even
+    # when a loaded machine makes each call slow.
+    seconds, interval, clients = 3.0, 0.03, 3
     served: dict[int, list[int]] = {g.http_port: [] for g in gateways}
 
     async def hammer(http: httpx.AsyncClient, port: int) -> None:
@@ -44,12 +46,12 @@ async def test_a_key_limited_to_10_per_second_gets_10_per_second_across_two_gate
             await asyncio.sleep(interval)
 
     async with httpx.AsyncClient(timeout=10) as http:
-        await asyncio.gather(*(hammer(http, g.http_port) for g in gateways))
+        await asyncio.gather(*(hammer(http, g.http_port) for g in gateways for _ in range(clients)))
     statuses = [s for codes in served.values() for s in codes]
     assert set(statuses) <= {200, 429}
     ok = statuses.count(200)
     # 10 a second for 3 s, plus the burst of 1: ~31 in all, where two separate buckets allow ~62.
-    assert 24 <= ok <= 36, f"{ok} calls passed in {seconds} s across both gateways"
+    assert 20 <= ok <= 36, f"{ok} calls passed in {seconds} s across both gateways"
     assert all(200 in codes for codes in served.values())  # both gateways spent the one bucket
 
 
@@ -88,6 +90,12 @@ async def test_a_session_started_through_one_gateway_continues_through_the_other
             f"{second.url}/v1/execute", json={"prompt": "now do the same for Paris", "session_id": "x"}
         )
         assert alone.status_code == 404
+        # Without Redis a session cannot be read: refused, not answered as if it were empty.
+        redis_server.stop()
+        lost = await http.post(f"{second.url}/v1/route", json={"prompt": "weather", "session_id": "trip"})
+        assert lost.status_code == 503 and lost.json()["error"]["code"] == "state_unavailable"
+        sessionless = await http.post(f"{second.url}/v1/route", json={"prompt": "weather in Oslo"})
+        assert sessionless.status_code == 200
 
 
 async def test_a_catalog_change_on_one_gateway_reaches_listen_streams_on_the_other(
