@@ -58,6 +58,7 @@ from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
+from toolmesh.gateway.state.shared import SharedState, open_state
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -138,6 +139,8 @@ class Gateway:
     rpc_log: RpcLog | None = field(default=None, repr=False)
     #: Whether this gateway turned tracing on (and so ends it).
     traced: bool = False
+    #: Rate limits, sessions and list_changed: local, or shared with other replicas (`[state]`).
+    state: SharedState | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -172,6 +175,8 @@ class Gateway:
         await self.pool.close()
         if self.router is not None:
             await self.router.aclose()
+        if self.state is not None:
+            await self.state.aclose()
         for access_log in (self.request_log, self.rpc_log):
             if access_log is not None:
                 access_log.flush()
@@ -192,7 +197,8 @@ async def start_gateway(
     """
     settings = config.gateway
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
-    auth = Authenticator(environment.keys, internal_token=environment.mesh_token)
+    state = await open_state(config.state, environment.state_url)
+    auth = Authenticator(environment.keys, internal_token=environment.mesh_token, limits=state.limits)
     traced = environment.tracing is not None and not tracing.enabled()
     if environment.tracing is not None:
         tracing.start(environment.tracing)
@@ -239,9 +245,10 @@ async def start_gateway(
     except BaseException:
         http_socket.close()
         await pool.close()
+        await state.aclose()
         raise
     # Loads a cached model here (fast); a missing one is built in the background.
-    router = RouterService(config.router, llm_api_key=environment.llm_api_key)
+    router = RouterService(config.router, llm_api_key=environment.llm_api_key, sessions=state.sessions)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
 
@@ -259,7 +266,7 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    mcp = McpEndpoint(mesh, config.mcp) if config.mcp.enabled else None
+    mcp = McpEndpoint(mesh, config.mcp, state.feed) if config.mcp.enabled else None
     if mcp is not None:
         await mcp.start()
     chat = None
@@ -297,6 +304,7 @@ async def start_gateway(
     # on a router thread while the event loop waited.
     gc.collect()
     gc.freeze()
+    await state.check()
     if auth.open:
         where = f"{settings.host}:{http_port}"
         if _is_loopback(settings.host):
@@ -333,6 +341,7 @@ async def start_gateway(
         request_log,
         rpc_log,
         traced,
+        state,
     )
 
 

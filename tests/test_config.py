@@ -37,6 +37,10 @@ def test_the_sections_parse_into_typed_settings() -> None:
     # The key itself is read at start-up: tests/gateway/test_environment.py.
     defaults = parse_config({})
     assert defaults.mcp.enabled and not defaults.chat.enabled
+    # Without [state] everything stays in the gateway's process, as with one gateway.
+    assert defaults.state.url is None and defaults.state.key_prefix == "toolmesh:"
+    state = parse_config({"state": {"url": "rediss://:pw@redis.example:6380/1", "timeout": 0.2}}).state
+    assert state.url == "rediss://:pw@redis.example:6380/1" and state.timeout == 0.2
 
 
 @pytest.mark.parametrize(
@@ -61,6 +65,12 @@ def test_the_sections_parse_into_typed_settings() -> None:
             '[[runtimes]]\nname = "t"\nmodules = ["m"]\nmax_result_bytes = 67108864',
             "runtimes.0.max_result_bytes: Input should be less than or equal to 66060288",
         ),
+        (
+            '[state]\nurl = "http://:secret@redis:6379"',
+            "state.url: 'redis:6379' is not a Redis URL: it must start with redis://, rediss://, unix://",
+        ),
+        ('[state]\nurl = "redis://"', "state.url: 'redis://' is not a Redis URL"),
+        ("[state]\ntimeout = 0", "state.timeout: Input should be greater than 0"),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:

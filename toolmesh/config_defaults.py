@@ -52,3 +52,8 @@ DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
 DEFAULT_LLM_TIMEOUT = 20.0
+#: Keys and channels of shared state start with this (several meshes can share one Redis).
+DEFAULT_STATE_KEY_PREFIX = "toolmesh:"
+#: Seconds one Redis command may take: loopback or in-cluster answers in well under a millisecond,
+#: so a second means Redis is gone or stuck, and the caller should hear so soon.
+DEFAULT_STATE_TIMEOUT = 1.0

@@ -17,6 +17,7 @@ own::
     ├── ResourceExhausted      507  RESOURCE_EXHAUSTED  a call passed its runtime's memory or result limit
     ├── Overloaded             503  RESOURCE_EXHAUSTED  in-flight limit of a runtime reached
     ├── Unavailable            503  UNAVAILABLE         no runtime can take the call (draining, down)
+    │   └── StateUnavailable   503  UNAVAILABLE         the shared state (Redis, [state]) cannot be reached
     ├── FunctionTimeout        504  DEADLINE_EXCEEDED   the call ran out of time
     ├── Cancelled              499  CANCELLED           the caller went away
     ├── FunctionError          502  UNKNOWN             the function raised (raised by clients/ctx.invoke)
@@ -194,6 +195,14 @@ class Unavailable(ToolmeshError):
     retryable = True
 
 
+class StateUnavailable(Unavailable):
+    """The gateway's shared state (`[state]` url, Redis) did not answer, so it cannot check the
+    caller's rate limit or read the session: the request is refused rather than let through
+    unlimited (fail closed). Retrying once Redis is back succeeds."""
+
+    code = "state_unavailable"
+
+
 class FunctionTimeout(ToolmeshError):
     """The call passed its function's timeout or the caller's deadline."""
 
@@ -239,6 +248,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     Overloaded,
     ResourceExhausted,
     Unavailable,
+    StateUnavailable,
     FunctionTimeout,
     Cancelled,
     FunctionError,

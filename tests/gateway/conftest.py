@@ -29,6 +29,7 @@ from toolmesh.config import (
     MeshConfig,
     RouterConfig,
     RuntimeConfig,
+    StateConfig,
 )
 from toolmesh.gateway.server import Gateway, start_gateway
 
@@ -50,7 +51,7 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 async def gateway_factory() -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp` and `chat` set those sections; other keyword arguments go to [gateway].
+    `mcp`, `chat`, `router` and `state` set those sections; other keyword arguments go to [gateway].
     """
     started: list[Gateway] = []
 
@@ -61,6 +62,7 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
         mcp: McpConfig | None = None,
         chat: ChatConfig | None = None,
         router: RouterConfig | None = None,
+        state: StateConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -71,6 +73,7 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
             chat=chat or ChatConfig(),
             # The router has its own tests (tests/router, tests/gateway/core/test_free_text.py).
             router=router or RouterConfig(enabled=False),
+            state=state or StateConfig(),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
