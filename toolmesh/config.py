@@ -42,6 +42,11 @@
     quantized = true            # the int8 model; false for fp32
     threshold = 0.3             # fused score below which no function fits
 
+    [jobs]                      # asynchronous calls (Prefer: respond-async), in a SQLite file
+    workers = 4
+    max_attempts = 5            # while the runtime is unavailable; then the job is dead
+    callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
+
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
 `data_dir`) resolve against the file's own directory, so a config works from any directory.
 
@@ -62,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_cache_dir, default_data_dir
+from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -368,6 +374,7 @@ class MeshConfig(_Section):
     chat: ChatConfig = Field(default_factory=ChatConfig)
     kube_scaler: KubeScalerConfig = Field(default_factory=KubeScalerConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -424,7 +431,10 @@ def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
         {key: value for key, value in (("model", router.model), ("tokenizer", router.tokenizer)) if value}
     )
     resolved = {key: config.resolve(value) for key, value in paths.items()}
-    return config.model_copy(update={"router": router.model_copy(update=resolved)})
+    jobs = config.jobs
+    if jobs.path is not None:
+        jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
+    return config.model_copy(update={"router": router.model_copy(update=resolved), "jobs": jobs})
 
 
 def load_config(path: str | Path | None = None) -> MeshConfig:

@@ -1,0 +1,202 @@
+"""The workers that run jobs, in the gateway: claim, call through the core, settle.
+
+What another attempt may fix is retried: an error result whose class is `retryable`
+(`unavailable`, `overloaded`, `rate_limited`: no pod could take the call, or it was cut
+off) waits `backoff * 2**(attempt - 1)` seconds (at most `backoff_max`) and is queued again;
+after `max_attempts` the job is `dead` (the dead-letter list). What another attempt would
+only repeat is final: the function raised, bad arguments, a timeout, a limit of its runtime
+end the job `failed` at once, its result kept. A gateway killed mid-job leaves it `running`
+under a lease; once the lease lapses the job is queued again (so it runs at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+
+from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
+from toolmesh.gateway.core.result_json import result_json
+from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.jobs.callbacks import CallbackSender
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+from toolmesh.gateway.jobs.job_store import JobStore
+from toolmesh.jobs_config import JobsConfig
+
+log = logging.getLogger("toolmesh.jobs")
+
+#: Seconds an idle worker waits before looking for due jobs (retries, another gateway's).
+POLL = 0.5
+#: Callbacks delivered at once.
+CALLBACK_BATCH = 16
+
+
+def backoff(base: float, ceiling: float, attempt: int) -> float:
+    """Seconds to wait after failed attempt number `attempt` (from 1)."""
+    return float(min(ceiling, base * 2.0 ** (attempt - 1)))
+
+
+class JobRunner:
+    def __init__(self, mesh: Mesh, store: JobStore, config: JobsConfig, sender: CallbackSender) -> None:
+        self.mesh = mesh
+        self.store = store
+        self.config = config
+        self.sender = sender
+        #: This gateway's name on the leases it holds.
+        self.worker = uuid.uuid4().hex
+        self._wake = asyncio.Event()
+        self._callbacks_due = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._busy: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    def wake(self) -> None:
+        """A job was queued: an idle worker should look now rather than at its next poll."""
+        self._wake.set()
+
+    async def start(self) -> None:
+        recovered = await self.store.recover(self.config.max_attempts)
+        if recovered:
+            log.info("queued again the jobs of a gateway that stopped", extra={"jobs": recovered})
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"job-worker-{i}") for i in range(self.config.workers)
+        ]
+        self._tasks += [
+            asyncio.create_task(self._deliver(), name="job-callbacks"),
+            asyncio.create_task(self._maintain(), name="job-maintenance"),
+        ]
+
+    def stop_claiming(self) -> None:
+        """Take no new jobs (the gateway is stopping); those running finish or are cut off."""
+        self._stopping = True
+        self._wake.set()
+
+    async def stop(self, grace: float) -> None:
+        """Stop: running jobs get `grace` seconds (the gateway's drain cuts their calls off,
+        which queues them again), then everything is cancelled."""
+        self.stop_claiming()
+        if self._busy:
+            await asyncio.wait(set(self._busy), timeout=grace)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- workers ------------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while not self._stopping:
+            job = await self._claim()
+            if job is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), POLL)
+                self._wake.clear()
+                continue
+            # Shielded from the stop's cancel so that a job is always settled or left leased.
+            task = asyncio.create_task(self._run(job))
+            self._busy.add(task)
+            task.add_done_callback(self._busy.discard)
+            await asyncio.shield(task)
+
+    async def _claim(self) -> Job | None:
+        try:
+            return await self.store.claim(self.worker, self.config.lease)
+        except Exception:
+            log.exception("cannot claim a job")
+            return None
+
+    async def _run(self, job: Job) -> None:
+        # The submit checked the key's scope and spent its rate; the attempt runs as a principal
+        # allowed exactly this function, with no rate limit of its own.
+        principal = Principal(job.owner, (job.function,))
+        request = InvokeRequest(
+            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id)
+        )
+        try:
+            result = await self.mesh.invoke(principal, request, Surface.BATCH)
+        except Exception:
+            log.exception("job attempt failed unexpectedly", extra={"job": job.id})
+            return  # left running: its lease lapses and it runs again
+        job.result = result_json(result)
+        run_after = 0.0
+        error = result.error
+        if error is None:
+            job.status, job.error = JobStatus.SUCCEEDED, None
+        else:
+            job.error = {"code": error.code, "message": error.message}
+            if not error.retryable:
+                job.status = JobStatus.FAILED
+            elif job.attempts >= self.config.max_attempts:
+                job.status = JobStatus.DEAD
+                job.error["message"] = f"{error.message} (after {job.attempts} attempts)"
+            else:
+                job.status = JobStatus.QUEUED
+                run_after = time.time() + backoff(self.config.backoff, self.config.backoff_max, job.attempts)
+        if job.status.finished and job.callback_url is not None:
+            job.callback_state = CallbackState.PENDING
+        if not await self.store.settle(job, self.worker, run_after):
+            log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
+            return
+        log.info(
+            "job %s",
+            job.status.value,
+            extra={"job": job.id, "function": job.function, "attempts": job.attempts},
+        )
+        if job.status.finished and job.callback_url is not None:
+            self._callbacks_due.set()
+
+    # -- callbacks ----------------------------------------------------------------------------
+
+    async def _deliver(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._callbacks_due.wait(), POLL)
+            self._callbacks_due.clear()
+            try:
+                # Held past a whole POST, so no other worker on the same store sends it meanwhile.
+                jobs = await self.store.take_callbacks(CALLBACK_BATCH, self.config.callback_timeout + 5)
+                await asyncio.gather(*(self._deliver_one(job) for job in jobs))
+            except Exception:
+                log.exception("cannot deliver callbacks")
+
+    async def _deliver_one(self, job: Job) -> None:
+        assert job.callback_url is not None
+        body = json.dumps(job.document()).encode()
+        problem = await self.sender.send(job.callback_url, job.id, body)
+        attempts = job.callback_attempts + 1
+        if problem is None:
+            await self.store.callback_done(job.id, CallbackState.DELIVERED, attempts, 0.0)
+            return
+        if attempts >= self.config.callback_attempts:
+            log.warning(
+                "gave up a job's callback", extra={"job": job.id, "attempts": attempts, "why": problem}
+            )
+            await self.store.callback_done(job.id, CallbackState.FAILED, attempts, 0.0)
+            return
+        due = time.time() + backoff(self.config.callback_backoff, self.config.backoff_max, attempts)
+        log.info("job callback failed; retrying", extra={"job": job.id, "attempts": attempts, "why": problem})
+        await self.store.callback_done(job.id, CallbackState.PENDING, attempts, due)
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    async def _maintain(self) -> None:
+        """Renew this gateway's leases, queue again the jobs of gateways whose leases lapsed,
+        purge finished jobs past their TTL."""
+        every = self.config.lease / 3
+        last_purge = 0.0
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.store.renew(self.worker, self.config.lease)
+                if await self.store.recover(self.config.max_attempts):
+                    self.wake()
+                now = time.time()
+                if now - last_purge >= min(60.0, self.config.ttl / 4):
+                    last_purge = now
+                    await self.store.purge(now - self.config.ttl)
+            except Exception:
+                log.exception("job upkeep failed")
