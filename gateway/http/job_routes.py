@@ -13,7 +13,9 @@ body is the arguments, as for a direct call, and a callback URL comes in `X-Call
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from json import dumps
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,7 +25,7 @@ from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.http.adapt import body, caller, json_response
 from toolmesh.gateway.http.payloads import parse_json
-from toolmesh.gateway.jobs.job import JOBS_PATH, Job
+from toolmesh.gateway.jobs.job import JOBS_PATH, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_service import JobService
 
 CALLBACK_HEADER = "x-callback-url"
@@ -105,3 +107,146 @@ def job_routes(jobs: JobService) -> list[Route]:
         Route(JOBS_PATH + "/{id}", cancel, methods=["DELETE"]),
         Route(JOBS_PATH + "/{id}/retry", retry, methods=["POST"]),
     ]
+
+
+def job_openapi(paths: dict[str, Any], errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """Add the job routes to the OpenAPI `paths` (and the invoke route's asynchronous form);
+    returns the schemas they use. `errors(*statuses)` renders error responses."""
+    job_ref = {"$ref": "#/components/schemas/Job"}
+    job_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    accepted_job = {
+        "description": "Queued: the job, with `Location: /v1/jobs/{id}`",
+        "headers": {"Location": {"schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": job_ref}},
+    }
+    invoke = paths["/v1/functions/{name}/invoke"]["post"]
+    invoke["parameters"] = [
+        *invoke["parameters"],
+        {
+            "name": "Prefer",
+            "in": "header",
+            "required": False,
+            "description": "`respond-async`: queue the call as a job and answer 202 at once",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "X-Callback-Url",
+            "in": "header",
+            "required": False,
+            "description": "With `Prefer: respond-async`: where the finished job is POSTed, signed",
+            "schema": {"type": "string"},
+        },
+    ]
+    invoke["responses"]["202"] = accepted_job
+    submit_body = {
+        "type": "object",
+        "required": ["function"],
+        "additionalProperties": False,
+        "properties": {
+            "function": {"type": "string"},
+            "arguments": {"type": "object"},
+            "callback_url": {"type": "string", "format": "uri"},
+        },
+    }
+    paths[JOBS_PATH] = {
+        "post": {
+            "summary": "Call a function asynchronously: queue it as a job",
+            "operationId": "submitJob",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": submit_body}}},
+            "responses": {"202": accepted_job, **errors(400, 401, 403, 404, 413, 422, 429, 503)},
+        },
+        "get": {
+            "summary": "The caller's jobs, newest first (`status=dead`: its dead-letter list)",
+            "operationId": "listJobs",
+            "parameters": [
+                {
+                    "name": "status",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"enum": [s.value for s in JobStatus]},
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1},
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "Jobs",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"jobs": {"type": "array", "items": job_ref}},
+                            }
+                        }
+                    },
+                },
+                **errors(400, 401),
+            },
+        },
+    }
+    paths[JOBS_PATH + "/{id}"] = {
+        "get": {
+            "summary": "A job: its status, attempts, and result or error once finished",
+            "operationId": "getJob",
+            "parameters": [job_id],
+            "responses": {
+                "200": {"description": "The job", "content": {"application/json": {"schema": job_ref}}},
+                **errors(401, 404),
+            },
+        },
+        "delete": {
+            "summary": "Cancel a queued job",
+            "operationId": "cancelJob",
+            "parameters": [job_id],
+            "responses": {
+                "200": {
+                    "description": "The cancelled job",
+                    "content": {"application/json": {"schema": job_ref}},
+                },
+                **errors(400, 401, 404),
+            },
+        },
+    }
+    paths[JOBS_PATH + "/{id}/retry"] = {
+        "post": {
+            "summary": "Queue a dead, failed or cancelled job again",
+            "operationId": "retryJob",
+            "parameters": [job_id],
+            "responses": {"202": accepted_job, **errors(400, 401, 403, 404, 429)},
+        }
+    }
+    return {"Job": _JOB_SCHEMA}
+
+
+_JOB_SCHEMA = {
+    "type": "object",
+    "required": ["id", "function", "status", "status_url", "attempts", "created_at", "updated_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "function": {"type": "string"},
+        "status": {"enum": [s.value for s in JobStatus]},
+        "status_url": {"type": "string"},
+        "attempts": {"type": "integer"},
+        "created_at": {"type": "number", "description": "Unix time"},
+        "updated_at": {"type": "number"},
+        "finished_at": {"type": "number"},
+        "request_id": {"type": "string"},
+        "result": {"$ref": "#/components/schemas/Result"},
+        "error": {
+            "type": "object",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        },
+        "callback": {
+            "type": "object",
+            "properties": {
+                "url": {"type": "string"},
+                "state": {"enum": [s.value for s in CallbackState]},
+                "attempts": {"type": "integer"},
+            },
+        },
+    },
+}
