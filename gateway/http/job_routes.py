@@ -100,11 +100,16 @@ def job_routes(jobs: JobService) -> list[Route]:
         job = await jobs.cancel(caller(mesh, request), request.path_params["id"])
         return json_response(job.document())
 
+    async def jobs_root(request: Request) -> Response:
+        return await (submit(request) if request.method == "POST" else listing(request))
+
+    async def one_job(request: Request) -> Response:
+        return await (cancel(request) if request.method == "DELETE" else get(request))
+
+    # One route per path, so that a wrong method is a 405 naming the path's methods.
     return [
-        Route(JOBS_PATH, submit, methods=["POST"]),
-        Route(JOBS_PATH, listing, methods=["GET"]),
-        Route(JOBS_PATH + "/{id}", get, methods=["GET"]),
-        Route(JOBS_PATH + "/{id}", cancel, methods=["DELETE"]),
+        Route(JOBS_PATH, jobs_root, methods=["GET", "POST"]),
+        Route(JOBS_PATH + "/{id}", one_job, methods=["GET", "DELETE"]),
         Route(JOBS_PATH + "/{id}/retry", retry, methods=["POST"]),
     ]
 
