@@ -252,6 +252,16 @@ async def start_gateway(
     router = RouterService(config.router, llm_api_key=environment.llm_api_key)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
+    jobs = None
+    if config.jobs.enabled:
+        jobs = JobService(mesh, config.jobs, environment.callback_secret)
+        try:
+            await jobs.start()
+        except BaseException:
+            http_socket.close()
+            await pool.close()
+            await router.aclose()
+            raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     servicer = MeshServicer(mesh)
@@ -266,11 +276,6 @@ async def start_gateway(
     for service in ("", MESH_SERVICE):
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
-
-    jobs = None
-    if config.jobs.enabled:
-        jobs = JobService(mesh, config.jobs, environment.callback_secret)
-        await jobs.start()
 
     mcp = McpEndpoint(mesh, config.mcp) if config.mcp.enabled else None
     if mcp is not None:

@@ -8,8 +8,10 @@ caller sees only its own jobs (those its key, by name, submitted): another's job
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 
+from toolmesh.config import ConfigError
 from toolmesh.errors import InvalidRequest, JobNotFound
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
@@ -41,7 +43,13 @@ class JobService:
         )
 
     async def start(self) -> None:
-        await self.store.open()
+        try:
+            await self.store.open()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"jobs: cannot open the jobs file {self.config.file()}: {exc};"
+                " set [jobs] path to a writable file, or [jobs] enabled = false"
+            ) from None
         await self.runner.start()
 
     async def stop(self, grace: float) -> None:

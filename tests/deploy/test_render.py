@@ -303,3 +303,25 @@ def test_a_relative_catalog_names_the_file_in_the_image() -> None:
     )
     cluster = parse_config(_toml(render(MeshConfig(runtimes=runtimes))))
     assert [r.catalog for r in cluster.runtimes] == [None, "/app/catalogs/near.json", "/srv/far.json"]
+
+
+def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() -> None:
+    # Each gateway replica would hold its own SQLite queue: a job submitted through one replica
+    # would not be found through another.
+    runtimes = '[[runtimes]]\nname = "w"\nmodules = ["examples.weather"]\n'
+    default = parse_config(tomllib.loads(runtimes))
+    assert _toml(render(default))["jobs"] == {"enabled": False}
+    chosen = parse_config(
+        tomllib.loads(runtimes + '[jobs]\nenabled = true\nworkers = 2\ncallback_secret_env = "HOOK"\n')
+    )
+    files = render(chosen)
+    assert _toml(files)["jobs"] == {
+        "workers": 2,
+        "callback_secret_env": "HOOK",
+        "path": "/tmp/toolmesh/jobs.sqlite3",  # the gateway's one writable volume
+    }
+    (gateway,) = containers(one(list(files.values()), "Deployment", GATEWAY))
+    assert {
+        "name": "HOOK",
+        "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "HOOK"}},
+    } in gateway["env"]
