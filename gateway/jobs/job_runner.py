@@ -49,15 +49,24 @@ class JobRunner:
         self.sender = sender
         #: This gateway's name on the leases it holds.
         self.worker = uuid.uuid4().hex
-        self._wake = asyncio.Event()
+        #: Idle workers, each waiting on its future; `wake` rouses one (not a thundering herd of
+        #: claims that all but one find empty).
+        self._idle: list[asyncio.Future[None]] = []
+        #: Wakes that found no idle worker: a worker about to sleep claims again instead.
+        self._missed = 0
         self._callbacks_due = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     def wake(self) -> None:
-        """A job was queued: an idle worker should look now rather than at its next poll."""
-        self._wake.set()
+        """A job was queued: one idle worker should look now rather than at its next poll."""
+        while self._idle:
+            waiter = self._idle.pop()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._missed += 1
 
     async def start(self) -> None:
         recovered = await self.store.recover(self.config.max_attempts)
@@ -74,7 +83,9 @@ class JobRunner:
     def stop_claiming(self) -> None:
         """Take no new jobs (the gateway is stopping); those running finish or are cut off."""
         self._stopping = True
-        self._wake.set()
+        for waiter in self._idle:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def stop(self, grace: float) -> None:
         """Stop: running jobs get `grace` seconds (the gateway's drain cuts their calls off,
@@ -92,9 +103,15 @@ class JobRunner:
         while not self._stopping:
             job = await self._claim()
             if job is None:
+                if self._missed:
+                    self._missed = 0  # a job came while this claim ran: look again
+                    continue
+                waiter = asyncio.get_running_loop().create_future()
+                self._idle.append(waiter)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), POLL)
-                self._wake.clear()
+                    await asyncio.wait_for(waiter, POLL)
+                if waiter in self._idle:
+                    self._idle.remove(waiter)
                 continue
             # Shielded from the stop's cancel so that a job is always settled or left leased.
             task = asyncio.create_task(self._run(job))
