@@ -136,7 +136,8 @@ async def bench(http_port: int, args: argparse.Namespace) -> dict[str, Any]:
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:  # noqa: ASYNC110 - uvicorn offers a flag, not an event
         await asyncio.sleep(0.01)
-    limits = httpx.Limits(max_connections=CONCURRENCY * 2)
+    # Idle connections are dropped before uvicorn's 5 s keep-alive ends them under the client.
+    limits = httpx.Limits(max_connections=CONCURRENCY * 2, keepalive_expiry=1.0)
     results: dict[str, Any] = {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{http_port}", timeout=60, limits=limits) as http:
         for _ in range(50):  # warm-up: connections, the pod, SQLite's pages

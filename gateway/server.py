@@ -264,7 +264,7 @@ async def start_gateway(
             raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    servicer = MeshServicer(mesh)
+    servicer = MeshServicer(mesh, jobs)
     mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
     if pods_server is not None:
         mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)

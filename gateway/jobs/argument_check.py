@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolmesh.errors import InvalidArguments, Violation
+from toolmesh.errors import InvalidArguments, InvalidRequest, Violation
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -60,7 +60,12 @@ def _types(schema: Mapping[str, Any]) -> set[str] | None:
 
 def check_arguments(schema: Mapping[str, Any], arguments: bytes) -> None:
     """Raise InvalidArguments naming every top-level problem of `arguments` (a JSON object)."""
-    values = json.loads(arguments)
+    try:
+        values = json.loads(arguments)
+    except (ValueError, RecursionError):
+        raise InvalidRequest("arguments are not valid JSON", param="arguments") from None
+    if not isinstance(values, dict):
+        raise InvalidRequest("arguments must be a JSON object", param="arguments")
     properties: Mapping[str, Any] = schema.get("properties") or {}
     required = set(schema.get("required") or ())
     problems: list[Violation] = []
