@@ -71,6 +71,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/adversarial.py
 	$(BIN)/python bench/stream_latency.py
 	$(BIN)/python bench/chat_stream.py
+	$(BIN)/python bench/async_jobs.py
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

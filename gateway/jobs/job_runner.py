@@ -32,7 +32,7 @@ log = logging.getLogger("toolmesh.jobs")
 
 #: Seconds an idle worker waits before looking for due jobs (retries, another gateway's).
 POLL = 0.5
-#: Callbacks delivered at once.
+#: Callbacks being delivered at once.
 CALLBACK_BATCH = 16
 
 
@@ -57,6 +57,8 @@ class JobRunner:
         self._callbacks_due = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
+        #: Callbacks being delivered (an unfinished one is delivered again after a restart).
+        self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     def wake(self) -> None:
@@ -93,9 +95,9 @@ class JobRunner:
         self.stop_claiming()
         if self._busy:
             await asyncio.wait(set(self._busy), timeout=grace)
-        for task in self._tasks:
+        for task in (*self._tasks, *self._sending):
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._sending, return_exceptions=True)
 
     # -- workers ------------------------------------------------------------------------------
 
@@ -169,18 +171,35 @@ class JobRunner:
     # -- callbacks ----------------------------------------------------------------------------
 
     async def _deliver(self) -> None:
+        """Up to CALLBACK_BATCH deliveries in flight; each one that ends makes room for the next,
+        so one slow receiver holds up no other."""
+        sending = self._sending
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._callbacks_due.wait(), POLL)
             self._callbacks_due.clear()
+            room = CALLBACK_BATCH - len(sending)
+            if room <= 0:
+                continue
             try:
                 # Held past a whole POST, so no other worker on the same store sends it meanwhile.
-                jobs = await self.store.take_callbacks(CALLBACK_BATCH, self.config.callback_timeout + 5)
-                await asyncio.gather(*(self._deliver_one(job) for job in jobs))
+                jobs = await self.store.take_callbacks(room, self.config.callback_timeout + 5)
             except Exception:
-                log.exception("cannot deliver callbacks")
+                log.exception("cannot read the callbacks due")
+                continue
+            for job in jobs:
+                task = asyncio.create_task(self._deliver_one(job))
+                sending.add(task)
+                task.add_done_callback(sending.discard)
+                task.add_done_callback(lambda _: self._callbacks_due.set())
 
     async def _deliver_one(self, job: Job) -> None:
+        try:
+            await self._send_callback(job)
+        except Exception:
+            log.exception("cannot deliver a job's callback", extra={"job": job.id})
+
+    async def _send_callback(self, job: Job) -> None:
         assert job.callback_url is not None
         body = json.dumps(job.document()).encode()
         problem = await self.sender.send(job.callback_url, job.id, body)
