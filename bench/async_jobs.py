@@ -55,7 +55,7 @@ class Receiver:
         self.expected = 0
 
     async def hook(self, request: Request) -> Response:
-        job_id = request.headers["idempotency-key"]
+        job_id = request.headers["x-toolmesh-job-id"]
         await request.body()
         now = time.perf_counter()
         if job_id not in self.arrived:

@@ -3,7 +3,9 @@
 Each POST carries the job document (as `GET /v1/jobs/{id}` answers it) and:
 
     Content-Type: application/json
-    Idempotency-Key: <job id>           the same on every delivery of one job
+    Idempotency-Key: <job id>.<n>       the same on every delivery of one outcome; a job retried
+                                        after it finished gets a new one for its new outcome
+    X-Toolmesh-Job-Id: <job id>
     X-Toolmesh-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>." + body)>
 
 A receiver checks the signature with `verify_signature` (or the same three lines in any
@@ -79,13 +81,14 @@ class CallbackSender:
         self._secret = secret
         self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
 
-    async def send(self, url: str, job_id: str, body: bytes) -> str | None:
-        """Deliver once: None on a 2xx, else why not."""
+    async def send(self, url: str, job_id: str, key: str, body: bytes) -> str | None:
+        """Deliver once, with `key` as the Idempotency-Key: None on a 2xx, else why not."""
         if self._secret is None:
             return "no signing secret is configured"
         headers = {
             "Content-Type": "application/json",
-            "Idempotency-Key": job_id,
+            "Idempotency-Key": key,
+            "X-Toolmesh-Job-Id": job_id,
             SIGNATURE_HEADER: signature(self._secret, body, int(time.time())),
         }
         try:

@@ -202,7 +202,9 @@ class JobRunner:
     async def _send_callback(self, job: Job) -> None:
         assert job.callback_url is not None
         body = json.dumps(job.document()).encode()
-        problem = await self.sender.send(job.callback_url, job.id, body)
+        # One key per outcome: the finish time (ms) tells a retried job's new outcome from its old.
+        key = f"{job.id}.{round((job.finished or 0.0) * 1000)}"
+        problem = await self.sender.send(job.callback_url, job.id, key, body)
         attempts = job.callback_attempts + 1
         if problem is None:
             await self.store.callback_done(job.id, CallbackState.DELIVERED, attempts, 0.0)

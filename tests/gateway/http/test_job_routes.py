@@ -214,7 +214,9 @@ async def test_callbacks_arrive_once_signed_and_are_retried(
         delivered = await receiver.wait_for(2)
         done = await wait_job(http, first["id"], lambda d: d["callback"]["state"] == "delivered")
         await wait_job(http, second["id"], lambda d: d["callback"]["state"] == "delivered")
-    by_job = {d.headers["idempotency-key"]: d for d in delivered}
+    by_job = {d.headers["x-toolmesh-job-id"]: d for d in delivered}
+    for job_id, delivery in by_job.items():
+        assert delivery.headers["idempotency-key"].startswith(job_id + ".")
     assert set(by_job) == {first["id"], second["id"]}
     for delivery in delivered:
         assert verify_signature("s3cret", delivery.body, delivery.headers[SIGNATURE_HEADER.lower()])
