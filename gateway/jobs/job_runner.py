@@ -75,7 +75,8 @@ class JobRunner:
         if recovered:
             log.info("queued again the jobs of a gateway that stopped", extra={"jobs": recovered})
         self._tasks = [
-            asyncio.create_task(self._work(), name=f"job-worker-{i}") for i in range(self.config.workers)
+            asyncio.create_task(self._work(polls=i == 0), name=f"job-worker-{i}")
+            for i in range(self.config.workers)
         ]
         self._tasks += [
             asyncio.create_task(self._deliver(), name="job-callbacks"),
@@ -101,7 +102,10 @@ class JobRunner:
 
     # -- workers ------------------------------------------------------------------------------
 
-    async def _work(self) -> None:
+    async def _work(self, polls: bool) -> None:
+        """Claim and run jobs. Idle, only the worker that `polls` looks for due jobs (retries
+        after their backoff, jobs queued by another gateway) every POLL seconds; the others
+        sleep until a submit, or a worker that found a job, wakes them."""
         while not self._stopping:
             job = await self._claim()
             if job is None:
@@ -111,10 +115,11 @@ class JobRunner:
                 waiter = asyncio.get_running_loop().create_future()
                 self._idle.append(waiter)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter, POLL)
+                    await asyncio.wait_for(waiter, POLL if polls else None)
                 if waiter in self._idle:
                     self._idle.remove(waiter)
                 continue
+            self.wake()  # there may be more: another idle worker looks too
             # Shielded from the stop's cancel so that a job is always settled or left leased.
             task = asyncio.create_task(self._run(job))
             self._busy.add(task)
