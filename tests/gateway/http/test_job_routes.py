@@ -232,3 +232,24 @@ async def test_callbacks_arrive_once_signed_and_are_retried(
     # Nothing more arrives: each result once.
     await asyncio.sleep(0.8)
     assert len(receiver.deliveries) == 2 and receiver.attempts == 3
+
+
+async def test_a_callback_that_keeps_failing_is_given_up_and_the_result_kept(
+    gateway_factory: StartGateway, receiver: Receiver, tmp_path: Any
+) -> None:
+    receiver.statuses = [500, 503, 500, 500]
+    jobs = JobsConfig(
+        path=tmp_path / "hooks.sqlite3",
+        callback_secret_env="HOOK_SECRET",
+        callback_backoff=0.05,
+        callback_attempts=2,
+    )
+    gateway = await gateway_factory(environ={"HOOK_SECRET": "s3cret"}, jobs=jobs)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        headers = {**ASYNC, "X-Callback-Url": receiver.url}
+        job = (await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=headers)).json()
+        done = await wait_job(http, job["id"], lambda d: d["callback"]["state"] != "pending")
+        assert done["callback"] == {"url": receiver.url, "state": "failed", "attempts": 2}
+        assert done["status"] == "succeeded" and done["result"]["structured"] == 2
+        await asyncio.sleep(0.5)
+        assert receiver.attempts == 2 and receiver.deliveries == []
