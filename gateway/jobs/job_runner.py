@@ -18,6 +18,7 @@ import logging
 import time
 import uuid
 
+from toolmesh.errors import InternalError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
@@ -27,6 +28,7 @@ from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.runtimes.functions.results import ErrorInfo, Result
 
 log = logging.getLogger("toolmesh.jobs")
 
@@ -57,6 +59,9 @@ class JobRunner:
         self._callbacks_due = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
+        #: The ids of the jobs this gateway runs now: only their leases are renewed, so a job
+        #: whose worker lost track of it (a failed write) lapses and runs again.
+        self._held: set[str] = set()
         #: Callbacks being delivered (an unfinished one is delivered again after a restart).
         self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -121,10 +126,18 @@ class JobRunner:
                 continue
             self.wake()  # there may be more: another idle worker looks too
             # Shielded from the stop's cancel so that a job is always settled or left leased.
+            self._held.add(job.id)
             task = asyncio.create_task(self._run(job))
             self._busy.add(task)
             task.add_done_callback(self._busy.discard)
-            await asyncio.shield(task)
+            try:
+                await asyncio.shield(task)
+            except Exception:
+                log.exception(
+                    "cannot settle a job; it runs again when its lease lapses", extra={"job": job.id}
+                )
+            finally:
+                self._held.discard(job.id)
 
     async def _claim(self) -> Job | None:
         try:
@@ -143,8 +156,10 @@ class JobRunner:
         try:
             result = await self.mesh.invoke(principal, request, Surface.BATCH)
         except Exception:
+            # A bug, not the call's fault: counted as an attempt that another may get past.
             log.exception("job attempt failed unexpectedly", extra={"job": job.id})
-            return  # left running: its lease lapses and it runs again
+            failure = ErrorInfo(InternalError.code, "internal error; see the gateway's log", retryable=True)
+            result = Result.failure(failure)
         job.result = result_json(result)
         run_after = 0.0
         error = result.error
@@ -234,7 +249,7 @@ class JobRunner:
         while True:
             await asyncio.sleep(every)
             try:
-                await self.store.renew(self.worker, self.config.lease)
+                await self.store.renew(self.worker, sorted(self._held), self.config.lease)
                 if await self.store.recover(self.config.max_attempts):
                     self.wake()
                 now = time.time()

@@ -34,8 +34,8 @@ class JobStore(Protocol):
         `worker` for `lease` seconds."""
         ...
 
-    async def renew(self, worker: str, lease: float) -> None:
-        """Extend the lease of every job `worker` holds."""
+    async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
+        """Extend the lease of these jobs, if `worker` still holds them."""
         ...
 
     async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:

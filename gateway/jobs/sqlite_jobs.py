@@ -178,11 +178,14 @@ class SqliteJobStore:
         )
         return None if row is None else _job(row)
 
-    async def renew(self, worker: str, lease: float) -> None:
+    async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
+        if not job_ids:
+            return
+        until = time.time() + lease
         await self._run(
-            lambda db: db.execute(
-                "UPDATE jobs SET lease_until = ? WHERE status = 'running' AND worker = ?",
-                (time.time() + lease, worker),
+            lambda db: db.executemany(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' AND worker = ?",
+                [(until, job_id, worker) for job_id in job_ids],
             )
         )
 

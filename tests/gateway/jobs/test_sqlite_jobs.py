@@ -70,10 +70,12 @@ async def test_renewed_leases_hold_and_jobs_out_of_attempts_are_dead(open_store:
     held, spent = _job(), _job(callback="http://127.0.0.1:9/hook")
     await store.add(held, 10)
     await store.add(spent, 10)
-    assert await store.claim("g", lease=0.3) is not None
-    assert await store.claim("g", lease=0.3) is not None
+    first = await store.claim("g", lease=0.3)
+    second = await store.claim("g", lease=0.3)
+    assert first is not None and second is not None
     await asyncio.sleep(0.2)
-    await store.renew("g", lease=0.3)
+    await store.renew("g", [first.id, second.id], lease=0.3)
+    await store.renew("other", [first.id], lease=60)  # not its job: no effect
     await asyncio.sleep(0.2)
     assert await store.recover(max_attempts=1) == 0
     await asyncio.sleep(0.3)
