@@ -211,11 +211,28 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
             router[field] = _in_image(Path(router[field]), config.directory)
     if router:
         document["router"] = router
+    document["jobs"] = _cluster_jobs(config)
     header = (
         "toolmesh.toml for the gateway on Kubernetes, written by `toolmesh deploy render`.\n"
         "Runtimes with modules run as Deployments of their own, reached at their headless Services."
     )
     return toml_writer.dumps(document, header)
+
+
+#: Where a gateway replica keeps its SQLite jobs: its one writable volume (survives restarts
+#: of its container, not of its pod).
+CLUSTER_JOBS_PATH = "/tmp/toolmesh/jobs.sqlite3"
+
+
+def _cluster_jobs(config: MeshConfig) -> dict[str, Any]:
+    """The `[jobs]` section in the cluster. SQLite jobs belong to one gateway replica, so a job
+    submitted through one replica is not found through another: they are off unless the
+    config turns them on (`enabled = true`, e.g. with one replica)."""
+    jobs = config.jobs.model_dump(mode="json", exclude_defaults=True)
+    jobs.pop("path", None)
+    if "enabled" not in config.jobs.model_fields_set:
+        return {**jobs, "enabled": False}
+    return {**jobs, "path": CLUSTER_JOBS_PATH} if config.jobs.enabled else jobs
 
 
 def _retarget(node: Any, runtime: str) -> Any:
@@ -236,10 +253,12 @@ def _container(deployment: Manifest) -> dict[str, Any]:
 
 def secret_variables(config: MeshConfig) -> list[str]:
     """The gateway's environment variables that hold secrets (API keys, the chat upstream's
-    and the router LLM's keys): each comes from the `toolmesh-keys` Secret, never the ConfigMap."""
+    and the router LLM's keys, the jobs' callback secret): each comes from the `toolmesh-keys`
+    Secret, never the ConfigMap."""
     found = [key.key_env for key in config.keys]
     found.append(config.chat.api_key_env)
     found.append(config.router.llm.api_key_env if config.router.llm is not None else None)
+    found.append(config.jobs.callback_secret_env)
     return list(dict.fromkeys(v for v in found if v is not None))
 
 

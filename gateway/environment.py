@@ -4,6 +4,7 @@
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
+    jobs.callback_secret_env       the secret that signs job result callbacks
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
     KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
     OTEL_*                         whether to trace, and as which service (toolmesh/tracing.py)
@@ -44,6 +45,8 @@ class GatewayEnvironment:
     tracing: str | None = None
     #: Where the state shared with other replicas lives (a Redis URL); None: in this process.
     state_url: str | None = field(default=None, repr=False)
+    #: The secret that signs job callbacks; None: callbacks are refused.
+    callback_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -65,7 +68,18 @@ class GatewayEnvironment:
             runtime_tokens=_runtime_tokens(config, environ),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
             state_url=_state_url(config, environ),
+            callback_secret=_callback_secret(config, environ),
         )
+
+
+def _callback_secret(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+    name = config.jobs.callback_secret_env
+    if name is None:
+        return None
+    value = env.get(name)
+    if not value:
+        raise ConfigError(f"jobs: environment variable {name} is not set")
+    return value
 
 
 def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str]:

@@ -50,6 +50,7 @@ from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.request_log import RequestLog
+from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
@@ -141,6 +142,8 @@ class Gateway:
     traced: bool = False
     #: Rate limits, sessions and list_changed: local, or shared with other replicas (`[state]`).
     state: SharedState | None = field(default=None, repr=False)
+    #: Asynchronous calls (`[jobs]`), unless turned off.
+    jobs: JobService | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -157,9 +160,14 @@ class Gateway:
         self.http_server.config.timeout_graceful_shutdown = math.ceil(grace + DELIVERY_MARGIN)
         self.http_server.should_exit = True
         grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
+        if self.jobs is not None:
+            self.jobs.runner.stop_claiming()
         cut = await self.mesh.drain.wait(grace)
         if cut:
             log.warning(f"cut off {cut} call(s) still running after the drain grace of {grace:g} s")
+        if self.jobs is not None:
+            # Their calls are over (or were cut off, which queued the jobs again): record them.
+            await self.jobs.stop(DELIVERY_MARGIN)
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
         await grpc_stopped
@@ -251,9 +259,19 @@ async def start_gateway(
     router = RouterService(config.router, llm_api_key=environment.llm_api_key, sessions=state.sessions)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
+    jobs = None
+    if config.jobs.enabled:
+        jobs = JobService(mesh, config.jobs, environment.callback_secret)
+        try:
+            await jobs.start()
+        except BaseException:
+            http_socket.close()
+            await pool.close()
+            await router.aclose()
+            raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    servicer = MeshServicer(mesh)
+    servicer = MeshServicer(mesh, jobs)
     mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
     if pods_server is not None:
         mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)
@@ -275,7 +293,11 @@ async def start_gateway(
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
     app = create_app(
-        mesh, ready=pool.readiness, extra_routes=routes, allowed_origins=config.mcp.allowed_origins
+        mesh,
+        ready=pool.readiness,
+        extra_routes=routes,
+        allowed_origins=config.mcp.allowed_origins,
+        jobs=jobs,
     )
     request_log = RequestLog(app, auth, log=settings.access_log)
     # The header and body timeouts and the connection cap live in the protocol class, on httptools.
@@ -342,6 +364,7 @@ async def start_gateway(
         rpc_log,
         traced,
         state,
+        jobs,
     )
 
 

@@ -95,6 +95,18 @@ def test_a_config_file_records_its_directory_and_paths_resolve_there(tmp_path: P
     assert config.router.cache_dir == tmp_path.resolve() / "cache"
 
 
+def test_the_jobs_file_resolves_beside_the_config_or_lives_in_the_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolmesh.toml").write_text('[jobs]\npath = "state/jobs.sqlite3"\nworkers = 2\n')
+    config = load_config(tmp_path / "toolmesh.toml")
+    assert config.jobs.file() == tmp_path.resolve() / "state/jobs.sqlite3" and config.jobs.workers == 2
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert load_config(None).jobs.file() == tmp_path / "data" / "toolmesh" / "jobs.sqlite3"
+    with pytest.raises(ConfigError, match=r"jobs\.lease: Input should be greater than or equal to 0\.5"):
+        parse_config(tomllib.loads("[jobs]\nlease = 0.1\n"))
+
+
 def test_directory_is_not_a_key_of_the_file() -> None:
     with pytest.raises(ConfigError, match=r"toolmesh\.toml: directory: Extra inputs are not permitted"):
         parse_config({"directory": "/elsewhere"}, "toolmesh.toml")

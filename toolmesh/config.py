@@ -44,6 +44,10 @@
 
     [state]                     # many gateways: rate limits, sessions and list_changed shared
     url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process (one gateway)
+    [jobs]                      # asynchronous calls (Prefer: respond-async), in a SQLite file
+    workers = 4
+    max_attempts = 5            # while the runtime is unavailable; then the job is dead
+    callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
 `data_dir`) resolve against the file's own directory, so a config works from any directory.
@@ -65,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_cache_dir, default_data_dir
+from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -406,6 +411,7 @@ class MeshConfig(_Section):
     kube_scaler: KubeScalerConfig = Field(default_factory=KubeScalerConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     state: StateConfig = Field(default_factory=StateConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -462,7 +468,10 @@ def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
         {key: value for key, value in (("model", router.model), ("tokenizer", router.tokenizer)) if value}
     )
     resolved = {key: config.resolve(value) for key, value in paths.items()}
-    return config.model_copy(update={"router": router.model_copy(update=resolved)})
+    jobs = config.jobs
+    if jobs.path is not None:
+        jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
+    return config.model_copy(update={"router": router.model_copy(update=resolved), "jobs": jobs})
 
 
 def load_config(path: str | Path | None = None) -> MeshConfig:

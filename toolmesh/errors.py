@@ -12,6 +12,7 @@ own::
     ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
+    ├── JobNotFound            404  NOT_FOUND           no job by that id (or one of another key)
     ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
     ├── RateLimited            429  RESOURCE_EXHAUSTED  per-key rate limit hit
     ├── ResourceExhausted      507  RESOURCE_EXHAUSTED  a call passed its runtime's memory or result limit
@@ -143,6 +144,16 @@ class FunctionNotFound(ToolmeshError):
     jsonrpc_code = -32602
 
 
+class JobNotFound(ToolmeshError):
+    """No asynchronous job has that id for this caller: a job of another key is not found either."""
+
+    code = "job_not_found"
+    http_status = 404
+    grpc_status = grpc.StatusCode.NOT_FOUND
+    openai_type = "not_found_error"
+    jsonrpc_code = -32602
+
+
 class PayloadTooLarge(ToolmeshError):
     """The request body is larger than the configured limit."""
 
@@ -243,6 +254,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     Unauthenticated,
     PermissionDenied,
     FunctionNotFound,
+    JobNotFound,
     PayloadTooLarge,
     RateLimited,
     Overloaded,

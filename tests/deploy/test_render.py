@@ -332,3 +332,25 @@ def test_redis_comes_with_the_option_in_any_namespace() -> None:
     for name in ("statefulset-redis.yaml", "service-redis.yaml", "networkpolicy-redis.yaml"):
         assert files[name]["metadata"]["namespace"] == "tools"
     assert files["secret-toolmesh-state.yaml"]["stringData"] == {"url": "redis://toolmesh-redis:6379/0"}
+
+
+def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() -> None:
+    # Each gateway replica would hold its own SQLite queue: a job submitted through one replica
+    # would not be found through another.
+    runtimes = '[[runtimes]]\nname = "w"\nmodules = ["examples.weather"]\n'
+    default = parse_config(tomllib.loads(runtimes))
+    assert _toml(render(default))["jobs"] == {"enabled": False}
+    chosen = parse_config(
+        tomllib.loads(runtimes + '[jobs]\nenabled = true\nworkers = 2\ncallback_secret_env = "HOOK"\n')
+    )
+    files = render(chosen)
+    assert _toml(files)["jobs"] == {
+        "workers": 2,
+        "callback_secret_env": "HOOK",
+        "path": "/tmp/toolmesh/jobs.sqlite3",  # the gateway's one writable volume
+    }
+    (gateway,) = containers(one(list(files.values()), "Deployment", GATEWAY))
+    assert {
+        "name": "HOOK",
+        "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "HOOK"}},
+    } in gateway["env"]
