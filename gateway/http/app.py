@@ -11,6 +11,7 @@ GET  /v1/namespaces                   namespaces plus a ready-made system messag
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
+GET  /ui/...                          the web console: static files calling this API (console/)
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
@@ -37,6 +38,7 @@ from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
 from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
+from toolmesh.gateway.http.console import console_routes
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
@@ -186,6 +188,7 @@ def create_app(
         *metrics_routes(mesh),
         *free_text_routes(mesh),
         *admin_routes(mesh),
+        *console_routes(),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {
