@@ -117,7 +117,7 @@ export class Catalog {
         form.element, h("button", { type: "submit" }, "Invoke")),
       output,
       h("h4", {}, "Definition"),
-      block("Input schema", spec.parameters, true),
+      block("Input schema", spec.parameters),
       block("Output schema", spec.output_schema),
       block("OpenAI tool", this.tools.openai.get(tool)),
       block("MCP tool", this.tools.mcp.get(tool)),
