@@ -7,7 +7,9 @@ function resolve(schema, root) {
   let current = schema || {};
   for (let hops = 0; current.$ref && hops < 10; hops += 1) {
     const parts = current.$ref.replace(/^#\//, "").split("/");
-    current = parts.reduce((node, part) => (node ? node[part] : undefined), root) || {};
+    const target = parts.reduce((node, part) => (node ? node[part] : undefined), root) || {};
+    // Words beside a $ref (the argument's own description) say more than the referenced type's.
+    current = { ...target, description: current.description || target.description };
   }
   // Optional[X] is anyOf [X, null]: show X.
   const variants = current.anyOf || current.oneOf;
@@ -46,7 +48,7 @@ class Field {
       const choices = this.kind === "enum" ? this.schema.enum : [true, false];
       this.input = h("select", common,
         h("option", { value: "" }, this.required ? "(choose)" : "(not set)"),
-        choices.map((choice, index) => h("option", { value: String(index) }, JSON.stringify(choice))));
+        choices.map((choice, index) => h("option", { value: String(index) }, typeof choice === "string" ? choice : JSON.stringify(choice))));
       this.choices = choices;
     } else if (this.kind === "json") {
       this.input = h("textarea", { ...common, rows: 3, spellcheck: "false", class: "code",

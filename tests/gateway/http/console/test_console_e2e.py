@@ -179,3 +179,67 @@ def test_a_key_sees_only_the_functions_it_may_call(
 
     # Without the key nothing is shown (the 401 that says so is the only error).
     assert browser.unexpected_errors(401) == []
+
+
+CONSOLE_TOOLS = """
+[[runtimes]]
+name = "shapes"
+modules = ["console_tools"]
+min_replicas = 1
+"""
+
+
+def test_the_form_follows_the_schema_and_places_nested_errors(
+    up: StartUp, browser: Browser, tmp_path: Path, router_cache: Path
+) -> None:
+    gateway = up(runtimes=CONSOLE_TOOLS, env=user_dirs(tmp_path, router_cache))
+    page = browser.page
+    page.goto(f"http://127.0.0.1:{gateway.http_port}/ui/")
+    page.get_by_role("button", name="plot", exact=True).click()
+    detail = page.locator("#function-detail")
+    invoke = detail.get_by_role("button", name="Invoke")
+    point = detail.get_by_role("group", name="point")
+    x = point.get_by_role("textbox", name="x (integer)", exact=True)
+    tags = detail.get_by_role("textbox", name="tags (array)", exact=True)
+    expect(detail.get_by_role("combobox", name="shape (one of)")).to_have_value("")
+    expect(detail).to_contain_text("Where to draw it.")  # the argument's words, not Point's
+
+    # An array field takes JSON, checked before anything is sent.
+    tags.fill("[oops")
+    invoke.click()
+    expect(detail.locator('.field[data-path="tags"] .field-error')).to_contain_text("not valid JSON")
+    expect(tags).to_be_focused()
+    expect(detail.locator(".invoke-output")).to_be_empty()
+
+    # The gateway's errors: the missing object on its fieldset, then a nested field's on that field.
+    tags.fill('["a", "b"]')
+    invoke.click()
+    expect(detail.locator('.field[data-path="point"] > .field-error')).to_have_text(
+        "point: missing required argument"
+    )
+    x.fill("1.5")
+    invoke.click()
+    expect(detail.locator('.field[data-path="point.x"] .field-error')).to_contain_text("point.x: expected")
+    expect(detail.locator('.field[data-path="point"] > .field-error')).to_be_empty()
+
+    # Enums and booleans as selects, numbers parsed: the result as a JSON tree.
+    x.fill("3")
+    detail.get_by_role("combobox", name="shape (one of)").select_option(label="square")
+    detail.get_by_role("combobox", name="filled (boolean)").select_option(label="true")
+    detail.get_by_role("textbox", name="scale (number)").fill("2.5")
+    invoke.click()
+    tree = detail.get_by_test_id("result").locator(".result-json")
+    expect(tree).to_contain_text('shape: "square"')
+    expect(tree).to_contain_text("filled: true")
+    expect(tree).to_contain_text("scale: 2.5")
+    expect(tree).to_contain_text('"b"')
+
+    # Image content is shown as an image.
+    page.get_by_role("button", name="pixel", exact=True).click()
+    detail.get_by_role("button", name="Invoke").click()
+    image = detail.get_by_role("img", name="image result 1 (image/png)")
+    expect(image).to_be_visible()
+    assert image.evaluate("img => img.naturalWidth") == 1
+
+    assert browser.unexpected_errors(422) == []
+    assert len(browser.errors) == 2, browser.errors  # the two 422s asked for above
