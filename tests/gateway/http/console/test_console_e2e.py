@@ -148,7 +148,10 @@ def test_search_invoke_and_route_through_the_console(
     page.get_by_role("button", name="Execute (dry run)").click()
     arguments = output.get_by_role("table", name="Extracted arguments")
     expect(arguments.get_by_role("row", name=re.compile(r"^a 2"))).to_be_visible()
+    expect(output).to_contain_text("Dry run: not called.")
     browser.screenshot("prompt", "#prompt")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(output.get_by_test_id("result")).to_contain_text("Result")
 
     assert browser.unexpected_errors(422) == []
     assert len(browser.errors) == 1, browser.errors  # the one 422 asked for above
@@ -165,17 +168,24 @@ def test_a_key_sees_only_the_functions_it_may_call(
     key = page.get_by_label("API key")
     expect(key).to_be_focused()
 
+    # Keyboard only: Enter submits the key, the search; a function opens from its focused link.
     key.fill("narrow-secret")
-    page.get_by_role("button", name="Use key").click()
+    key.press("Enter")
     expect(page.get_by_role("status")).to_contain_text("1 functions for this key")
     listed = page.get_by_role("navigation", name="Functions").locator(".function-link")
     expect(listed).to_have_text(["add"])
     assert page.evaluate("sessionStorage.length") == 1
 
-    page.get_by_label("Search functions").fill("increase the counter")
-    page.get_by_role("button", name="Search", exact=True).click()
+    search = page.get_by_label("Search functions")
+    search.fill("increase the counter")
+    search.press("Enter")
     expect(page.locator("#search-note")).to_contain_text("ranked by the router")
     expect(listed).to_have_text(["add"])
+    listed.first.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="add", exact=True)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("textbox", name="a (integer)", exact=True)).to_be_focused()
 
     # Without the key nothing is shown (the 401 that says so is the only error).
     assert browser.unexpected_errors(401) == []
