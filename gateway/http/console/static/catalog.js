@@ -1,10 +1,10 @@
 // The catalog: runtimes, namespaces and functions the key may call, searched through the
 // router, and one function's schema, tool forms and a form to try it.
 
-import { api, ApiError, toolName } from "./api.js";
+import { api, apiEvents, ApiError, toolName } from "./api.js";
 import { h, pretty } from "./dom.js";
 import { schemaForm } from "./schema_form.js";
-import { resultView, errorView } from "./result_view.js";
+import { contentItem, resultView, errorView } from "./result_view.js";
 
 export class Catalog {
   constructor(status) {
@@ -92,9 +92,10 @@ export class Catalog {
       const args = form.read();
       if (args === null) return;
       output.replaceChildren(h("p", { class: "muted" }, "Calling…"));
+      const path = `v1/functions/${encodeURIComponent(spec.name)}/invoke`;
       try {
-        const result = await api(`v1/functions/${encodeURIComponent(spec.name)}/invoke`, args);
-        output.replaceChildren(resultView(result));
+        if (spec.streaming) await stream(path, args, output);
+        else output.replaceChildren(resultView(await api(path, args)));
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         const unplaced = form.showViolations(error.error.violations || []);
@@ -124,6 +125,23 @@ export class Catalog {
     );
     this.detail.querySelector("#detail-title").focus();
   }
+}
+
+/** A streaming function's items, shown as they arrive, then its result. */
+async function stream(path, args, output) {
+  const note = h("p", { class: "muted" }, "Streaming…");
+  const items = h("ol", { class: "stream-items", "aria-label": "Streamed items" });
+  output.replaceChildren(note, items);
+  await apiEvents(path, args, (name, data) => {
+    if (name === "content") items.append(h("li", {}, contentItem(data, items.children.length)));
+    else if (name === "result") {
+      note.textContent = `${items.children.length} item${items.children.length === 1 ? "" : "s"} streamed.`;
+      output.append(resultView(data));
+    } else if (name === "error") {
+      note.textContent = "The call failed after these items.";
+      output.append(errorView(data.error));
+    }
+  });
 }
 
 function firstLine(text) {

@@ -22,7 +22,7 @@ function bytesOf(base64) {
   return bytes;
 }
 
-function contentItem(item, index) {
+export function contentItem(item, index) {
   if (item.type === "text") return h("pre", { class: "result-text" }, item.text);
   if (item.type === "json") return h("div", { class: "result-json" }, jsonTree(item.json));
   if (item.type === "binary") {

@@ -1,7 +1,8 @@
 """The console in a real headless Chromium against a real `toolmesh up`: it opens with no
 JavaScript error, finds a function through the router, invokes it through the form generated
 from its schema (a valid input shows the result, an invalid one the gateway's error beside the
-field it names), routes a prompt, and shows a key only the functions it may call.
+field it names), shows a streaming function's items as they arrive, routes a prompt, and shows a
+key only the functions it may call.
 
 Chromium is Debian's (`apt-get install chromium`), driven by the `playwright` package with
 `executable_path`; `playwright install` is never run. Skipped when either is missing, unless
@@ -250,6 +251,19 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
     image = detail.get_by_role("img", name="image result 1 (image/png)")
     expect(image).to_be_visible()
     assert image.evaluate("img => img.naturalWidth") == 1
+
+    # A streaming function's items appear one by one as they come, then its result.
+    page.get_by_role("button", name="ticks", exact=True).click()
+    detail.get_by_role("textbox", name="n (integer)", exact=True).fill("3")
+    detail.get_by_role("textbox", name="delay (number)", exact=True).fill("1")
+    detail.get_by_role("button", name="Invoke").click()
+    items = detail.get_by_role("list", name="Streamed items").locator(":scope > li")
+    expect(items).to_have_count(1)
+    expect(detail.get_by_test_id("result")).to_have_count(0)  # the next item is a second away
+    expect(detail.get_by_test_id("result")).to_contain_text("Result")
+    expect(items).to_have_count(3)
+    expect(items.nth(2)).to_contain_text("tick: 2")
+    expect(detail.locator(".invoke-output")).to_contain_text("3 items streamed.")
 
     assert browser.unexpected_errors(422) == []
     assert len(browser.errors) == 2, browser.errors  # the two 422s asked for above
