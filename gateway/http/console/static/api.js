@@ -76,6 +76,13 @@ export async function apiEvents(path, body, onEvent) {
   }
 }
 
+/** GET a path that answers text (the Prometheus exposition at "metrics"). */
+export async function apiText(path) {
+  const response = await request(path, undefined, "text/plain");
+  if (!response.ok) throw await failure(response);
+  return response.text();
+}
+
 /** GET or POST a path of the API ("v1/functions"), relative to the gateway the page came from. */
 export async function api(path, body) {
   const response = await request(path, body, "application/json");

@@ -1,7 +1,8 @@
-// The console's entry point: the key form, the catalog, the prompt panel.
+// The console's entry point: the key form, the catalog, the prompt panel, the live view.
 
 import { ApiError, getKey, setKey } from "./api.js";
 import { Catalog } from "./catalog.js";
+import { LiveView } from "./live.js";
 import { setupPrompt } from "./prompt.js";
 
 const status = document.getElementById("status");
@@ -37,4 +38,5 @@ document.getElementById("search-clear").addEventListener("click", () => {
   catalog.search("");
 });
 setupPrompt();
+new LiveView();
 loadCatalog();

@@ -188,15 +188,21 @@ def test_a_key_sees_only_the_functions_it_may_call(
     page.keyboard.press("Tab")
     expect(page.get_by_role("textbox", name="a (integer)", exact=True)).to_be_focused()
 
-    # Without the key nothing is shown (the 401 that says so is the only error).
-    assert browser.unexpected_errors(401) == []
+    # This key may not read the metrics: the live view says so once and stops asking.
+    page.get_by_role("button", name="Watch live").click()
+    expect(page.locator("#live-output").get_by_role("alert")).to_contain_text("needs the gateway's metrics")
+    page.wait_for_timeout(3000)
+    assert len([error for error in browser.errors if "status of 403" in error]) == 1
+
+    # Without the key nothing is shown: the 401 that said so, and that 403, are the only errors.
+    assert browser.unexpected_errors(401, 403) == []
 
 
 CONSOLE_TOOLS = """
 [[runtimes]]
 name = "shapes"
 modules = ["console_tools"]
-min_replicas = 1
+min_replicas = 0
 """
 
 
@@ -206,6 +212,10 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
     gateway = up(runtimes=CONSOLE_TOOLS, env=user_dirs(tmp_path, router_cache))
     page = browser.page
     page.goto(f"http://127.0.0.1:{gateway.http_port}/ui/")
+    # The live view, watched from the start: "shapes" has no replica until its first call.
+    page.get_by_role("button", name="Watch live").click()
+    shapes = page.get_by_role("table", name="Runtimes now").locator('tr[data-runtime="shapes"]')
+    expect(shapes.locator(".cold-starts")).to_have_text("0")
     page.get_by_role("button", name="plot", exact=True).click()
     detail = page.locator("#function-detail")
     invoke = detail.get_by_role("button", name="Invoke")
@@ -264,6 +274,16 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
     expect(items).to_have_count(3)
     expect(items.nth(2)).to_contain_text("tick: 2")
     expect(detail.locator(".invoke-output")).to_contain_text("3 items streamed.")
+
+    # The cold start the first call to "shapes" caused, and the calls since, in the live view.
+    expect(shapes.locator(".cold-starts")).to_have_text(re.compile(r"^[1-9]\d*$"))
+    live = page.locator("#live-output")
+    latency = re.compile(r"^Call latency, up to the last 5 minutes; latest: p50 \d")
+    expect(live.get_by_role("img", name=latency)).to_be_visible()
+    expect(live.get_by_role("img", name=re.compile(r"^Cold starts per 2 s"))).to_be_visible()
+    browser.screenshot("live", "#live")
+    page.get_by_role("button", name="Pause live view").click()
+    expect(page.get_by_role("button", name="Watch live")).to_have_attribute("aria-pressed", "false")
 
     assert browser.unexpected_errors(422) == []
     assert len(browser.errors) == 2, browser.errors  # the two 422s asked for above
