@@ -1,8 +1,10 @@
-// The console's entry point: the key form, the catalog, the prompt panel, the live view.
+// The console's entry point: the key form, the catalog, the prompt panel, the live view,
+// the API reference.
 
 import { ApiError, getKey, setKey } from "./api.js";
 import { Catalog } from "./catalog.js";
 import { LiveView } from "./live.js";
+import { loadApiDocs } from "./api_docs.js";
 import { setupPrompt } from "./prompt.js";
 
 const status = document.getElementById("status");
@@ -39,4 +41,5 @@ document.getElementById("search-clear").addEventListener("click", () => {
 });
 setupPrompt();
 new LiveView();
+loadApiDocs();
 loadCatalog();

@@ -1,8 +1,9 @@
 """The console in a real headless Chromium against a real `toolmesh up`: it opens with no
 JavaScript error, finds a function through the router, invokes it through the form generated
 from its schema (a valid input shows the result, an invalid one the gateway's error beside the
-field it names), shows a streaming function's items as they arrive, routes a prompt, and shows a
-key only the functions it may call.
+field it names), shows a streaming function's items as they arrive, routes a prompt, watches a
+cold start in the live view, sends an operation from the API reference, and shows a key only the
+functions it may call.
 
 Chromium is Debian's (`apt-get install chromium`), driven by the `playwright` package with
 `executable_path`; `playwright install` is never run. Skipped when either is missing, unless
@@ -153,6 +154,13 @@ def test_search_invoke_and_route_through_the_console(
     browser.screenshot("prompt", "#prompt")
     page.get_by_role("button", name="Execute", exact=True).click()
     expect(output.get_by_test_id("result")).to_contain_text("Result")
+
+    # The API reference, from /openapi.json, sends an operation with its parameters filled in.
+    operation = page.locator("#api details.operation", has_text="GET /v1/functions/{name}")
+    operation.locator("summary").first.click()
+    operation.get_by_role("textbox", name="name (path, required)").fill("add")
+    operation.get_by_role("button", name="Send GET").click()
+    expect(operation.get_by_test_id("api-answer")).to_contain_text('"description": "Add two integers."')
 
     assert browser.unexpected_errors(422) == []
     assert len(browser.errors) == 1, browser.errors  # the one 422 asked for above
