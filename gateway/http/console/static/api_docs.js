@@ -41,8 +41,9 @@ function operationForm(method, path, operation) {
       const answer = path === "/metrics" || path.startsWith("/v1/metrics/pods/") ? await apiText(url) : await api(url, document_);
       output.replaceChildren(h("pre", { class: "code", "data-testid": "api-answer" }, typeof answer === "string" ? answer : pretty(answer)));
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      output.replaceChildren(errorView(error.error, error.status));
+      output.replaceChildren(error instanceof ApiError
+        ? errorView(error.error, error.status)
+        : h("p", { role: "alert" }, `The gateway did not answer: ${error.message}`));
     }
   };
   return h("form", { class: "api-form", novalidate: true, onsubmit: send },

@@ -97,7 +97,10 @@ export class Catalog {
         if (spec.streaming) await stream(path, args, output);
         else output.replaceChildren(resultView(await api(path, args)));
       } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
+        if (!(error instanceof ApiError)) {
+          output.replaceChildren(h("p", { role: "alert" }, `The gateway did not answer: ${error.message}`));
+          return;
+        }
         const unplaced = form.showViolations(error.error.violations || []);
         const shown = error.error.violations && unplaced.length === 0 ? { ...error.error, violations: [] } : { ...error.error, violations: unplaced };
         output.replaceChildren(errorView(shown, error.status));

@@ -17,7 +17,10 @@ async function loadCatalog() {
     await catalog.load();
     status.textContent = `${catalog.functions.length} functions${getKey() ? " for this key" : ""}.`;
   } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
+    if (!(error instanceof ApiError)) {
+      status.textContent = `The gateway did not answer: ${error.message}`;
+      return;
+    }
     status.textContent = error.status === 401
       ? `This gateway needs an API key (${error.message}).`
       : `The catalog did not load: ${error.message}`;

@@ -54,8 +54,9 @@ export function setupPrompt() {
           Object.entries(done.code).map(([language, code]) => [h("h5", {}, language), h("pre", { class: "code" }, code)])) : null,
         h("details", { class: "raw" }, h("summary", {}, "Raw JSON"), h("pre", {}, pretty(done))));
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      output.replaceChildren(errorView(error.error, error.status));
+      output.replaceChildren(error instanceof ApiError
+        ? errorView(error.error, error.status)
+        : h("p", { role: "alert" }, `The gateway did not answer: ${error.message}`));
     }
   });
 }

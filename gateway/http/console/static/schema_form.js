@@ -73,7 +73,8 @@ class Field {
     this.children = Object.entries(this.schema.properties).map(([name, sub]) =>
       new Field(`${this.path}.${name}`, name, resolve(sub, root), required.has(name), root));
     const help = this.help();
-    return h("fieldset", { class: "field", "data-path": this.path, "aria-describedby": this.errorId },
+    // Focusable from script (tabindex -1), so an error about the whole object can take the focus.
+    return h("fieldset", { class: "field", "data-path": this.path, "aria-describedby": this.errorId, tabindex: "-1" },
       h("legend", {}, label, this.required ? h("span", { class: "required", "aria-hidden": "true" }, " *") : null),
       help ? h("small", { class: "muted" }, help) : null,
       this.children.map((child) => child.element),

@@ -246,6 +246,7 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
     expect(detail.locator('.field[data-path="point"] > .field-error')).to_have_text(
         "point: missing required argument"
     )
+    expect(point).to_be_focused()
     x.fill("1.5")
     invoke.click()
     expect(detail.locator('.field[data-path="point.x"] .field-error')).to_contain_text("point.x: expected")
