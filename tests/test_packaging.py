@@ -79,6 +79,9 @@ def test_wheel_installs_and_runs_outside_the_source_tree(
 ) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "toolmesh/runtimes/pod/executor.py" in names and "toolmesh/v1/runtime_pb2.pyi" in names
+    # The web console's files are package data: /ui works from the wheel.
+    console = "toolmesh/gateway/http/console/static/"
+    assert {console + "index.html", console + "main.js", console + "console.css"} <= set(names)
     assert not any(
         name.startswith(("toolmesh/tests", "toolmesh/examples", "toolmesh/bench")) for name in names
     )
@@ -138,6 +141,8 @@ def test_wheel_installs_and_runs_outside_the_source_tree(
         )
         with urllib.request.urlopen(request, timeout=20) as response:
             assert json.loads(response.read())["content"] == [{"type": "text", "text": "hello up"}]
+        with urllib.request.urlopen(f"http://127.0.0.1:{ready['http_port']}/ui/", timeout=20) as response:
+            assert b'<script type="module" src="main.js">' in response.read()
     # ... and with nothing to serve (no module, no toolmesh.toml, no checkout's examples/) says so.
     empty = tmp_path / "empty"
     empty.mkdir()

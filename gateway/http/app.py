@@ -13,6 +13,7 @@ GET  /v1/namespaces                   namespaces plus a ready-made system messag
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
+GET  /ui/...                          the web console: static files calling this API (console/)
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
 """
@@ -39,6 +40,7 @@ from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
 from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
+from toolmesh.gateway.http.console import console_routes
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_async
 from toolmesh.gateway.http.metrics_routes import metrics_routes
@@ -195,6 +197,7 @@ def create_app(
         *free_text_routes(mesh),
         *admin_routes(mesh),
         *(job_routes(jobs) if jobs is not None else ()),
+        *console_routes(),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

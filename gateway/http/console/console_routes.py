@@ -1,0 +1,92 @@
+"""`GET /ui/...`: the web console's files, served from the package.
+
+The console is static: its files hold no data, so they are served to anyone the
+`BrowserGuard` lets in, with no key. Every data call the page makes goes to the public
+HTTP API (same origin, so the guard allows it) with the key the user types in, and
+sees what that key may see.
+
+The files are read once, when the app is built (a few tens of KB), and answered from
+memory with an ETag. A strict content-security policy keeps any script but the
+console's own out of the page: it renders function results, which are data from
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+from dataclasses import dataclass
+from importlib import resources
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+PREFIX = "/ui"
+#: Scripts, styles and fetches from the gateway only; images may be `data:` (results
+#: carry them base64-encoded) and downloads `blob:`; never framed, no plugins.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+
+
+@dataclass(frozen=True)
+class ConsoleAsset:
+    """One file of the console, read into memory."""
+
+    body: bytes
+    media_type: str
+    etag: str
+
+
+def load_assets() -> dict[str, ConsoleAsset]:
+    """The console's files by name ("index.html", "main.js", ...)."""
+    folder = resources.files("toolmesh.gateway.http.console").joinpath("static")
+    assets = {}
+    for entry in folder.iterdir():
+        if not entry.is_file() or entry.name.startswith("."):
+            continue
+        body = entry.read_bytes()
+        suffix = "." + entry.name.rpartition(".")[2]
+        media = _TYPES.get(suffix) or mimetypes.guess_type(entry.name)[0] or "application/octet-stream"
+        assets[entry.name] = ConsoleAsset(body, media, '"' + hashlib.sha256(body).hexdigest()[:16] + '"')
+    return assets
+
+
+def _headers(asset: ConsoleAsset) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        # Revalidated every time (cheap: a 304 by ETag), so an upgraded gateway serves its own console.
+        "Cache-Control": "no-cache",
+        "ETag": asset.etag,
+    }
+
+
+def console_routes() -> list[BaseRoute]:
+    """The console's routes: `/ui` redirects to `/ui/` (so the page's relative imports
+    resolve under it), `/ui/` is the page, `/ui/<file>` its scripts and styles."""
+    assets = load_assets()
+
+    async def redirect(request: Request) -> Response:
+        # Relative, so it holds behind a proxy that mounts the gateway under a prefix.
+        return RedirectResponse("ui/", status_code=308)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"] or "index.html"
+        found = assets.get(name)
+        if found is None:
+            raise HTTPException(404, f"the console has no file {name!r}")
+        headers = _headers(found)
+        if request.headers.get("if-none-match") == found.etag:
+            return Response(status_code=304, headers=headers)
+        return Response(found.body, media_type=found.media_type, headers=headers)
+
+    return [
+        Route(PREFIX, redirect, methods=["GET", "HEAD"]),
+        Route(PREFIX + "/{name:path}", asset, methods=["GET", "HEAD"]),
+    ]
