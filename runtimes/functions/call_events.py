@@ -20,14 +20,18 @@ No protobuf here: this module is part of the function SDK; `runtimes/pod/wire.py
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import itertools
 import json
 import logging
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Most log records one call sends to its caller.
 MAX_LOG_EVENTS = 1000
@@ -86,6 +90,51 @@ class Listener:
     @property
     def wants_anything(self) -> bool:
         return self.log_level > 0 or self.progress
+
+
+class Interleaving:
+    """For a transport that streams: a listener whose events go out between the items of the
+    call's stream, each before whatever the function produced after it (`merge`)."""
+
+    def __init__(self, log_level: int, progress: bool) -> None:
+        self._events: collections.deque[CallEvent] = collections.deque()
+        self._woken = asyncio.Event()
+        self.listener = Listener(log_level, progress, self._deliver)
+
+    def _deliver(self, event: CallEvent) -> None:
+        self._events.append(event)
+        self._woken.set()
+
+    async def merge(self, stream: AsyncIterator[T]) -> AsyncGenerator[T | CallEvent, None]:
+        """The stream's items and the events. The stream is still pulled one item at a time, so
+        a slow reader still pauses the function."""
+        events, woken = self._events, self._woken
+        pending = asyncio.ensure_future(anext(stream))
+        try:
+            while True:
+                while events:
+                    yield events.popleft()
+                if not pending.done():
+                    woken.clear()
+                    waking = asyncio.ensure_future(woken.wait())
+                    await asyncio.wait({pending, waking}, return_when=asyncio.FIRST_COMPLETED)
+                    waking.cancel()
+                    continue
+                try:
+                    item = pending.result()
+                except StopAsyncIteration:
+                    return
+                while events:
+                    yield events.popleft()
+                yield item
+                pending = asyncio.ensure_future(anext(stream))
+        finally:
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
+            if isinstance(stream, AsyncGenerator):
+                await stream.aclose()
 
 
 class EventChannel:
