@@ -79,10 +79,10 @@ def _call_event(item: CallEvent) -> bytes:
     if isinstance(item, LogEvent):
         level = logging.getLevelName(item.level).lower()
         document: dict[str, object] = {"level": level, "logger": item.logger, "data": item.data()}
-        return event("log", json.dumps(document).encode())
+        return event("log", json.dumps(document, separators=(",", ":")).encode())
     assert isinstance(item, ProgressEvent)
     report = {"progress": item.progress, "total": item.total, "message": item.message}
-    return event("progress", json.dumps(report).encode())
+    return event("progress", json.dumps(report, separators=(",", ":")).encode())
 
 
 def event(name: str, data: bytes) -> bytes:
