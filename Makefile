@@ -72,6 +72,8 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/adversarial.py
 	$(BIN)/python bench/stream_latency.py
 	$(BIN)/python bench/chat_stream.py
+	$(BIN)/python bench/async_jobs.py
+	$(BIN)/python bench/state_redis.py
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

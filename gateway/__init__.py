@@ -6,6 +6,7 @@
     grpc/     the toolmesh.v1.Mesh servicer
     mcp/      the MCP endpoint (/mcp) on the official SDK
     openai/   OpenAI tool-call formats and the chat proxy's tool loop
+    jobs/     asynchronous calls: jobs in a store (SQLite), workers, retries, dead letters, callbacks
     pool/     the serverless pool: template processes, replica sets, the activator, remote
               runtimes, the Kubernetes scaler, the clients that reach pods
     server.py runs it all on one event loop (`toolmesh up`)

@@ -4,9 +4,11 @@
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
+    jobs.callback_secret_env       the secret that signs job result callbacks
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
     KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
     OTEL_*                         whether to trace, and as which service (toolmesh/tracing.py)
+    TOOLMESH_STATE_URL             the shared state's Redis (overrides [state] url; from a Secret)
     the rest                       passed on to the pods the gateway starts
 
 A variable that the config names but the environment lacks fails start-up with a
@@ -19,7 +21,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, hash_key
+from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, check_state_url, hash_key
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
@@ -41,6 +43,10 @@ class GatewayEnvironment:
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: The service name to trace as; None: tracing is off.
     tracing: str | None = None
+    #: Where the state shared with other replicas lives (a Redis URL); None: in this process.
+    state_url: str | None = field(default=None, repr=False)
+    #: The secret that signs job callbacks; None: callbacks are refused.
+    callback_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -61,7 +67,19 @@ class GatewayEnvironment:
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
+            state_url=_state_url(config, environ),
+            callback_secret=_callback_secret(config, environ),
         )
+
+
+def _callback_secret(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+    name = config.jobs.callback_secret_env
+    if name is None:
+        return None
+    value = env.get(name)
+    if not value:
+        raise ConfigError(f"jobs: environment variable {name} is not set")
+    return value
 
 
 def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str]:
@@ -81,6 +99,18 @@ def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str
                 )
             tokens[runtime.name] = value
     return tokens
+
+
+#: Names the shared state's Redis, overriding `[state] url` (on Kubernetes, from a Secret: the URL
+#: may hold a password).
+STATE_URL_ENV = "TOOLMESH_STATE_URL"
+
+
+def _state_url(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+    value = env.get(STATE_URL_ENV)
+    if value:
+        return check_state_url(value, STATE_URL_ENV)
+    return config.state.url
 
 
 def _key_hashes(config: MeshConfig, env: Mapping[str, str]) -> dict[str, KeyConfig]:

@@ -50,6 +50,7 @@ from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.request_log import RequestLog
+from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
@@ -58,6 +59,7 @@ from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
+from toolmesh.gateway.state.shared import SharedState, open_state
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -138,6 +140,10 @@ class Gateway:
     rpc_log: RpcLog | None = field(default=None, repr=False)
     #: Whether this gateway turned tracing on (and so ends it).
     traced: bool = False
+    #: Rate limits, sessions and list_changed: local, or shared with other replicas (`[state]`).
+    state: SharedState | None = field(default=None, repr=False)
+    #: Asynchronous calls (`[jobs]`), unless turned off.
+    jobs: JobService | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -154,9 +160,14 @@ class Gateway:
         self.http_server.config.timeout_graceful_shutdown = math.ceil(grace + DELIVERY_MARGIN)
         self.http_server.should_exit = True
         grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
+        if self.jobs is not None:
+            self.jobs.runner.stop_claiming()
         cut = await self.mesh.drain.wait(grace)
         if cut:
             log.warning(f"cut off {cut} call(s) still running after the drain grace of {grace:g} s")
+        if self.jobs is not None:
+            # Their calls are over (or were cut off, which queued the jobs again): record them.
+            await self.jobs.stop(DELIVERY_MARGIN)
         with contextlib.suppress(asyncio.CancelledError):
             await self._http_task
         await grpc_stopped
@@ -172,6 +183,8 @@ class Gateway:
         await self.pool.close()
         if self.router is not None:
             await self.router.aclose()
+        if self.state is not None:
+            await self.state.aclose()
         for access_log in (self.request_log, self.rpc_log):
             if access_log is not None:
                 access_log.flush()
@@ -192,7 +205,8 @@ async def start_gateway(
     """
     settings = config.gateway
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
-    auth = Authenticator(environment.keys, internal_token=environment.mesh_token)
+    state = await open_state(config.state, environment.state_url)
+    auth = Authenticator(environment.keys, internal_token=environment.mesh_token, limits=state.limits)
     traced = environment.tracing is not None and not tracing.enabled()
     if environment.tracing is not None:
         tracing.start(environment.tracing)
@@ -239,14 +253,25 @@ async def start_gateway(
     except BaseException:
         http_socket.close()
         await pool.close()
+        await state.aclose()
         raise
     # Loads a cached model here (fast); a missing one is built in the background.
-    router = RouterService(config.router, llm_api_key=environment.llm_api_key)
+    router = RouterService(config.router, llm_api_key=environment.llm_api_key, sessions=state.sessions)
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
+    jobs = None
+    if config.jobs.enabled:
+        jobs = JobService(mesh, config.jobs, environment.callback_secret)
+        try:
+            await jobs.start()
+        except BaseException:
+            http_socket.close()
+            await pool.close()
+            await router.aclose()
+            raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    servicer = MeshServicer(mesh)
+    servicer = MeshServicer(mesh, jobs)
     mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
     if pods_server is not None:
         mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)
@@ -259,7 +284,7 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    mcp = McpEndpoint(mesh, config.mcp) if config.mcp.enabled else None
+    mcp = McpEndpoint(mesh, config.mcp, state.feed) if config.mcp.enabled else None
     if mcp is not None:
         await mcp.start()
     chat = None
@@ -268,7 +293,11 @@ async def start_gateway(
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
     app = create_app(
-        mesh, ready=pool.readiness, extra_routes=routes, allowed_origins=config.mcp.allowed_origins
+        mesh,
+        ready=pool.readiness,
+        extra_routes=routes,
+        allowed_origins=config.mcp.allowed_origins,
+        jobs=jobs,
     )
     request_log = RequestLog(app, auth, log=settings.access_log)
     # The header and body timeouts and the connection cap live in the protocol class, on httptools.
@@ -297,6 +326,7 @@ async def start_gateway(
     # on a router thread while the event loop waited.
     gc.collect()
     gc.freeze()
+    await state.check()
     if auth.open:
         where = f"{settings.host}:{http_port}"
         if _is_loopback(settings.host):
@@ -333,6 +363,8 @@ async def start_gateway(
         request_log,
         rpc_log,
         traced,
+        state,
+        jobs,
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
-from toolmesh.router.sessions import SessionStore, Turn
+from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document
 
 #: Score added to functions this session used recently (most recent first), so they win near-ties.
@@ -34,7 +34,7 @@ class RouteResult:
 class Router:
     """Ranks an index's functions for prompts; thread-safe (the index is swapped under a lock)."""
 
-    def __init__(self, index: FunctionIndex, threshold: float, sessions: SessionStore | None = None) -> None:
+    def __init__(self, index: FunctionIndex, threshold: float, sessions: Sessions | None = None) -> None:
         self.index = index
         self.threshold = threshold
         self.sessions = sessions

@@ -27,7 +27,7 @@ from toolmesh.router.extraction.execution import PromptExecutor
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.index import FunctionIndex
 from toolmesh.router.routing import Router
-from toolmesh.router.sessions import SessionStore
+from toolmesh.router.sessions import Sessions, SessionStore
 from toolmesh.router.text import Document
 
 log = logging.getLogger("toolmesh.router")
@@ -80,6 +80,7 @@ class RouterService:
         *,
         embedder: Embedder | None = None,
         llm_api_key: str | None = None,
+        sessions: Callable[[RouterConfig], Sessions] | None = None,
     ) -> None:
         self.config = config
         self.state = State.LOADING if config.enabled else State.DISABLED
@@ -88,7 +89,9 @@ class RouterService:
         )
         self._embedder = embedder
         self._executor: PromptExecutor | None = None
-        self._closables: list[EmbeddingCache | SessionStore] = []
+        self._closables: list[EmbeddingCache | Sessions] = []
+        #: Builds the session store (None: SQLite under data_dir); the gateway's may be shared.
+        self._sessions = sessions
         self._lock = threading.Lock()
         self._pending: list[Document] | None = None
         # Routing and extraction run here, not on the event loop and not in asyncio's default
@@ -110,12 +113,16 @@ class RouterService:
             )
             data = Path(self.config.data_dir)
             cache = EmbeddingCache(data / EMBEDDINGS_FILE)
-            sessions = SessionStore(
-                data / SESSIONS_FILE,
-                ttl=self.config.session_ttl,
-                max_sessions=self.config.max_sessions,
-                max_turns=self.config.session_turns,
-            )
+            sessions: Sessions
+            if self._sessions is not None:
+                sessions = self._sessions(self.config)
+            else:
+                sessions = SessionStore(
+                    data / SESSIONS_FILE,
+                    ttl=self.config.session_ttl,
+                    max_sessions=self.config.max_sessions,
+                    max_turns=self.config.session_turns,
+                )
             self._closables += [cache, sessions]
             router = Router(FunctionIndex(embedder, cache), self.config.threshold, sessions)
             report = router.sync(docs)

@@ -4,6 +4,9 @@ Kept in SQLite under the data directory, bounded three ways: a session
 expires `ttl` seconds after its last use, at most `max_sessions` are kept (the
 least recently used go first), and each keeps its last `max_turns` turns.
 Results are stored trimmed to `MAX_RESULT_CHARS` of JSON.
+
+`Sessions` is the seam: the gateway may hand the router another store (Redis, shared by every
+replica: gateway/state/redis_sessions.py) with the same TTL and turn bound.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 MAX_RESULT_CHARS = 4096
 MAX_SESSION_ID = 128
@@ -39,6 +42,33 @@ class Turn:
             "result": self.result,
             "at": self.at,
         }
+
+
+class Sessions(Protocol):
+    """Where sessions live. Called from the router's worker threads, never on the event loop."""
+
+    ttl: float
+
+    def history(self, session_id: str, limit: int | None = None) -> list[Turn]:
+        """The session's last `limit` (default: all kept) turns, oldest first; empty for an
+        unknown or expired session."""
+        ...
+
+    def record(
+        self, session_id: str, prompt: str, function: str | None, arguments: Mapping[str, Any], result: Any
+    ) -> None:
+        """Append a turn; the session lives `ttl` seconds from now."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def trimmed_result(result: Any) -> str:
+    """`result` as JSON, trimmed to MAX_RESULT_CHARS (as a {"truncated": ...} object)."""
+    text = json.dumps(result, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        text = json.dumps({"truncated": text[:MAX_RESULT_CHARS]})
+    return text
 
 
 class SessionStore:
@@ -92,9 +122,7 @@ class SessionStore:
     ) -> None:
         """Append a turn, then enforce the TTL and both size bounds."""
         now = self._clock()
-        result_json = json.dumps(result, default=str)
-        if len(result_json) > MAX_RESULT_CHARS:
-            result_json = json.dumps({"truncated": result_json[:MAX_RESULT_CHARS]})
+        result_json = trimmed_result(result)
         with self._lock, self._db:
             row = self._db.execute("SELECT last_used FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is not None and row[0] < now - self.ttl:

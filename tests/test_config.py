@@ -37,6 +37,10 @@ def test_the_sections_parse_into_typed_settings() -> None:
     # The key itself is read at start-up: tests/gateway/test_environment.py.
     defaults = parse_config({})
     assert defaults.mcp.enabled and not defaults.chat.enabled
+    # Without [state] everything stays in the gateway's process, as with one gateway.
+    assert defaults.state.url is None and defaults.state.key_prefix == "toolmesh:"
+    state = parse_config({"state": {"url": "rediss://:pw@redis.example:6380/1", "timeout": 0.2}}).state
+    assert state.url == "rediss://:pw@redis.example:6380/1" and state.timeout == 0.2
 
 
 @pytest.mark.parametrize(
@@ -61,6 +65,12 @@ def test_the_sections_parse_into_typed_settings() -> None:
             '[[runtimes]]\nname = "t"\nmodules = ["m"]\nmax_result_bytes = 67108864',
             "runtimes.0.max_result_bytes: Input should be less than or equal to 66060288",
         ),
+        (
+            '[state]\nurl = "http://:secret@redis:6379"',
+            "state.url: 'redis:6379' is not a Redis URL: it must start with redis://, rediss://, unix://",
+        ),
+        ('[state]\nurl = "redis://"', "state.url: 'redis://' is not a Redis URL"),
+        ("[state]\ntimeout = 0", "state.timeout: Input should be greater than 0"),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:
@@ -83,6 +93,18 @@ def test_a_config_file_records_its_directory_and_paths_resolve_there(tmp_path: P
     assert config.router.model == tmp_path.resolve() / "models/m.onnx"
     assert config.router.tokenizer == Path("/abs/tokenizer.json")
     assert config.router.cache_dir == tmp_path.resolve() / "cache"
+
+
+def test_the_jobs_file_resolves_beside_the_config_or_lives_in_the_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolmesh.toml").write_text('[jobs]\npath = "state/jobs.sqlite3"\nworkers = 2\n')
+    config = load_config(tmp_path / "toolmesh.toml")
+    assert config.jobs.file() == tmp_path.resolve() / "state/jobs.sqlite3" and config.jobs.workers == 2
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert load_config(None).jobs.file() == tmp_path / "data" / "toolmesh" / "jobs.sqlite3"
+    with pytest.raises(ConfigError, match=r"jobs\.lease: Input should be greater than or equal to 0\.5"):
+        parse_config(tomllib.loads("[jobs]\nlease = 0.1\n"))
 
 
 def test_directory_is_not_a_key_of_the_file() -> None:

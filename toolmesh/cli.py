@@ -133,6 +133,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
         cluster_domain=args.cluster_domain,
         prometheus_url=args.prometheus_url,
         profile=args.profile,
+        redis=args.redis,
     )
     path = find_config(args.config)
     try:
@@ -274,6 +275,12 @@ def _add_deploy_parser(commands: Any) -> None:
         default="prod",
         help="prod: KEDA scale-to-zero, HPA, PDBs, NetworkPolicies, monitors; dev: one replica each "
         "(default %(default)s)",
+    )
+    render.add_argument(
+        "--redis",
+        action="store_true",
+        help="add a Redis StatefulSet for the gateway replicas' shared state ([state]); without it, "
+        "give an external one in the toolmesh-state Secret or [state] url",
     )
     render.add_argument("--cluster-domain", default=DEFAULT_CLUSTER_DOMAIN, help="default %(default)s")
     render.add_argument(

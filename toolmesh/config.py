@@ -42,6 +42,13 @@
     quantized = true            # the int8 model; false for fp32
     threshold = 0.3             # fused score below which no function fits
 
+    [state]                     # many gateways: rate limits, sessions and list_changed shared
+    url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process (one gateway)
+    [jobs]                      # asynchronous calls (Prefer: respond-async), in a SQLite file
+    workers = 4
+    max_attempts = 5            # while the runtime is unavailable; then the job is dead
+    callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
+
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
 `data_dir`) resolve against the file's own directory, so a config works from any directory.
 
@@ -62,6 +69,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_cache_dir, default_data_dir
+from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -357,6 +365,40 @@ class RouterConfig(_Section):
         return self
 
 
+#: The URL schemes redis-py opens: TCP, TLS and a Unix socket.
+STATE_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def check_state_url(url: str, where: str) -> str:
+    """`url` if it names a Redis server; a ConfigError naming `where` otherwise."""
+    if not url.startswith(STATE_SCHEMES) or len(url) <= len(url.split("://", 1)[0]) + 3:
+        shown = url.split("@", 1)[-1]  # never echo a password
+        raise ConfigError(
+            f"{where}: {shown!r} is not a Redis URL: it must start with {', '.join(STATE_SCHEMES)}"
+        )
+    return url
+
+
+class StateConfig(_Section):
+    """State shared by every gateway replica (rate limits, router sessions, MCP list_changed),
+    in Redis. Without a URL (and no TOOLMESH_STATE_URL) it stays in the gateway's own process."""
+
+    #: "redis://[:password@]host:6379/0", "rediss://..." (TLS) or "unix:///path/redis.sock".
+    url: str | None = None
+    #: Put before every key and channel, so several meshes can share one Redis.
+    key_prefix: str = defaults.DEFAULT_STATE_KEY_PREFIX
+    #: Seconds one Redis command may take; past it the request gets 503 `state_unavailable`.
+    timeout: float = Field(defaults.DEFAULT_STATE_TIMEOUT, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        try:
+            return None if url is None else check_state_url(url, "url")
+        except ConfigError as exc:
+            raise ValueError(str(exc).removeprefix("url: ")) from None
+
+
 class MeshConfig(_Section):
     #: Where the runtimes' modules are found and relative paths resolve: the config file's
     #: directory, set by `load_config` (not a key of the file). None: the current directory.
@@ -368,6 +410,8 @@ class MeshConfig(_Section):
     chat: ChatConfig = Field(default_factory=ChatConfig)
     kube_scaler: KubeScalerConfig = Field(default_factory=KubeScalerConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -424,7 +468,10 @@ def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
         {key: value for key, value in (("model", router.model), ("tokenizer", router.tokenizer)) if value}
     )
     resolved = {key: config.resolve(value) for key, value in paths.items()}
-    return config.model_copy(update={"router": router.model_copy(update=resolved)})
+    jobs = config.jobs
+    if jobs.path is not None:
+        jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
+    return config.model_copy(update={"router": router.model_copy(update=resolved), "jobs": jobs})
 
 
 def load_config(path: str | Path | None = None) -> MeshConfig:

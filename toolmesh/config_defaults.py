@@ -52,3 +52,26 @@ DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
 DEFAULT_LLM_TIMEOUT = 20.0
+#: Keys and channels of shared state start with this (several meshes can share one Redis).
+DEFAULT_STATE_KEY_PREFIX = "toolmesh:"
+#: Seconds one Redis command may take: loopback or in-cluster answers in well under a millisecond,
+#: so a second means Redis is gone or stuck, and the caller should hear so soon.
+DEFAULT_STATE_TIMEOUT = 1.0
+#: Asynchronous jobs ([jobs]): workers in the gateway running queued jobs.
+DEFAULT_JOB_WORKERS = 4
+#: Attempts a job gets when its runtime is unavailable before it is dead-lettered.
+DEFAULT_JOB_MAX_ATTEMPTS = 5
+#: Seconds before the first retry; doubled each attempt up to DEFAULT_JOB_BACKOFF_MAX.
+DEFAULT_JOB_BACKOFF = 1.0
+DEFAULT_JOB_BACKOFF_MAX = 60.0
+#: Seconds a finished job (and its result) is kept.
+DEFAULT_JOB_TTL = 24 * 3600.0
+#: Jobs queued or running at once; past it a submit gets 503 overloaded.
+DEFAULT_JOB_MAX_QUEUED = 10_000
+#: Seconds a running job's claim lasts without renewal: then another worker (or the next
+#: start of the gateway) takes it again.
+DEFAULT_JOB_LEASE = 30.0
+#: Callback deliveries: attempts, the first retry's delay (doubled each time) and each POST's timeout.
+DEFAULT_CALLBACK_ATTEMPTS = 8
+DEFAULT_CALLBACK_BACKOFF = 1.0
+DEFAULT_CALLBACK_TIMEOUT = 10.0

@@ -12,11 +12,13 @@ own::
     ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
+    ├── JobNotFound            404  NOT_FOUND           no job by that id (or one of another key)
     ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
     ├── RateLimited            429  RESOURCE_EXHAUSTED  per-key rate limit hit
     ├── ResourceExhausted      507  RESOURCE_EXHAUSTED  a call passed its runtime's memory or result limit
     ├── Overloaded             503  RESOURCE_EXHAUSTED  in-flight limit of a runtime reached
     ├── Unavailable            503  UNAVAILABLE         no runtime can take the call (draining, down)
+    │   └── StateUnavailable   503  UNAVAILABLE         the shared state (Redis, [state]) cannot be reached
     ├── FunctionTimeout        504  DEADLINE_EXCEEDED   the call ran out of time
     ├── Cancelled              499  CANCELLED           the caller went away
     ├── FunctionError          502  UNKNOWN             the function raised (raised by clients/ctx.invoke)
@@ -142,6 +144,16 @@ class FunctionNotFound(ToolmeshError):
     jsonrpc_code = -32602
 
 
+class JobNotFound(ToolmeshError):
+    """No asynchronous job has that id for this caller: a job of another key is not found either."""
+
+    code = "job_not_found"
+    http_status = 404
+    grpc_status = grpc.StatusCode.NOT_FOUND
+    openai_type = "not_found_error"
+    jsonrpc_code = -32602
+
+
 class PayloadTooLarge(ToolmeshError):
     """The request body is larger than the configured limit."""
 
@@ -194,6 +206,14 @@ class Unavailable(ToolmeshError):
     retryable = True
 
 
+class StateUnavailable(Unavailable):
+    """The gateway's shared state (`[state]` url, Redis) did not answer, so it cannot check the
+    caller's rate limit or read the session: the request is refused rather than let through
+    unlimited (fail closed). Retrying once Redis is back succeeds."""
+
+    code = "state_unavailable"
+
+
 class FunctionTimeout(ToolmeshError):
     """The call passed its function's timeout or the caller's deadline."""
 
@@ -234,11 +254,13 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     Unauthenticated,
     PermissionDenied,
     FunctionNotFound,
+    JobNotFound,
     PayloadTooLarge,
     RateLimited,
     Overloaded,
     ResourceExhausted,
     Unavailable,
+    StateUnavailable,
     FunctionTimeout,
     Cancelled,
     FunctionError,

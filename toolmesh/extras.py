@@ -21,6 +21,7 @@ MESH_MODULES = (
     "uvicorn",
     "httptools",
     "mcp",
+    "redis",
     "yaml",
     "numpy",
     "onnx",

@@ -9,39 +9,20 @@ open (and binds to loopback by default).
 
 The rate limit is charged per unit of work, not per request: each function call
 (one in a batch of 64 costs one, 64 cost 64), each routing of a free-text prompt
-and each chat completion request. Listing is free.
+and each chat completion request. Listing is free. The buckets live where `[state]` says
+(gateway/state/): in this process, or in Redis shared by every replica.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import hmac
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.config import KeyConfig, hash_key
 from toolmesh.errors import PermissionDenied, RateLimited, ToolmeshError, Unauthenticated
-
-
-class TokenBucket:
-    """`rate` tokens a second up to `burst`; each call takes one."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._tokens = float(burst)
-        self._updated = time.monotonic()
-
-    def take(self) -> float:
-        """Take a token: 0.0 if there was one, else the seconds until there will be (none taken)."""
-        now = time.monotonic()
-        self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.rate)
-        self._updated = now
-        if self._tokens >= 1:
-            self._tokens -= 1
-            return 0.0
-        return (1 - self._tokens) / self.rate
+from toolmesh.gateway.state.limits import Bucket, LocalLimits, RateLimits
 
 
 @dataclass
@@ -50,7 +31,7 @@ class Principal:
 
     name: str
     scopes: Sequence[str] = ("*",)
-    bucket: TokenBucket | None = field(default=None, repr=False)
+    bucket: Bucket | None = field(default=None, repr=False)
 
     #: Whether this caller holds every `@` permission (the open gateway, the mesh's own pods).
     privileged: bool = False
@@ -70,10 +51,11 @@ class Principal:
         if not self.may(permission):
             raise PermissionDenied(f"key {self.name!r} may not {what}: it needs the scope {permission!r}")
 
-    def spend(self) -> None:
-        """Count one unit of work (a call, a routing) against the key's rate limit."""
+    async def spend(self) -> None:
+        """Count one unit of work (a call, a routing) against the key's rate limit: RateLimited
+        over it, StateUnavailable when shared state (Redis) cannot tell."""
         if self.bucket is not None:
-            wait = self.bucket.take()
+            wait = await self.bucket.take()
             if wait > 0:
                 raise RateLimited(f"key {self.name!r} is over its rate limit", retry_after=wait)
 
@@ -92,12 +74,18 @@ MESH = Principal("mesh", privileged=True)
 class Authenticator:
     """Turns an `Authorization` header (or gRPC metadata) into a Principal."""
 
-    def __init__(self, keys: Mapping[str, KeyConfig], internal_token: str | None = None) -> None:
+    def __init__(
+        self,
+        keys: Mapping[str, KeyConfig],
+        internal_token: str | None = None,
+        limits: RateLimits | None = None,
+    ) -> None:
+        limits = limits or LocalLimits()
         self._principals = {
             digest: Principal(
                 key.name,
                 key.scopes,
-                TokenBucket(key.rate, key.burst or max(1, int(key.rate))) if key.rate else None,
+                limits.bucket(key.name, key.rate, key.burst or max(1, int(key.rate))) if key.rate else None,
             )
             for digest, key in keys.items()
         }

@@ -145,7 +145,7 @@ class Mesh:
         spec: FunctionSpec | None = None
         outcome = "unavailable"
         try:
-            principal.spend()
+            await principal.spend()
             spec = self.function(request.name, principal)
             call, timeout = self._call(spec, request)
             with self.drain.track():
@@ -175,7 +175,7 @@ class Mesh:
         refusals = REFUSALS[surface]
         started = time.perf_counter()
         try:
-            principal.spend()
+            await principal.spend()
             spec = self.function(request.name, principal)
         except ToolmeshError as exc:
             yield refusals.settle(exc)
@@ -214,7 +214,7 @@ class Mesh:
                 request = InvokeRequest(name, arguments, options or CallOptions())
                 return await self.invoke(principal, request, Surface.BATCH)
             try:
-                principal.spend()
+                await principal.spend()
                 if name:
                     # An unknown or forbidden function says more than its broken arguments.
                     self.function(name, principal)
@@ -228,7 +228,7 @@ class Mesh:
 
     async def route(self, principal: Principal, request: RouteRequest) -> RouteResult:
         """Rank the functions `principal` may call for the prompt (one unit of its rate limit)."""
-        principal.spend()
+        await principal.spend()
         with tracing.span("toolmesh.route", {"toolmesh.k": request.k or 0}):
             return await free_text.rank(self.router, principal.allows, request)
 

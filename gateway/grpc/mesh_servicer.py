@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from toolmesh.errors import ToolmeshError
+from toolmesh.errors import InvalidRequest, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest
+from toolmesh.gateway.jobs.job import Job
+from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
@@ -34,9 +36,30 @@ def _invocation(
     return InvokeRequest(request.function, request.arguments or b"{}", options, events)
 
 
+def _job(job: Job) -> mesh_pb2.Job:
+    return mesh_pb2.Job(
+        id=job.id,
+        function=job.function,
+        status=job.status.value,
+        attempts=job.attempts,
+        result_json=job.result or b"",
+        error_code=(job.error or {}).get("code", ""),
+        error_message=(job.error or {}).get("message", ""),
+        created_at=job.created,
+        updated_at=job.updated or job.created,
+        finished_at=job.finished or 0.0,
+    )
+
+
 class MeshServicer(mesh_pb2_grpc.MeshServicer):
-    def __init__(self, mesh: Mesh) -> None:
+    def __init__(self, mesh: Mesh, jobs: JobService | None = None) -> None:
         self._mesh = mesh
+        self._jobs = jobs
+
+    def _job_service(self) -> JobService:
+        if self._jobs is None:
+            raise InvalidRequest("asynchronous calls are off on this gateway ([jobs] enabled = false)")
+        return self._jobs
 
     def _principal(self, context: Context) -> Principal:
         return self._mesh.authenticate(_authorization(context))
@@ -101,3 +124,25 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             raise
         candidates = [mesh_pb2.RouteCandidate(name=c.key, score=c.score) for c in ranked.candidates]
         return mesh_pb2.RouteResponse(match=ranked.match or "", candidates=candidates)
+
+    async def SubmitJob(self, request: mesh_pb2.SubmitJobRequest, context: Context) -> mesh_pb2.Job:
+        try:
+            # The job outlives this rpc: its deadline is not the call's timeout.
+            call = request.call
+            options = CallOptions.parse(call.request_id, call.session_id, call.metadata)
+            invocation = InvokeRequest(call.function, call.arguments or b"{}", options)
+            job = await self._job_service().submit(
+                self._principal(context), invocation, request.callback_url or None
+            )
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return _job(job)
+
+    async def GetJob(self, request: mesh_pb2.GetJobRequest, context: Context) -> mesh_pb2.Job:
+        try:
+            job = await self._job_service().get(self._principal(context), request.id)
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return _job(job)

@@ -4,6 +4,8 @@ GET  /v1/functions                    the catalog (what the key may call)
 GET  /v1/functions/{name}             one function
 POST /v1/functions/{name}/invoke      call it; the body is the arguments object
                                       (Accept: text/event-stream: items as they come, sse.py)
+                                      (Prefer: respond-async: a job, 202; job_routes.py)
+/v1/jobs, /v1/jobs/{id}[/retry]       asynchronous calls: status, results, dead letters
 GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
@@ -39,10 +41,12 @@ from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json
 from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.free_text_routes import free_text_routes
+from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_async
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
+from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.runtimes.functions.spec import spec_to_dict
 
@@ -61,10 +65,12 @@ def create_app(
     ready: Callable[[], Mapping[str, bool]] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     allowed_origins: Sequence[str] = (),
+    jobs: JobService | None = None,
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
     `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
-    adds to `[gateway] allowed_origins` (the MCP section's)."""
+    adds to `[gateway] allowed_origins` (the MCP section's); `jobs` serves asynchronous calls
+    (without it, `Prefer: respond-async` is ignored, as RFC 7240 allows)."""
     config = mesh.config
     max_chars = mesh.router.config.max_prompt_chars
 
@@ -82,6 +88,8 @@ def create_app(
         call = InvokeRequest(
             request.path_params["name"], arguments, CallOptions.from_headers(request.headers)
         )
+        if jobs is not None and wants_async(request.headers.get("prefer")):
+            return await submit_invoke(jobs, request, call)
         if wants_events(request.headers.get("accept")):
             wish = interleaving(request.query_params)
             if wish is None:
@@ -191,6 +199,7 @@ def create_app(
         *metrics_routes(mesh),
         *free_text_routes(mesh),
         *admin_routes(mesh),
+        *(job_routes(jobs) if jobs is not None else ()),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

@@ -78,7 +78,7 @@ def chat_routes(mesh: Mesh, proxy: ChatProxy | None) -> list[Route]:
     async def completions(request: Request) -> Response:
         principal = caller(mesh, request)
         # The upstream model's work costs one unit; each mesh call of its rounds costs its own.
-        principal.spend()
+        await principal.spend()
         if proxy is None:
             raise Unavailable("the chat proxy is off: set [chat] upstream_url in toolmesh.toml")
         chat = ChatRequest(parse_json(await body(mesh, request), mesh.config.max_json_depth), proxy.config)

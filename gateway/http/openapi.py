@@ -7,6 +7,7 @@ from typing import Any
 from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.errors import ERROR_CLASSES
 from toolmesh.gateway.core.requests import MAX_K
+from toolmesh.gateway.http.job_routes import job_openapi
 from toolmesh.router.sessions import MAX_SESSION_ID
 
 _REF = "#/components/schemas/"
@@ -357,6 +358,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
     }
     paths.update(_free_text_paths(max_prompt_chars))
     paths.update(_ADMIN_PATHS)
+    job_schemas = job_openapi(paths, _errors)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -366,7 +368,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
         },
         "paths": paths,
         "components": {
-            "schemas": _SCHEMAS,
+            "schemas": {**_SCHEMAS, **job_schemas},
             "securitySchemes": {"apiKey": {"type": "http", "scheme": "bearer"}},
         },
         "security": [{"apiKey": []}, {}],

@@ -27,7 +27,9 @@ to, so the notification travels where the protocol allows it without one. On
 2026-07-28 a client opens a `subscriptions/listen` request, whose response is a
 stream of change events; whenever the catalog changes, every open stream on
 this replica gets `notifications/tools/list_changed` (each replica watches its
-own catalog, which every replica loads from the same runtimes). The handshake
+own catalog, which every replica loads from the same runtimes). With `[state]` (Redis) a change
+is fanned out: the replica whose catalog changed publishes it, and the open streams of every
+replica hear it, once (gateway/state/redis_feed.py). The handshake
 era would need a session's standalone GET stream, so there the server
 advertises ``listChanged: false`` and clients re-list when they need to, and a
 GET gets 405 (which the protocol allows) rather than a stream that would stay
@@ -42,7 +44,7 @@ import contextvars
 import json
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -70,6 +72,7 @@ from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import call_result, page, progress_message, tool
 from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
+from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
@@ -94,9 +97,11 @@ def _refusal(error: ToolmeshError) -> MCPError:
 class McpEndpoint:
     """The SDK server over `mesh`, its stateless session manager, and the ASGI app in front."""
 
-    def __init__(self, mesh: Mesh, config: McpConfig) -> None:
+    def __init__(self, mesh: Mesh, config: McpConfig, feed: ChangeFeed | None = None) -> None:
         self.mesh = mesh
         self.config = config
+        #: Where catalog changes go and come from: this process, or every replica (Redis).
+        self._feed = feed or LocalFeed()
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._session_levels = SessionLevels()
@@ -121,11 +126,13 @@ class McpEndpoint:
         self._task: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
         self._unsubscribe = mesh.catalog.subscribe(self._catalog_changed)
+        self._unlisten: Callable[[], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Run the session manager, whose task group serves every request, until `stop`."""
+        self._unlisten = self._feed.listen(self._notify_streams)
         started = asyncio.Event()
 
         async def run() -> None:
@@ -146,6 +153,8 @@ class McpEndpoint:
 
     async def stop(self) -> None:
         self._unsubscribe()
+        if self._unlisten is not None:
+            self._unlisten()
         self.close_streams()
         self._stop.set()
         if self._task is not None:
@@ -314,6 +323,14 @@ class McpEndpoint:
     # -- list_changed -----------------------------------------------------------------------
 
     def _catalog_changed(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._bus.publish(ToolsListChanged()))
+        # To the feed, not straight to the streams: the feed brings it back to this replica's
+        # streams (and, shared, to every other replica's), so each stream hears it once.
+        self._later(self._feed.publish())
+
+    def _notify_streams(self) -> None:
+        self._later(self._bus.publish(ToolsListChanged()))
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._publishing.add(task)
         task.add_done_callback(self._publishing.discard)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
+import logging
 import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -23,6 +24,8 @@ from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.extraction.snippet import code_for
 from toolmesh.router.routing import Router, RouteResult
 from toolmesh.router.sessions import Turn
+
+log = logging.getLogger("toolmesh.router")
 
 # "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
 _FOLLOW_UP = re.compile(
@@ -160,7 +163,11 @@ class PromptExecutor:
             record = functools.partial(
                 sessions.record, session_id, prompt, function, found.arguments, execution.result
             )
-            await self.in_worker(record)
+            try:
+                await self.in_worker(record)
+            except Unavailable as exc:
+                # The call ran: its result matters more than the session's memory of it.
+                log.warning(f"session {session_id!r} did not record a turn: {exc.message}")
         return execution
 
     def _plan(

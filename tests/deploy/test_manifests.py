@@ -27,7 +27,7 @@ from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
 from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
 
 #: Each build, by name: how to make it and the namespace everything must land in.
-BUILDS = ["base", "dev", "prod", "prod+kube-scaler", "render", "render-dev"]
+BUILDS = ["base", "dev", "prod", "prod+kube-scaler", "prod+redis", "render", "render-dev", "render-redis"]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Manifest]]
         "prod+kube-scaler": kustomize_with(
             tmp / "scaler", [DEPLOY / "overlays" / "prod"], [DEPLOY / "components" / "kube-scaler"]
         ),
+        "prod+redis": kustomize_with(
+            tmp / "redis", [DEPLOY / "overlays" / "prod"], [DEPLOY / "components" / "redis"]
+        ),
         "render": kustomize_rendered(render(MeshConfig(runtimes=_two_runtimes())), tmp / "render"),
+        "render-redis": kustomize_rendered(
+            render(MeshConfig(runtimes=_two_runtimes()), RenderOptions(redis=True)), tmp / "render-redis"
+        ),
         "render-dev": kustomize_rendered(
             render(MeshConfig(runtimes=_two_runtimes()), RenderOptions(profile="dev")), tmp / "render-dev"
         ),
@@ -95,7 +101,8 @@ def test_valid_for_kubernetes_and_the_crds(objects: list[Manifest]) -> None:
 
 
 def test_selectors_match_the_pods_they_mean(objects: list[Manifest]) -> None:
-    deployments = of_kind(objects, "Deployment")
+    # Every workload that runs pods: the Deployments, and components/redis's StatefulSet.
+    deployments = of_kind(objects, "Deployment") + of_kind(objects, "StatefulSet")
     for deployment in deployments:
         assert _matches(deployment["spec"]["selector"]["matchLabels"], _pod_labels(deployment))
     for service in of_kind(objects, "Service"):
@@ -295,6 +302,55 @@ def test_the_kube_scaler_gets_exactly_the_rights_it_needs(built: dict[str, list[
     for others in ("prod", "render"):
         assert not of_kind(built[others], "Role")
         assert one(built[others], "ServiceAccount", GATEWAY)["automountServiceAccountToken"] is False
+
+
+def _state_secret_ref(objects: list[Manifest]) -> dict[str, Any]:
+    (gateway,) = containers(one(objects, "Deployment", GATEWAY))
+    (variable,) = [v for v in gateway["env"] if v["name"] == "TOOLMESH_STATE_URL"]
+    ref: dict[str, Any] = variable["valueFrom"]["secretKeyRef"]
+    return ref
+
+
+def test_the_state_url_comes_from_an_optional_secret(objects: list[Manifest]) -> None:
+    # Without the Secret each replica keeps its own state; with it (an external Redis, or
+    # components/redis) every replica shares it. Never in the ConfigMap: a URL may hold a password.
+    ref = _state_secret_ref(objects)
+    assert ref["key"] == "url" and ref["name"].startswith("toolmesh-state")
+    text, config = _gateway_config(objects)
+    assert config.state.url is None and "redis://" not in text
+
+
+@pytest.mark.parametrize("build", ["prod+redis", "render-redis"])
+def test_the_redis_component_is_reached_by_the_gateways_only(
+    build: str, built: dict[str, list[Manifest]]
+) -> None:
+    import base64
+
+    objects = built[build]
+    ref = _state_secret_ref(objects)
+    secret = one(objects, "Secret", ref["name"])  # kustomize's is generated, with a hash suffix
+    data = secret.get("stringData") or {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    url = data["url"]
+    service = one(objects, "Service", "toolmesh-redis")
+    assert url == f"redis://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/0"
+    redis = one(objects, "StatefulSet", "toolmesh-redis")
+    pod_labels = redis["spec"]["template"]["metadata"]["labels"]
+    assert _matches(service["spec"]["selector"], pod_labels)
+    assert redis["spec"]["replicas"] == 1  # one place, or the limits would not add up
+    (container,) = containers(redis)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    policy = one(objects, "NetworkPolicy", "toolmesh-redis")
+    assert _matches(policy["spec"]["podSelector"]["matchLabels"], pod_labels)
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+    gateway = one(objects, "Deployment", GATEWAY)
+    assert _matches(source["podSelector"]["matchLabels"], _pod_labels(gateway))
+    # No gateway-side selector picks up the Redis pod.
+    for other in of_kind(objects, "Service") + of_kind(objects, "PodDisruptionBudget"):
+        if other["metadata"]["name"] != "toolmesh-redis":
+            selector = other["spec"].get("selector", {})
+            selector = selector.get("matchLabels", selector)
+            assert not _matches(selector, pod_labels), other["metadata"]["name"]
 
 
 def test_the_base_runtime_mirrors_the_default_examples_runtime(built: dict[str, list[Manifest]]) -> None:

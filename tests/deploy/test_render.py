@@ -17,6 +17,7 @@ from toolmesh.config import (
     KubeScalerConfig,
     MeshConfig,
     RuntimeConfig,
+    StateConfig,
     load_config,
     parse_config,
 )
@@ -275,7 +276,11 @@ def test_keys_given_by_hash_need_no_secret() -> None:
     key = KeyConfig(name="ci", key_hash="sha256:" + "0" * 64)
     files = render(MeshConfig(runtimes=(RuntimeConfig(name="a", modules=("m",)),), keys=(key,)))
     (gateway,) = containers(files["deployment-gateway.yaml"])
-    assert [e["name"] for e in gateway["env"]] == ["TOOLMESH_MESH_TOKEN", "TOOLMESH_POD_TOKEN"]
+    assert [e["name"] for e in gateway["env"]] == [
+        "TOOLMESH_MESH_TOKEN",
+        "TOOLMESH_POD_TOKEN",
+        "TOOLMESH_STATE_URL",
+    ]
     assert parse_config(_toml(files)).keys == (key,)
 
 
@@ -303,3 +308,49 @@ def test_a_relative_catalog_names_the_file_in_the_image() -> None:
     )
     cluster = parse_config(_toml(render(MeshConfig(runtimes=runtimes))))
     assert [r.catalog for r in cluster.runtimes] == [None, "/app/catalogs/near.json", "/srv/far.json"]
+
+
+def test_state_goes_to_the_cluster_and_a_password_never_to_the_configmap() -> None:
+    runtimes = (RuntimeConfig(name="a", modules=("m",)),)
+    state = {"url": "redis://redis.example:6379/2", "key_prefix": "prod:", "timeout": 0.5}
+    files = render(MeshConfig(runtimes=runtimes, state=StateConfig.model_validate(state)))
+    assert _toml(files)["state"] == state
+    secret = {"state": {"url": "rediss://:hunter2@redis.example:6380/0"}}
+    with pytest.raises(ConfigError, match=r"state\.url holds credentials.*`toolmesh-state` Secret"):
+        render(parse_config({**secret, "runtimes": [{"name": "a", "modules": ["m"]}]}))
+    with pytest.raises(ConfigError, match=r"state\.url names a Redis already"):
+        render(
+            MeshConfig(runtimes=runtimes, state=StateConfig.model_validate(state)), RenderOptions(redis=True)
+        )
+
+
+def test_redis_comes_with_the_option_in_any_namespace() -> None:
+    runtimes = (RuntimeConfig(name="a", modules=("m",)),)
+    plain = render(MeshConfig(runtimes=runtimes))
+    assert not any(name.endswith("-redis.yaml") for name in plain)
+    files = render(MeshConfig(runtimes=runtimes), RenderOptions(redis=True, namespace="tools"))
+    for name in ("statefulset-redis.yaml", "service-redis.yaml", "networkpolicy-redis.yaml"):
+        assert files[name]["metadata"]["namespace"] == "tools"
+    assert files["secret-toolmesh-state.yaml"]["stringData"] == {"url": "redis://toolmesh-redis:6379/0"}
+
+
+def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() -> None:
+    # Each gateway replica would hold its own SQLite queue: a job submitted through one replica
+    # would not be found through another.
+    runtimes = '[[runtimes]]\nname = "w"\nmodules = ["examples.weather"]\n'
+    default = parse_config(tomllib.loads(runtimes))
+    assert _toml(render(default))["jobs"] == {"enabled": False}
+    chosen = parse_config(
+        tomllib.loads(runtimes + '[jobs]\nenabled = true\nworkers = 2\ncallback_secret_env = "HOOK"\n')
+    )
+    files = render(chosen)
+    assert _toml(files)["jobs"] == {
+        "workers": 2,
+        "callback_secret_env": "HOOK",
+        "path": "/tmp/toolmesh/jobs.sqlite3",  # the gateway's one writable volume
+    }
+    (gateway,) = containers(one(list(files.values()), "Deployment", GATEWAY))
+    assert {
+        "name": "HOOK",
+        "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "HOOK"}},
+    } in gateway["env"]

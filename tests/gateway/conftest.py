@@ -1,4 +1,5 @@
-"""Real gateways for the gateway tests: uvicorn, the gRPC Mesh service and child runtime pods."""
+"""Real gateways for the gateway tests: uvicorn, the gRPC Mesh service and child runtime pods;
+for jobs, a real callback receiver on loopback and a poll of a job."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import ROOT, pod_env
@@ -29,8 +33,10 @@ from toolmesh.config import (
     MeshConfig,
     RouterConfig,
     RuntimeConfig,
+    StateConfig,
 )
 from toolmesh.gateway.server import Gateway, start_gateway
+from toolmesh.jobs_config import JobsConfig
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
@@ -47,10 +53,11 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 
 
 @pytest.fixture
-async def gateway_factory() -> AsyncIterator[StartGateway]:
+async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp` and `chat` set those sections; other keyword arguments go to [gateway].
+    `mcp`, `chat`, `router`, `state` and `jobs` set those sections (jobs in a file under `tmp_path`
+    unless `jobs` names one); other keyword arguments go to [gateway].
     """
     started: list[Gateway] = []
 
@@ -61,6 +68,8 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
         mcp: McpConfig | None = None,
         chat: ChatConfig | None = None,
         router: RouterConfig | None = None,
+        state: StateConfig | None = None,
+        jobs: JobsConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -71,6 +80,8 @@ async def gateway_factory() -> AsyncIterator[StartGateway]:
             chat=chat or ChatConfig(),
             # The router has its own tests (tests/router, tests/gateway/core/test_free_text.py).
             router=router or RouterConfig(enabled=False),
+            state=state or StateConfig(),
+            jobs=jobs or JobsConfig(path=tmp_path / f"jobs-{len(started)}.sqlite3"),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
@@ -88,10 +99,12 @@ def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = No
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="gateway-loop", daemon=True)
     thread.start()
+    jobs_dir = Path(tempfile.mkdtemp(prefix="tm-jobs-"))
     config = MeshConfig(
         gateway=GatewayConfig(http_port=0, grpc_port=0),
         runtimes=runtimes or (runtime(),),
         router=router or RouterConfig(enabled=False),
+        jobs=JobsConfig(path=jobs_dir / "jobs.sqlite3"),
     )
     try:
         gateway = asyncio.run_coroutine_threadsafe(start_gateway(config, environ={}), loop).result(120)
@@ -103,6 +116,7 @@ def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = No
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+        shutil.rmtree(jobs_dir, ignore_errors=True)
 
 
 @dataclass
@@ -160,7 +174,8 @@ def up(tmp_path: Path) -> Iterator[StartUp]:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**pod_env(), "TMPDIR": str(marker), **(env or {})},
+            # XDG_DATA_HOME: the jobs file (and sessions) of this gateway alone.
+            env={**pod_env(), "TMPDIR": str(marker), "XDG_DATA_HOME": str(marker / "data"), **(env or {})},
             cwd=ROOT,
             preexec_fn=None if file_limit is None else lambda: _limit_files(file_limit),
         )
@@ -187,3 +202,75 @@ def up(tmp_path: Path) -> Iterator[StartUp]:
 
 def _limit_files(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
+@dataclass
+class Delivery:
+    body: bytes
+    headers: dict[str, str]
+
+
+@dataclass
+class Receiver:
+    url: str
+    #: Statuses to answer, in order; once used up, 200.
+    statuses: list[int] = field(default_factory=list)
+    deliveries: list[Delivery] = field(default_factory=list)
+    #: Every POST, including those answered with an error.
+    attempts: int = 0
+
+    async def wait_for(self, count: int, timeout: float = 15.0) -> list[Delivery]:
+        """The deliveries answered 2xx, once there are `count` of them."""
+        end = time.monotonic() + timeout
+        while len(self.deliveries) < count:
+            assert time.monotonic() < end, f"{len(self.deliveries)} callbacks arrived, expected {count}"
+            await asyncio.sleep(0.02)
+        return self.deliveries
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver("")
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with lock:
+                found.attempts += 1
+                status = found.statuses.pop(0) if found.statuses else 200
+                if status < 300:
+                    found.deliveries.append(Delivery(body, {k.lower(): v for k, v in self.headers.items()}))
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    found.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield found
+    server.shutdown()
+    server.server_close()
+
+
+async def wait_job(
+    client: httpx.AsyncClient, job_id: str, done: Callable[[dict[str, Any]], bool], timeout: float = 20.0
+) -> dict[str, Any]:
+    """Poll GET /v1/jobs/{id} until `done(document)`."""
+    end = time.monotonic() + timeout
+    while True:
+        response = await client.get(f"/v1/jobs/{job_id}")
+        assert response.status_code == 200, response.text
+        document: dict[str, Any] = response.json()
+        if done(document):
+            return document
+        assert time.monotonic() < end, f"job still {document['status']}: {document}"
+        await asyncio.sleep(0.05)
+
+
+def finished(document: dict[str, Any]) -> bool:
+    return document["status"] not in ("queued", "running")

@@ -49,3 +49,18 @@ def test_a_missing_secret_is_named(missing: str, named: str) -> None:
     environ = {k: v for k, v in ENVIRON.items() if k != missing}
     with pytest.raises(ConfigError, match=rf"{named}: environment variable {missing} is not set"):
         GatewayEnvironment.read(CONFIG, environ)
+
+
+def test_the_state_url_comes_from_the_environment_before_the_config() -> None:
+    config = parse_config({"state": {"url": "redis://from-config:6379/0"}})
+    assert GatewayEnvironment.read(config, {}).state_url == "redis://from-config:6379/0"
+    from_secret = {"TOOLMESH_STATE_URL": "redis://:secret@from-env:6379/0"}
+    environment = GatewayEnvironment.read(config, from_secret)
+    assert environment.state_url == "redis://:secret@from-env:6379/0" and "secret" not in repr(environment)
+    assert GatewayEnvironment.read(parse_config({}), {}).state_url is None
+
+
+def test_a_bad_state_url_in_the_environment_is_named_without_its_password() -> None:
+    with pytest.raises(ConfigError) as error:
+        GatewayEnvironment.read(parse_config({}), {"TOOLMESH_STATE_URL": "mysql://u:secret@db/0"})
+    assert str(error.value).startswith("TOOLMESH_STATE_URL: 'db/0' is not a Redis URL")

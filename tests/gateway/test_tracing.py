@@ -2,92 +2,22 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import secrets
 import signal
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from tests.gateway.conftest import StartUp
-
-
-@dataclass(frozen=True)
-class ReceivedSpan:
-    service: str
-    name: str
-    trace_id: str
-    span_id: str
-    parent_id: str
-
-
-class Receiver(http.server.ThreadingHTTPServer):
-    """An OTLP/HTTP trace receiver: POST /v1/traces with an ExportTraceServiceRequest."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.spans: list[ReceivedSpan] = []
-        self.lock = threading.Lock()
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def wait_for(self, service: str, count: int, timeout: float = 15.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if sum(span.service == service for span in self.spans) >= count:
-                    return
-            time.sleep(0.05)
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    server: Receiver
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        assert self.path == "/v1/traces" and self.headers["Content-Type"] == "application/x-protobuf"
-        request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
-        with self.server.lock:
-            for resource_spans in request.resource_spans:
-                attributes = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
-                for scope_spans in resource_spans.scope_spans:
-                    for span in scope_spans.spans:
-                        self.server.spans.append(
-                            ReceivedSpan(
-                                attributes["service.name"],
-                                span.name,
-                                span.trace_id.hex(),
-                                span.span_id.hex(),
-                                span.parent_span_id.hex(),
-                            )
-                        )
-        answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+from tests.tracing.receiver import ReceivedSpan, Receiver, running_receiver
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    server = Receiver()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with running_receiver() as server:
+        yield server
 
 
 @pytest.mark.slow

@@ -101,6 +101,16 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
         ('[[keys]]\nname = "k"\n', "keys.0: give exactly one of"),
         ("[gateway]\nport = 1\n", "gateway.port: Extra inputs are not permitted"),
         ("[gateway\n", "not valid TOML"),
+        ("[jobs]\nworkers = 0\n", "jobs.workers: Input should be greater than or equal to 1"),
+        (
+            '[jobs]\ncallback_secret_env = "TOOLMESH_TEST_UNSET_SECRET"\n',
+            "jobs: environment variable TOOLMESH_TEST_UNSET_SECRET is not set",
+        ),
+        (
+            '[gateway]\nhttp_port = 0\ngrpc_port = 0\n[[runtimes]]\nname = "r"\nmodules = ["sample_tools"]\n'
+            '[jobs]\npath = "/proc/self/nope/jobs.sqlite3"\n',
+            "jobs: cannot open the jobs file /proc/self/nope/jobs.sqlite3",
+        ),
     ],
 )
 def test_a_bad_config_fails_start_up_naming_the_key(tmp_path: Path, toml: str, message: str) -> None:

@@ -10,8 +10,10 @@ import pytest
 
 import toolmesh
 from toolmesh.config import RouterConfig
+from toolmesh.errors import StateUnavailable
 from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder, Vectors, normalise
 from toolmesh.router.service import RouterService, State
+from toolmesh.router.sessions import Sessions, SessionStore
 from toolmesh.router.text import Document
 
 DOCS = [
@@ -101,3 +103,32 @@ def test_the_public_surface_of_toolmesh_router() -> None:
     assert {"Embedder", "FunctionIndex", "Router", "RouterService", "extract_arguments"} <= set(
         toolmesh.router.__all__
     )
+
+
+class UnwritableSessions(SessionStore):
+    """Reads like the SQLite store; every write fails like a shared store that went away."""
+
+    def record(self, *args: object, **kwargs: object) -> None:
+        raise StateUnavailable("the session store cannot be reached")
+
+
+async def test_a_call_that_ran_is_answered_even_when_its_turn_cannot_be_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def sessions(config: RouterConfig) -> Sessions:
+        return UnwritableSessions(tmp_path / "s.sqlite3", ttl=60, max_sessions=10, max_turns=5)
+
+    service = RouterService(
+        RouterConfig(data_dir=tmp_path, threshold=0.0), embedder=LetterCounts(), sessions=sessions
+    )
+    service.start(DOCS)
+    calls: list[str] = []
+
+    async def call(function: str, arguments: object) -> dict[str, bool]:
+        calls.append(function)
+        return {"ok": True}
+
+    execution = await service.executor().execute("weather", call, session_id="trip")
+    assert calls == ["get_weather"] and execution.result == {"ok": True}
+    assert "session 'trip' did not record a turn" in caplog.text
+    await service.aclose()

@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from toolmesh.v1 import invoke_pb2 as _invoke_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -17,6 +18,102 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+@_typing.final
+class SubmitJobRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CALL_FIELD_NUMBER: _builtins.int
+    CALLBACK_URL_FIELD_NUMBER: _builtins.int
+    callback_url: _builtins.str
+    """Where the finished job is POSTed, signed (see the README); empty for none."""
+    @_builtins.property
+    def call(self) -> _invoke_pb2.InvokeRequest:
+        """The call, as for Invoke (function, arguments, request_id, session_id)."""
+
+    def __init__(
+        self,
+        *,
+        call: _invoke_pb2.InvokeRequest | None = ...,
+        callback_url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call", b"call"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call", b"call", "callback_url", b"callback_url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubmitJobRequest: _TypeAlias = SubmitJobRequest  # noqa: Y015
+
+@_typing.final
+class GetJobRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["id", b"id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetJobRequest: _TypeAlias = GetJobRequest  # noqa: Y015
+
+@_typing.final
+class Job(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    FUNCTION_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    ATTEMPTS_FIELD_NUMBER: _builtins.int
+    RESULT_JSON_FIELD_NUMBER: _builtins.int
+    ERROR_CODE_FIELD_NUMBER: _builtins.int
+    ERROR_MESSAGE_FIELD_NUMBER: _builtins.int
+    CREATED_AT_FIELD_NUMBER: _builtins.int
+    UPDATED_AT_FIELD_NUMBER: _builtins.int
+    FINISHED_AT_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    function: _builtins.str
+    """Qualified function name."""
+    status: _builtins.str
+    """queued, running, succeeded, failed, dead or cancelled."""
+    attempts: _builtins.int
+    result_json: _builtins.bytes
+    """The last attempt's result as the JSON document HTTP's invoke answers; empty until there is one."""
+    error_code: _builtins.str
+    """Why the job failed or is dead (a toolmesh error code and message); empty otherwise."""
+    error_message: _builtins.str
+    created_at: _builtins.float
+    """Unix times; finished_at is 0 until the job is finished."""
+    updated_at: _builtins.float
+    finished_at: _builtins.float
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        function: _builtins.str = ...,
+        status: _builtins.str = ...,
+        attempts: _builtins.int = ...,
+        result_json: _builtins.bytes = ...,
+        error_code: _builtins.str = ...,
+        error_message: _builtins.str = ...,
+        created_at: _builtins.float = ...,
+        updated_at: _builtins.float = ...,
+        finished_at: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempts", b"attempts", "created_at", b"created_at", "error_code", b"error_code", "error_message", b"error_message", "finished_at", b"finished_at", "function", b"function", "id", b"id", "result_json", b"result_json", "status", b"status", "updated_at", b"updated_at"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Job: _TypeAlias = Job  # noqa: Y015
 
 @_typing.final
 class RouteRequest(_message.Message):

@@ -59,6 +59,16 @@ class MeshStub:
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.FromString,
                 _registered_method=True)
+        self.SubmitJob = channel.unary_unary(
+                '/toolmesh.v1.Mesh/SubmitJob',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.SubmitJobRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
+                _registered_method=True)
+        self.GetJob = channel.unary_unary(
+                '/toolmesh.v1.Mesh/GetJob',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
+                _registered_method=True)
 
 
 class MeshServicer:
@@ -95,6 +105,21 @@ class MeshServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitJob(self, request, context):
+        """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
+        Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetJob(self, request, context):
+        """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MeshServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -117,6 +142,16 @@ def add_MeshServicer_to_server(servicer, server):
                     servicer.Route,
                     request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.FromString,
                     response_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.SerializeToString,
+            ),
+            'SubmitJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitJob,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.SubmitJobRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.Job.SerializeToString,
+            ),
+            'GetJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJob,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.Job.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -230,6 +265,60 @@ class Mesh:
             '/toolmesh.v1.Mesh/Route',
             toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.SerializeToString,
             toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/SubmitJob',
+            toolmesh_dot_v1_dot_mesh__pb2.SubmitJobRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/GetJob',
+            toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
             options,
             channel_credentials,
             insecure,

@@ -46,6 +46,12 @@ class MeshStub:
     """Streams a function's items as they are produced, then the result."""
     Route: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]
     """Ranks functions for a free-text prompt with the embedding router."""
+    SubmitJob: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]
+    """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
+    Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
+    """
+    GetJob: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.GetJobRequest, _mesh_pb2.Job]
+    """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
 
 @_typing.type_check_only
 class MeshAsyncStub(MeshStub):
@@ -63,6 +69,12 @@ class MeshAsyncStub(MeshStub):
     """Streams a function's items as they are produced, then the result."""
     Route: _aio.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]  # type: ignore[assignment]
     """Ranks functions for a free-text prompt with the embedding router."""
+    SubmitJob: _aio.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]  # type: ignore[assignment]
+    """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
+    Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
+    """
+    GetJob: _aio.UnaryUnaryMultiCallable[_mesh_pb2.GetJobRequest, _mesh_pb2.Job]  # type: ignore[assignment]
+    """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
 
 class MeshServicer(metaclass=_abc_1.ABCMeta):
     """Served by the gateway: the whole mesh behind one endpoint, for services that
@@ -101,5 +113,23 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_mesh_pb2.RouteResponse, _abc.Awaitable[_mesh_pb2.RouteResponse]]:
         """Ranks functions for a free-text prompt with the embedding router."""
+
+    @_abc_1.abstractmethod
+    def SubmitJob(
+        self,
+        request: _mesh_pb2.SubmitJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.Job, _abc.Awaitable[_mesh_pb2.Job]]:
+        """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
+        Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
+        """
+
+    @_abc_1.abstractmethod
+    def GetJob(
+        self,
+        request: _mesh_pb2.GetJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.Job, _abc.Awaitable[_mesh_pb2.Job]]:
+        """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
 
 def add_MeshServicer_to_server(servicer: MeshServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,257 @@
+"""Asynchronous calls over HTTP: thin adapters over `gateway.jobs.JobService`.
+
+POST /v1/functions/{name}/invoke    with `Prefer: respond-async` (app.py sends it here): 202
+POST /v1/jobs                       {"function", "arguments"?, "callback_url"?}: 202
+GET  /v1/jobs?status=dead&limit=    the caller's jobs, newest first (dead: its dead letters)
+GET  /v1/jobs/{id}                  a job: status, attempts, result or error, callback
+POST /v1/jobs/{id}/retry            queue a dead, failed or cancelled job again: 202
+DELETE /v1/jobs/{id}                cancel a queued job
+
+A 202 answers the job document with `Location: /v1/jobs/{id}`. With the invoke route the
+body is the arguments, as for a direct call, and a callback URL comes in `X-Callback-Url`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from json import dumps
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
+from toolmesh.gateway.http.adapt import body, caller, json_response
+from toolmesh.gateway.http.payloads import parse_json
+from toolmesh.gateway.jobs.job import JOBS_PATH, CallbackState, Job, JobStatus
+from toolmesh.gateway.jobs.job_service import JobService
+
+CALLBACK_HEADER = "x-callback-url"
+_SUBMIT_FIELDS = {"function", "arguments", "callback_url"}
+
+
+def wants_async(prefer: str | None) -> bool:
+    """Whether a `Prefer` header (RFC 7240) asks for `respond-async`."""
+    if not prefer:
+        return False
+    return any(part.split(";")[0].strip().lower() == "respond-async" for part in prefer.split(","))
+
+
+def accepted(job: Job, *, applied: bool = False) -> Response:
+    response = json_response(job.document(), 202)
+    response.headers["Location"] = f"{JOBS_PATH}/{job.id}"
+    if applied:
+        response.headers["Preference-Applied"] = "respond-async"
+    return response
+
+
+async def submit_invoke(jobs: JobService, request: Request, call: InvokeRequest) -> Response:
+    """The invoke route's asynchronous form."""
+    principal = caller(jobs.mesh, request)
+    job = await jobs.submit(principal, call, request.headers.get(CALLBACK_HEADER))
+    return accepted(job, applied=True)
+
+
+def _limit(value: str) -> int:
+    if not value.isdigit():
+        raise InvalidRequest(f"limit must be a positive integer, got {value!r}", param="limit")
+    return int(value)
+
+
+def job_routes(jobs: JobService) -> list[Route]:
+    mesh = jobs.mesh
+
+    async def submit(request: Request) -> Response:
+        principal = caller(mesh, request)
+        document = parse_json(await body(mesh, request), mesh.config.max_json_depth)
+        if not isinstance(document, dict):
+            raise InvalidRequest('the body must be {"function", "arguments", "callback_url"?}', param="body")
+        unknown = sorted(set(document) - _SUBMIT_FIELDS)
+        if unknown:
+            raise InvalidRequest(f"unknown field {unknown[0]!r}", param=unknown[0])
+        function, arguments = document.get("function"), document.get("arguments", {})
+        if not isinstance(function, str) or not function:
+            raise InvalidRequest("function must be a non-empty string", param="function")
+        if not isinstance(arguments, dict):
+            raise InvalidRequest("arguments must be a JSON object", param="arguments")
+        call = InvokeRequest(function, dumps(arguments).encode(), CallOptions.from_headers(request.headers))
+        callback = document.get("callback_url")
+        if callback is not None and not isinstance(callback, str):
+            raise InvalidRequest("callback_url must be a string", param="callback_url")
+        return accepted(await jobs.submit(principal, call, callback))
+
+    async def listing(request: Request) -> Response:
+        params = request.query_params
+        found = await jobs.list(
+            caller(mesh, request), params.get("status"), _limit(params.get("limit", "100"))
+        )
+        return json_response({"jobs": [job.document() for job in found]})
+
+    async def get(request: Request) -> Response:
+        job = await jobs.get(caller(mesh, request), request.path_params["id"])
+        return json_response(job.document())
+
+    async def retry(request: Request) -> Response:
+        return accepted(await jobs.retry(caller(mesh, request), request.path_params["id"]))
+
+    async def cancel(request: Request) -> Response:
+        job = await jobs.cancel(caller(mesh, request), request.path_params["id"])
+        return json_response(job.document())
+
+    async def jobs_root(request: Request) -> Response:
+        return await (submit(request) if request.method == "POST" else listing(request))
+
+    async def one_job(request: Request) -> Response:
+        return await (cancel(request) if request.method == "DELETE" else get(request))
+
+    # One route per path, so that a wrong method is a 405 naming the path's methods.
+    return [
+        Route(JOBS_PATH, jobs_root, methods=["GET", "POST"]),
+        Route(JOBS_PATH + "/{id}", one_job, methods=["GET", "DELETE"]),
+        Route(JOBS_PATH + "/{id}/retry", retry, methods=["POST"]),
+    ]
+
+
+def job_openapi(paths: dict[str, Any], errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
+    """Add the job routes to the OpenAPI `paths` (and the invoke route's asynchronous form);
+    returns the schemas they use. `errors(*statuses)` renders error responses."""
+    job_ref = {"$ref": "#/components/schemas/Job"}
+    job_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    accepted_job = {
+        "description": "Queued: the job, with `Location: /v1/jobs/{id}`",
+        "headers": {"Location": {"schema": {"type": "string"}}},
+        "content": {"application/json": {"schema": job_ref}},
+    }
+    invoke = paths["/v1/functions/{name}/invoke"]["post"]
+    invoke["parameters"] = [
+        *invoke["parameters"],
+        {
+            "name": "Prefer",
+            "in": "header",
+            "required": False,
+            "description": "`respond-async`: queue the call as a job and answer 202 at once",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "X-Callback-Url",
+            "in": "header",
+            "required": False,
+            "description": "With `Prefer: respond-async`: where the finished job is POSTed, signed",
+            "schema": {"type": "string"},
+        },
+    ]
+    invoke["responses"]["202"] = accepted_job
+    submit_body = {
+        "type": "object",
+        "required": ["function"],
+        "additionalProperties": False,
+        "properties": {
+            "function": {"type": "string"},
+            "arguments": {"type": "object"},
+            "callback_url": {"type": "string", "format": "uri"},
+        },
+    }
+    paths[JOBS_PATH] = {
+        "post": {
+            "summary": "Call a function asynchronously: queue it as a job",
+            "operationId": "submitJob",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": submit_body}}},
+            "responses": {"202": accepted_job, **errors(400, 401, 403, 404, 413, 422, 429, 503)},
+        },
+        "get": {
+            "summary": "The caller's jobs, newest first (`status=dead`: its dead-letter list)",
+            "operationId": "listJobs",
+            "parameters": [
+                {
+                    "name": "status",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"enum": [s.value for s in JobStatus]},
+                },
+                {
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1},
+                },
+            ],
+            "responses": {
+                "200": {
+                    "description": "Jobs",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"jobs": {"type": "array", "items": job_ref}},
+                            }
+                        }
+                    },
+                },
+                **errors(400, 401),
+            },
+        },
+    }
+    paths[JOBS_PATH + "/{id}"] = {
+        "get": {
+            "summary": "A job: its status, attempts, and result or error once finished",
+            "operationId": "getJob",
+            "parameters": [job_id],
+            "responses": {
+                "200": {"description": "The job", "content": {"application/json": {"schema": job_ref}}},
+                **errors(401, 404),
+            },
+        },
+        "delete": {
+            "summary": "Cancel a queued job",
+            "operationId": "cancelJob",
+            "parameters": [job_id],
+            "responses": {
+                "200": {
+                    "description": "The cancelled job",
+                    "content": {"application/json": {"schema": job_ref}},
+                },
+                **errors(400, 401, 404),
+            },
+        },
+    }
+    paths[JOBS_PATH + "/{id}/retry"] = {
+        "post": {
+            "summary": "Queue a dead, failed or cancelled job again",
+            "operationId": "retryJob",
+            "parameters": [job_id],
+            "responses": {"202": accepted_job, **errors(400, 401, 403, 404, 429)},
+        }
+    }
+    return {"Job": _JOB_SCHEMA}
+
+
+_JOB_SCHEMA = {
+    "type": "object",
+    "required": ["id", "function", "status", "status_url", "attempts", "created_at", "updated_at"],
+    "properties": {
+        "id": {"type": "string"},
+        "function": {"type": "string"},
+        "status": {"enum": [s.value for s in JobStatus]},
+        "status_url": {"type": "string"},
+        "attempts": {"type": "integer"},
+        "created_at": {"type": "number", "description": "Unix time"},
+        "updated_at": {"type": "number"},
+        "finished_at": {"type": "number"},
+        "request_id": {"type": "string"},
+        "result": {"$ref": "#/components/schemas/Result"},
+        "error": {
+            "type": "object",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        },
+        "callback": {
+            "type": "object",
+            "properties": {
+                "url": {"type": "string"},
+                "state": {"enum": [s.value for s in CallbackState]},
+                "attempts": {"type": "integer"},
+            },
+        },
+    },
+}

@@ -1,0 +1,14 @@
+"""Asynchronous calls: jobs queued by any front door and run by workers in the gateway.
+
+    job.py            the job: who asked, what to call, its status, attempts, result, callback
+    job_store.py      JobStore, the seam a store plugs into (SQLite here; Redis Streams later)
+    sqlite_jobs.py    the SQLite store: one file, WAL, claims with leases so a killed gateway's
+                      jobs run again
+    argument_check.py what can be checked of the arguments at submit, before any pod runs
+    callbacks.py      signed result callbacks (HMAC-SHA256) and their delivery
+    job_runner.py     the workers: claim, call through the core, retry, dead-letter, purge
+    job_service.py    JobService: submit, get, list, retry, cancel for a principal
+
+Like the core, nothing here knows a transport: HTTP (and later gRPC and MCP) adapt to
+`JobService`.
+"""

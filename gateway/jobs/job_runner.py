@@ -1,0 +1,260 @@
+"""The workers that run jobs, in the gateway: claim, call through the core, settle.
+
+What another attempt may fix is retried: an error result whose class is `retryable`
+(`unavailable`, `overloaded`, `rate_limited`: no pod could take the call, or it was cut
+off) waits `backoff * 2**(attempt - 1)` seconds (at most `backoff_max`) and is queued again;
+after `max_attempts` the job is `dead` (the dead-letter list). What another attempt would
+only repeat is final: the function raised, bad arguments, a timeout, a limit of its runtime
+end the job `failed` at once, its result kept. A gateway killed mid-job leaves it `running`
+under a lease; once the lease lapses the job is queued again (so it runs at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+
+from toolmesh.errors import InternalError
+from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
+from toolmesh.gateway.core.result_json import result_json
+from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.jobs.callbacks import CallbackSender
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+from toolmesh.gateway.jobs.job_store import JobStore
+from toolmesh.jobs_config import JobsConfig
+from toolmesh.runtimes.functions.results import ErrorInfo, Result
+
+log = logging.getLogger("toolmesh.jobs")
+
+#: Seconds an idle worker waits before looking for due jobs (retries, another gateway's).
+POLL = 0.5
+#: Callbacks being delivered at once.
+CALLBACK_BATCH = 16
+
+
+def backoff(base: float, ceiling: float, attempt: int) -> float:
+    """Seconds to wait after failed attempt number `attempt` (from 1)."""
+    return float(min(ceiling, base * 2.0 ** (attempt - 1)))
+
+
+class JobRunner:
+    def __init__(self, mesh: Mesh, store: JobStore, config: JobsConfig, sender: CallbackSender) -> None:
+        self.mesh = mesh
+        self.store = store
+        self.config = config
+        self.sender = sender
+        #: This gateway's name on the leases it holds.
+        self.worker = uuid.uuid4().hex
+        #: Idle workers, each waiting on its future; `wake` rouses one (not a thundering herd of
+        #: claims that all but one find empty).
+        self._idle: list[asyncio.Future[None]] = []
+        #: Wakes that found no idle worker: a worker about to sleep claims again instead.
+        self._missed = 0
+        self._callbacks_due = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._busy: set[asyncio.Task[None]] = set()
+        #: The ids of the jobs this gateway runs now: only their leases are renewed, so a job
+        #: whose worker lost track of it (a failed write) lapses and runs again.
+        self._held: set[str] = set()
+        #: Callbacks being delivered (an unfinished one is delivered again after a restart).
+        self._sending: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    def wake(self) -> None:
+        """A job was queued: one idle worker should look now rather than at its next poll."""
+        while self._idle:
+            waiter = self._idle.pop()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._missed += 1
+
+    async def start(self) -> None:
+        recovered = await self.store.recover(self.config.max_attempts)
+        if recovered:
+            log.info("queued again the jobs of a gateway that stopped", extra={"jobs": recovered})
+        self._tasks = [
+            asyncio.create_task(self._work(polls=i == 0), name=f"job-worker-{i}")
+            for i in range(self.config.workers)
+        ]
+        self._tasks += [
+            asyncio.create_task(self._deliver(), name="job-callbacks"),
+            asyncio.create_task(self._maintain(), name="job-maintenance"),
+        ]
+
+    def stop_claiming(self) -> None:
+        """Take no new jobs (the gateway is stopping); those running finish or are cut off."""
+        self._stopping = True
+        for waiter in self._idle:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def stop(self, grace: float) -> None:
+        """Stop: running jobs get `grace` seconds (the gateway's drain cuts their calls off,
+        which queues them again), then everything is cancelled."""
+        self.stop_claiming()
+        if self._busy:
+            await asyncio.wait(set(self._busy), timeout=grace)
+        for task in (*self._tasks, *self._sending):
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._sending, return_exceptions=True)
+
+    # -- workers ------------------------------------------------------------------------------
+
+    async def _work(self, polls: bool) -> None:
+        """Claim and run jobs. Idle, only the worker that `polls` looks for due jobs (retries
+        after their backoff, jobs queued by another gateway) every POLL seconds; the others
+        sleep until a submit, or a worker that found a job, wakes them."""
+        while not self._stopping:
+            job = await self._claim()
+            if job is None:
+                if self._missed:
+                    self._missed = 0  # a job came while this claim ran: look again
+                    continue
+                waiter = asyncio.get_running_loop().create_future()
+                self._idle.append(waiter)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, POLL if polls else None)
+                if waiter in self._idle:
+                    self._idle.remove(waiter)
+                continue
+            self.wake()  # there may be more: another idle worker looks too
+            # Shielded from the stop's cancel so that a job is always settled or left leased.
+            self._held.add(job.id)
+            task = asyncio.create_task(self._run(job))
+            self._busy.add(task)
+            task.add_done_callback(self._busy.discard)
+            try:
+                await asyncio.shield(task)
+            except Exception:
+                log.exception(
+                    "cannot settle a job; it runs again when its lease lapses", extra={"job": job.id}
+                )
+            finally:
+                self._held.discard(job.id)
+
+    async def _claim(self) -> Job | None:
+        try:
+            return await self.store.claim(self.worker, self.config.lease)
+        except Exception:
+            log.exception("cannot claim a job")
+            return None
+
+    async def _run(self, job: Job) -> None:
+        # The submit checked the key's scope and spent its rate; the attempt runs as a principal
+        # allowed exactly this function, with no rate limit of its own.
+        principal = Principal(job.owner, (job.function,))
+        request = InvokeRequest(
+            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id)
+        )
+        try:
+            result = await self.mesh.invoke(principal, request, Surface.BATCH)
+        except Exception:
+            # A bug, not the call's fault: counted as an attempt that another may get past.
+            log.exception("job attempt failed unexpectedly", extra={"job": job.id})
+            failure = ErrorInfo(InternalError.code, "internal error; see the gateway's log", retryable=True)
+            result = Result.failure(failure)
+        job.result = result_json(result)
+        run_after = 0.0
+        error = result.error
+        if error is None:
+            job.status, job.error = JobStatus.SUCCEEDED, None
+        else:
+            job.error = {"code": error.code, "message": error.message}
+            if not error.retryable:
+                job.status = JobStatus.FAILED
+            elif job.attempts >= self.config.max_attempts:
+                job.status = JobStatus.DEAD
+                job.error["message"] = f"{error.message} (after {job.attempts} attempts)"
+            else:
+                job.status = JobStatus.QUEUED
+                run_after = time.time() + backoff(self.config.backoff, self.config.backoff_max, job.attempts)
+        if job.status.finished and job.callback_url is not None:
+            job.callback_state = CallbackState.PENDING
+        if not await self.store.settle(job, self.worker, run_after):
+            log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
+            return
+        log.info(
+            "job %s",
+            job.status.value,
+            extra={"job": job.id, "function": job.function, "attempts": job.attempts},
+        )
+        if job.status.finished and job.callback_url is not None:
+            self._callbacks_due.set()
+
+    # -- callbacks ----------------------------------------------------------------------------
+
+    async def _deliver(self) -> None:
+        """Up to CALLBACK_BATCH deliveries in flight; each one that ends makes room for the next,
+        so one slow receiver holds up no other."""
+        sending = self._sending
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._callbacks_due.wait(), POLL)
+            self._callbacks_due.clear()
+            room = CALLBACK_BATCH - len(sending)
+            if room <= 0:
+                continue
+            try:
+                # Held past a whole POST, so no other worker on the same store sends it meanwhile.
+                jobs = await self.store.take_callbacks(room, self.config.callback_timeout + 5)
+            except Exception:
+                log.exception("cannot read the callbacks due")
+                continue
+            for job in jobs:
+                task = asyncio.create_task(self._deliver_one(job))
+                sending.add(task)
+                task.add_done_callback(sending.discard)
+                task.add_done_callback(lambda _: self._callbacks_due.set())
+
+    async def _deliver_one(self, job: Job) -> None:
+        try:
+            await self._send_callback(job)
+        except Exception:
+            log.exception("cannot deliver a job's callback", extra={"job": job.id})
+
+    async def _send_callback(self, job: Job) -> None:
+        assert job.callback_url is not None
+        body = json.dumps(job.document()).encode()
+        # One key per outcome: the finish time (ms) tells a retried job's new outcome from its old.
+        key = f"{job.id}.{round((job.finished or 0.0) * 1000)}"
+        problem = await self.sender.send(job.callback_url, job.id, key, body)
+        attempts = job.callback_attempts + 1
+        if problem is None:
+            await self.store.callback_done(job.id, CallbackState.DELIVERED, attempts, 0.0)
+            return
+        if attempts >= self.config.callback_attempts:
+            log.warning(
+                "gave up a job's callback", extra={"job": job.id, "attempts": attempts, "why": problem}
+            )
+            await self.store.callback_done(job.id, CallbackState.FAILED, attempts, 0.0)
+            return
+        due = time.time() + backoff(self.config.callback_backoff, self.config.backoff_max, attempts)
+        log.info("job callback failed; retrying", extra={"job": job.id, "attempts": attempts, "why": problem})
+        await self.store.callback_done(job.id, CallbackState.PENDING, attempts, due)
+
+    # -- upkeep -------------------------------------------------------------------------------
+
+    async def _maintain(self) -> None:
+        """Renew this gateway's leases, queue again the jobs of gateways whose leases lapsed,
+        purge finished jobs past their TTL."""
+        every = self.config.lease / 3
+        last_purge = 0.0
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.store.renew(self.worker, sorted(self._held), self.config.lease)
+                if await self.store.recover(self.config.max_attempts):
+                    self.wake()
+                now = time.time()
+                if now - last_purge >= min(60.0, self.config.ttl / 4):
+                    last_purge = now
+                    await self.store.purge(now - self.config.ttl)
+            except Exception:
+                log.exception("job upkeep failed")

@@ -1,0 +1,130 @@
+"""`JobService`: what a front door asks of jobs, for a principal. Transport-free, like `Mesh`.
+
+A job is a call: submitting one needs the key to be allowed the function and spends one unit
+of its rate limit, exactly like a synchronous call; retrying a dead job spends another. A
+caller sees only its own jobs (those its key, by name, submitted): another's job is
+`job_not_found`, as one that never existed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from toolmesh.config import ConfigError
+from toolmesh.errors import InvalidRequest, JobNotFound
+from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import InvokeRequest
+from toolmesh.gateway.jobs.argument_check import check_arguments
+from toolmesh.gateway.jobs.callbacks import CallbackSender, check_callback_url
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
+from toolmesh.gateway.jobs.job_runner import JobRunner
+from toolmesh.gateway.jobs.job_store import JobStore
+from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
+from toolmesh.jobs_config import JobsConfig
+
+#: Most jobs one listing answers.
+MAX_LIST = 1000
+#: The statuses a job may be retried from.
+RETRYABLE = (JobStatus.DEAD, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+class JobService:
+    def __init__(
+        self, mesh: Mesh, config: JobsConfig, callback_secret: str | None, store: JobStore | None = None
+    ) -> None:
+        self.mesh = mesh
+        self.config = config
+        self._secret = callback_secret
+        self.store: JobStore = store or SqliteJobStore(config.file())
+        self.runner = JobRunner(
+            mesh, self.store, config, CallbackSender(callback_secret, config.callback_timeout)
+        )
+
+    async def start(self) -> None:
+        try:
+            await self.store.open()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"jobs: cannot open the jobs file {self.config.file()}: {exc};"
+                " set [jobs] path to a writable file, or [jobs] enabled = false"
+            ) from None
+        await self.runner.start()
+
+    async def stop(self, grace: float) -> None:
+        await self.runner.stop(grace)
+        await self.runner.sender.close()
+        await self.store.close()
+
+    async def submit(
+        self, principal: Principal, request: InvokeRequest, callback_url: str | None = None
+    ) -> Job:
+        """Queue a call and return its job at once; refused like a direct call would be
+        (unknown function, bad arguments, rate limit), or `overloaded` when the queue is full."""
+        await principal.spend()
+        spec = self.mesh.function(request.name, principal)
+        check_arguments(spec.input_schema, request.arguments)
+        if callback_url is not None:
+            callback_url = check_callback_url(callback_url, self._secret)
+        job = Job(
+            id=new_job_id(),
+            owner=principal.name,
+            function=spec.qualified_name,
+            arguments=request.arguments,
+            request_id=request.options.request_id,
+            session_id=request.options.session_id,
+            callback_url=callback_url,
+            callback_state=CallbackState.NONE if callback_url is None else CallbackState.PENDING,
+        )
+        await self.store.add(job, self.config.max_queued)
+        self.runner.wake()
+        return job
+
+    async def get(self, principal: Principal, job_id: str) -> Job:
+        job = await self.store.get(job_id) if _plausible(job_id) else None
+        if job is None or job.owner != principal.name:
+            raise JobNotFound(f"no job {job_id!r}", param="id")
+        return job
+
+    async def list(self, principal: Principal, status: str | None = None, limit: int = 100) -> Sequence[Job]:
+        """The caller's jobs, newest first; `status="dead"` is its dead-letter list."""
+        wanted = None
+        if status:
+            try:
+                wanted = JobStatus(status)
+            except ValueError:
+                names = ", ".join(s.value for s in JobStatus)
+                raise InvalidRequest(
+                    f"status must be one of {names}, got {status!r}", param="status"
+                ) from None
+        if not 1 <= limit <= MAX_LIST:
+            raise InvalidRequest(f"limit must be from 1 to {MAX_LIST}, got {limit}", param="limit")
+        return await self.store.list(principal.name, wanted, limit)
+
+    async def retry(self, principal: Principal, job_id: str) -> Job:
+        """Queue a dead, failed or cancelled job again, with all its attempts (one call's rate)."""
+        job = await self.get(principal, job_id)
+        await principal.spend()
+        self.mesh.function(job.function, principal)  # still allowed (scopes and catalog change)
+        again = await self.store.requeue(job.id, principal.name, RETRYABLE)
+        if again is None:
+            raise InvalidRequest(
+                f"job {job_id!r} is {job.status.value}; only dead, failed or cancelled jobs are retried",
+                param="id",
+            )
+        self.runner.wake()
+        return again
+
+    async def cancel(self, principal: Principal, job_id: str) -> Job:
+        job = await self.get(principal, job_id)
+        cancelled = await self.store.cancel(job.id, principal.name)
+        if cancelled is None:
+            raise InvalidRequest(
+                f"job {job_id!r} is {job.status.value}; only queued jobs can be cancelled", param="id"
+            )
+        return cancelled
+
+
+def _plausible(job_id: str) -> bool:
+    return len(job_id) <= 64 and job_id.isascii() and job_id.isprintable()

@@ -1,0 +1,72 @@
+"""The seam between jobs and where they are kept: `JobStore`.
+
+The SQLite store (sqlite_jobs.py) keeps them in one file for the gateways of one machine; a
+store on Redis Streams (consumer groups, claims of a dead replica's entries) can plug in
+here for gateways on many. A running job is *claimed* by a worker with a lease it renews;
+one whose lease lapses (its gateway was killed) is queued again, so a job runs at least once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+
+
+class JobStore(Protocol):
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def add(self, job: Job, max_queued: int) -> None:
+        """Queue `job`; raise `Overloaded` if `max_queued` jobs are already queued or running."""
+        ...
+
+    async def get(self, job_id: str) -> Job | None: ...
+
+    async def list(self, owner: str, status: JobStatus | None, limit: int) -> Sequence[Job]:
+        """`owner`'s jobs, newest first."""
+        ...
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        """Take the oldest queued job that is due: it is running, one attempt more, held by
+        `worker` for `lease` seconds."""
+        ...
+
+    async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
+        """Extend the lease of these jobs, if `worker` still holds them."""
+        ...
+
+    async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
+        """Write back a job `worker` ran: finished, or queued again to run after `run_after`
+        (a Unix time). False if the worker no longer held it (its lease had lapsed)."""
+        ...
+
+    async def recover(self, max_attempts: int) -> int:
+        """Queue again the running jobs whose lease lapsed; those out of attempts are dead."""
+        ...
+
+    async def requeue(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:
+        """Queue a job of `owner` in one of `from_status` again, attempts from zero."""
+        ...
+
+    async def cancel(self, job_id: str, owner: str) -> Job | None:
+        """Cancel a queued job of `owner`; None if it is not queued (or not found)."""
+        ...
+
+    async def take_callbacks(self, limit: int, hold: float) -> Sequence[Job]:
+        """Finished jobs whose callback is due, each held `hold` seconds for its delivery."""
+        ...
+
+    async def callback_done(self, job_id: str, state: CallbackState, attempts: int, due: float) -> None:
+        """Record a delivery: its state and attempts, and when to try again if still pending."""
+        ...
+
+    async def purge(self, finished_before: float) -> int:
+        """Delete jobs finished before that Unix time (whose callbacks are not pending)."""
+        ...
+
+    async def count_active(self) -> int:
+        """Jobs queued or running."""
+        ...

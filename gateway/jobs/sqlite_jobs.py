@@ -1,0 +1,302 @@
+"""Jobs in one SQLite file: WAL, one connection on a thread of its own (never the event loop).
+
+Every change is one short transaction, so gateways sharing the file (one machine) share one
+queue safely: a claim is a single `UPDATE ... RETURNING` under SQLite's write lock. A running
+job carries a lease (`lease_until`) its worker renews; when a gateway is killed its leases
+lapse and `recover` queues those jobs again, here or in another gateway on the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    function TEXT NOT NULL,
+    arguments BLOB NOT NULL,
+    request_id TEXT NOT NULL DEFAULT '',
+    session_id TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    result BLOB,
+    error TEXT,
+    callback_url TEXT,
+    callback_state TEXT NOT NULL DEFAULT 'none',
+    callback_attempts INTEGER NOT NULL DEFAULT 0,
+    callback_due REAL NOT NULL DEFAULT 0,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    finished REAL,
+    run_after REAL NOT NULL DEFAULT 0,
+    worker TEXT,
+    lease_until REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, run_after);
+CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, status, created);
+CREATE INDEX IF NOT EXISTS jobs_callbacks ON jobs (callback_state, callback_due);
+CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
+"""
+_COLUMNS = (
+    "id, owner, function, arguments, request_id, session_id, status, attempts, result, error,"
+    " callback_url, callback_state, callback_attempts, created, updated, finished"
+)
+_ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+
+
+def _job(row: Sequence[Any]) -> Job:
+    return Job(
+        id=row[0],
+        owner=row[1],
+        function=row[2],
+        arguments=bytes(row[3]),
+        request_id=row[4],
+        session_id=row[5],
+        status=JobStatus(row[6]),
+        attempts=row[7],
+        result=None if row[8] is None else bytes(row[8]),
+        error=None if row[9] is None else json.loads(row[9]),
+        callback_url=row[10],
+        callback_state=CallbackState(row[11]),
+        callback_attempts=row[12],
+        created=row[13],
+        updated=row[14],
+        finished=row[15],
+    )
+
+
+class SqliteJobStore:
+    """The `JobStore` of one machine: the file at `path` (created, with its directory)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="toolmesh-jobs")
+        self._db: sqlite3.Connection | None = None
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        def call() -> T:
+            assert self._db is not None, "the job store is not open"
+            return work(self._db)
+
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+
+    async def open(self) -> None:
+        def connect() -> None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit; multi-statement changes say BEGIN IMMEDIATE themselves.
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+            db.execute("PRAGMA journal_mode=WAL")
+            # Survives a killed process (the WAL is written before each commit returns); only a
+            # power cut may lose the last transactions, which fsync on every one would cost.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            self._db = db
+
+        await asyncio.get_running_loop().run_in_executor(self._thread, connect)
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._run(lambda db: db.close())
+            self._db = None
+        self._thread.shutdown(wait=True)
+
+    async def add(self, job: Job, max_queued: int) -> None:
+        def add(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                (active,) = db.execute("SELECT COUNT(*) FROM jobs WHERE status IN (?, ?)", _ACTIVE).fetchone()
+                if active >= max_queued:
+                    raise Overloaded(
+                        f"the job queue is full: {active} jobs are queued or running,"
+                        f" the limit ([jobs] max_queued) is {max_queued}; try again later",
+                        retry_after=1.0,
+                    )
+                db.execute(
+                    "INSERT INTO jobs (id, owner, function, arguments, request_id, session_id, status,"
+                    " callback_url, callback_state, created, updated)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        job.id,
+                        job.owner,
+                        job.function,
+                        job.arguments,
+                        job.request_id,
+                        job.session_id,
+                        job.status.value,
+                        job.callback_url,
+                        job.callback_state.value,
+                        job.created,
+                        job.created,
+                    ),
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+        await self._run(add)
+
+    async def get(self, job_id: str) -> Job | None:
+        row = await self._run(
+            lambda db: db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        )
+        return None if row is None else _job(row)
+
+    async def list(self, owner: str, status: JobStatus | None, limit: int) -> Sequence[Job]:
+        query, params = "owner = ?", [owner]
+        if status is not None:
+            query, params = "owner = ? AND status = ?", [owner, status.value]
+        rows = await self._run(
+            lambda db: db.execute(
+                f"SELECT {_COLUMNS} FROM jobs WHERE {query} ORDER BY created DESC LIMIT ?", (*params, limit)
+            ).fetchall()
+        )
+        return [_job(row) for row in rows]
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        now = time.time()
+        row = await self._run(
+            lambda db: db.execute(
+                f"UPDATE jobs SET status = 'running', attempts = attempts + 1, worker = ?,"
+                f" lease_until = ?, updated = ? WHERE id = (SELECT id FROM jobs WHERE status = 'queued'"
+                f" AND run_after <= ? ORDER BY run_after, created LIMIT 1) RETURNING {_COLUMNS}",
+                (worker, now + lease, now, now),
+            ).fetchone()
+        )
+        return None if row is None else _job(row)
+
+    async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
+        if not job_ids:
+            return
+        until = time.time() + lease
+        await self._run(
+            lambda db: db.executemany(
+                "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' AND worker = ?",
+                [(until, job_id, worker) for job_id in job_ids],
+            )
+        )
+
+    async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
+        now = time.time()
+        job.updated = now
+        if job.status.finished:
+            job.finished = now
+        error = None if job.error is None else json.dumps(job.error)
+        cursor = await self._run(
+            lambda db: db.execute(
+                "UPDATE jobs SET status = ?, result = ?, error = ?, updated = ?, finished = ?, run_after = ?,"
+                " callback_state = ?, callback_due = ?, worker = NULL, lease_until = 0"
+                " WHERE id = ? AND status = 'running' AND worker = ?",
+                (
+                    job.status.value,
+                    job.result,
+                    error,
+                    now,
+                    job.finished,
+                    run_after,
+                    job.callback_state.value,
+                    now,
+                    job.id,
+                    worker,
+                ),
+            )
+        )
+        return cursor.rowcount == 1
+
+    async def recover(self, max_attempts: int) -> int:
+        now = time.time()
+        lost = json.dumps({"code": "unavailable", "message": "the gateway running it stopped"})
+
+        def recover(db: sqlite3.Connection) -> int:
+            db.execute("BEGIN IMMEDIATE")
+            dead = db.execute(
+                "UPDATE jobs SET status = 'dead', error = ?, finished = ?, updated = ?, worker = NULL,"
+                " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'pending' END,"
+                " callback_due = ? WHERE status = 'running' AND lease_until < ? AND attempts >= ?",
+                (lost, now, now, now, now, max_attempts),
+            ).rowcount
+            queued = db.execute(
+                "UPDATE jobs SET status = 'queued', run_after = ?, updated = ?, worker = NULL"
+                " WHERE status = 'running' AND lease_until < ?",
+                (now, now, now),
+            ).rowcount
+            db.execute("COMMIT")
+            return int(dead + queued)
+
+        return await self._run(recover)
+
+    async def requeue(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:
+        now = time.time()
+        marks = ", ".join("?" * len(from_status))
+        row = await self._run(
+            lambda db: db.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, result = NULL, error = NULL,"
+                " finished = NULL, run_after = ?, updated = ?,"
+                " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'pending' END,"
+                " callback_attempts = 0"
+                f" WHERE id = ? AND owner = ? AND status IN ({marks}) RETURNING {_COLUMNS}",
+                (now, now, job_id, owner, *(s.value for s in from_status)),
+            ).fetchone()
+        )
+        return None if row is None else _job(row)
+
+    async def cancel(self, job_id: str, owner: str) -> Job | None:
+        now = time.time()
+        row = await self._run(
+            lambda db: db.execute(
+                "UPDATE jobs SET status = 'cancelled', finished = ?, updated = ?,"
+                " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'failed' END"
+                f" WHERE id = ? AND owner = ? AND status = 'queued' RETURNING {_COLUMNS}",
+                (now, now, job_id, owner),
+            ).fetchone()
+        )
+        return None if row is None else _job(row)
+
+    async def take_callbacks(self, limit: int, hold: float) -> Sequence[Job]:
+        now = time.time()
+        rows = await self._run(
+            lambda db: db.execute(
+                f"UPDATE jobs SET callback_due = ? WHERE id IN (SELECT id FROM jobs WHERE"
+                f" callback_state = 'pending' AND finished IS NOT NULL AND callback_due <= ?"
+                f" ORDER BY callback_due LIMIT ?) RETURNING {_COLUMNS}",
+                (now + hold, now, limit),
+            ).fetchall()
+        )
+        return [_job(row) for row in rows]
+
+    async def callback_done(self, job_id: str, state: CallbackState, attempts: int, due: float) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "UPDATE jobs SET callback_state = ?, callback_attempts = ?, callback_due = ? WHERE id = ?",
+                (state.value, attempts, due, job_id),
+            )
+        )
+
+    async def purge(self, finished_before: float) -> int:
+        cursor = await self._run(
+            lambda db: db.execute(
+                "DELETE FROM jobs WHERE finished IS NOT NULL AND finished < ?"
+                " AND callback_state != 'pending'",
+                (finished_before,),
+            )
+        )
+        return int(cursor.rowcount)
+
+    async def count_active(self) -> int:
+        row = await self._run(
+            lambda db: db.execute("SELECT COUNT(*) FROM jobs WHERE status IN (?, ?)", _ACTIVE).fetchone()
+        )
+        return int(row[0])

@@ -1,0 +1,75 @@
+"""Catalog changes fanned out through Redis pub/sub, to every gateway replica.
+
+One channel, `<prefix>catalog`. A replica whose catalog changed publishes on it; each replica
+(the publisher too) keeps one subscription open in a background task and tells its listeners
+(its MCP listen streams) of every message, so each stream hears each change once, whichever
+replica it is connected to. When Redis goes away the task logs it, waits and subscribes again,
+for as long as the gateway runs; changes published meanwhile reach only the publisher's own
+listeners (it falls back to telling them directly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from toolmesh.errors import StateUnavailable
+from toolmesh.gateway.state.feed import Listener, Listeners
+from toolmesh.gateway.state.redis_client import Outage
+
+log = logging.getLogger("toolmesh.gateway")
+
+#: Seconds between two attempts to subscribe again while Redis is away.
+RESUBSCRIBE_DELAY = 1.0
+
+
+class RedisFeed:
+    def __init__(self, client: redis.Redis, prefix: str, outage: Outage) -> None:
+        self._client = client
+        self._channel = f"{prefix}catalog"
+        self._outage = outage
+        self._listeners = Listeners()
+        self._task: asyncio.Task[None] | None = None
+        #: Set while the subscription is open (tests wait for it).
+        self.subscribed = asyncio.Event()
+
+    async def publish(self) -> None:
+        try:
+            with self._outage.translated():
+                await self._client.publish(self._channel, b"tools")
+        except StateUnavailable as exc:
+            log.warning(f"catalog change not fanned out to other replicas: {exc.message}")
+            self._listeners.notify()
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._follow(), name="state-feed")
+        return self._listeners.add(listener)
+
+    async def _follow(self) -> None:
+        while True:
+            try:
+                async with self._client.pubsub(ignore_subscribe_messages=True) as pubsub:
+                    await pubsub.subscribe(self._channel)
+                    self.subscribed.set()
+                    self._outage.succeeded()
+                    # No timeout: a subscription waits for as long as nothing changes.
+                    async for message in pubsub.listen():
+                        if message.get("type") == "message":
+                            self._listeners.notify()
+            except (RedisError, OSError) as exc:
+                self.subscribed.clear()
+                self._outage.failed(exc)
+            await asyncio.sleep(RESUBSCRIBE_DELAY)
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

@@ -1,0 +1,94 @@
+"""What the gateway shares with its other replicas, built from `[state]` once at start-up.
+
+    no url            LocalLimits, LocalFeed, the router's SQLite sessions   (one gateway)
+    url = redis://..  RedisLimits, RedisFeed, RedisSessions, on one client   (any number)
+
+Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from toolmesh.config import RouterConfig, StateConfig
+from toolmesh.errors import StateUnavailable
+from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
+from toolmesh.gateway.state.limits import LocalLimits, RateLimits
+from toolmesh.router.sessions import Sessions
+
+log = logging.getLogger("toolmesh.gateway")
+
+#: Builds the router's session store from its config (None: the router's own, SQLite).
+SessionsFactory = Callable[[RouterConfig], Sessions]
+
+
+@dataclass
+class SharedState:
+    limits: RateLimits = field(default_factory=LocalLimits)
+    feed: ChangeFeed = field(default_factory=LocalFeed)
+    sessions: SessionsFactory | None = None
+    #: Where it lives, for logs ("local", or the Redis URL without its password).
+    where: str = "local"
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
+    _check: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+
+    async def check(self) -> None:
+        """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
+        log at start-up rather than at the first request; never raises."""
+        if self._check is not None:
+            await self._check()
+
+    async def aclose(self) -> None:
+        for close in reversed(self._closers):
+            await close()
+
+
+async def open_state(config: StateConfig, url: str | None) -> SharedState:
+    """The shared state at `url` (`[state] url` or TOOLMESH_STATE_URL), or the local one.
+
+    Nothing connects yet (so a start-up that fails later leaves nothing open), and start-up does
+    not wait for Redis: a gateway whose Redis is down starts, answers what needs no state, and
+    refuses the rest with 503 until Redis is back (see redis_client.py)."""
+    if url is None:
+        return SharedState()
+    from toolmesh.gateway.state.redis_client import Outage, connect, redact
+    from toolmesh.gateway.state.redis_feed import RedisFeed
+    from toolmesh.gateway.state.redis_limits import RedisLimits
+    from toolmesh.gateway.state.redis_sessions import RedisSessions
+
+    client = connect(url, config.timeout)
+    outage = Outage(url)
+    prefix = config.key_prefix
+    loop = asyncio.get_running_loop()
+    feed = RedisFeed(client, prefix, outage)
+
+    def sessions(router: RouterConfig) -> Sessions:
+        return RedisSessions(
+            client,
+            loop,
+            prefix,
+            outage,
+            ttl=router.session_ttl,
+            max_turns=router.session_turns,
+            timeout=config.timeout,
+        )
+
+    async def check() -> None:
+        try:
+            with outage.translated():
+                await client.ping()
+        except StateUnavailable:
+            return  # logged by the outage
+        log.info("shared state in Redis", extra={"state": redact(url)})
+
+    return SharedState(
+        RedisLimits(client, prefix, outage),
+        feed,
+        sessions,
+        redact(url),
+        [client.aclose, feed.aclose],
+        check,
+    )

@@ -1,0 +1,121 @@
+"""The SQLite job store on a real file: claims, leases shared by two stores, bounds, purging."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
+from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
+
+OpenStore = Callable[[], Coroutine[Any, Any, SqliteJobStore]]
+
+
+@pytest.fixture
+async def open_store(tmp_path: Path) -> AsyncIterator[OpenStore]:
+    """Stores on one file, as gateways on one machine share it."""
+    opened: list[SqliteJobStore] = []
+
+    async def start() -> SqliteJobStore:
+        store = SqliteJobStore(tmp_path / "jobs" / "jobs.sqlite3")
+        await store.open()
+        opened.append(store)
+        return store
+
+    yield start
+    for store in opened:
+        await store.close()
+
+
+def _job(owner: str = "alice", callback: str | None = None) -> Job:
+    return Job(
+        new_job_id(),
+        owner,
+        "add",
+        b'{"a": 1}',
+        callback_url=callback,
+        callback_state=CallbackState.PENDING if callback else CallbackState.NONE,
+    )
+
+
+async def test_a_lapsed_lease_lets_another_gateway_take_the_job(open_store: OpenStore) -> None:
+    one, two = await open_store(), await open_store()
+    job = _job()
+    await one.add(job, 10)
+    claimed = await one.claim("gateway-1", lease=0.3)
+    assert claimed is not None and claimed.id == job.id and claimed.attempts == 1
+    assert await two.claim("gateway-2", lease=5) is None, "a running job is nobody else's"
+    assert await two.recover(max_attempts=5) == 0, "its lease still runs"
+    await asyncio.sleep(0.4)
+    assert await two.recover(max_attempts=5) == 1
+    again = await two.claim("gateway-2", lease=5)
+    assert again is not None and again.attempts == 2
+    # The first gateway comes back with a result: too late, the job is another's now.
+    claimed.status = JobStatus.SUCCEEDED
+    assert not await one.settle(claimed, "gateway-1")
+    again.status = JobStatus.SUCCEEDED
+    assert await two.settle(again, "gateway-2")
+    stored = await one.get(job.id)
+    assert stored is not None and stored.status is JobStatus.SUCCEEDED and stored.finished is not None
+
+
+async def test_renewed_leases_hold_and_jobs_out_of_attempts_are_dead(open_store: OpenStore) -> None:
+    store = await open_store()
+    held, spent = _job(), _job(callback="http://127.0.0.1:9/hook")
+    await store.add(held, 10)
+    await store.add(spent, 10)
+    first = await store.claim("g", lease=0.3)
+    second = await store.claim("g", lease=0.3)
+    assert first is not None and second is not None
+    await asyncio.sleep(0.2)
+    await store.renew("g", [first.id, second.id], lease=0.3)
+    await store.renew("other", [first.id], lease=60)  # not its job: no effect
+    await asyncio.sleep(0.2)
+    assert await store.recover(max_attempts=1) == 0
+    await asyncio.sleep(0.3)
+    # Each had one attempt of one: dead, with the reason, and a callback to send.
+    assert await store.recover(max_attempts=1) == 2
+    dead = await store.get(spent.id)
+    assert dead is not None and dead.status is JobStatus.DEAD
+    assert dead.error == {"code": "unavailable", "message": "the gateway running it stopped"}
+    assert [j.id for j in await store.take_callbacks(10, hold=5)] == [spent.id]
+    assert await store.take_callbacks(10, hold=5) == [], "held while it is being delivered"
+
+
+async def test_the_bound_counts_queued_and_running_jobs(open_store: OpenStore) -> None:
+    store = await open_store()
+    await store.add(_job(), 2)
+    await store.add(_job(), 2)
+    assert await store.claim("g", lease=5) is not None
+    with pytest.raises(Overloaded, match="max_queued"):
+        await store.add(_job(), 2)
+    assert await store.count_active() == 2
+
+
+async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: OpenStore) -> None:
+    store = await open_store()
+    job = _job()
+    await store.add(job, 10)
+    claimed = await store.claim("g", lease=5)
+    assert claimed is not None
+    claimed.status = JobStatus.QUEUED
+    assert await store.settle(claimed, "g", run_after=time.time() + 0.3)
+    assert await store.claim("g", lease=5) is None, "not due yet"
+    await asyncio.sleep(0.35)
+    claimed = await store.claim("g", lease=5)
+    assert claimed is not None and claimed.attempts == 2
+    claimed.status = JobStatus.SUCCEEDED
+    assert await store.settle(claimed, "g")
+    pending = _job(callback="http://127.0.0.1:9/hook")
+    await store.add(pending, 10)
+    assert await store.cancel(pending.id, "bob") is None, "only its owner cancels it"
+    assert await store.cancel(pending.id, "alice") is not None
+    assert await store.purge(time.time() - 60) == 0
+    assert await store.purge(time.time() + 1) == 2
+    assert await store.list("alice", None, 10) == []

@@ -1,0 +1,96 @@
+"""When tracing is on, and that off it costs no import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gateway.core.test_layering import loaded_after
+from tests.tracing.receiver import running_receiver
+from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
+
+ENDPOINT = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "service"),
+    [
+        ({}, None),
+        (ENDPOINT, GATEWAY_SERVICE),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, GATEWAY_SERVICE),
+        ({"OTEL_TRACES_EXPORTER": "otlp"}, GATEWAY_SERVICE),
+        ({**ENDPOINT, "OTEL_SERVICE_NAME": "edge"}, "edge"),
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "none"}, None),
+        ({**ENDPOINT, "OTEL_TRACES_EXPORTER": "console"}, None),
+        ({**ENDPOINT, "OTEL_SDK_DISABLED": "true"}, None),
+    ],
+)
+def test_the_standard_variables_turn_tracing_on(environ: dict[str, str], service: str | None) -> None:
+    assert service_to_trace(environ, GATEWAY_SERVICE) == service
+
+
+@pytest.mark.parametrize("module", ["toolmesh.runtimes.pod.serving", "toolmesh.runtimes.pod.template"])
+def test_a_pod_imports_no_opentelemetry_until_tracing_is_on(module: str) -> None:
+    assert loaded_after(module, ("opentelemetry",)) == []
+
+
+def test_the_gateway_imports_no_tracing_sdk_until_tracing_is_on() -> None:
+    # The MCP SDK imports opentelemetry's API itself; the SDK and the exporter are ours.
+    assert loaded_after("toolmesh.gateway.server", ("opentelemetry.sdk", "opentelemetry.exporter")) == []
+
+
+NESTING = """
+import json
+from opentelemetry import trace
+from toolmesh import tracing
+
+tracing.start("nesting")
+caller = (("traceparent", "00-%(trace)s-%(caller)s-01"), ("tracestate", "v=1"))
+with tracing.span("request", {"path": "/x"}, parent=caller, server=True):
+    with trace.get_tracer("user").start_as_current_span("users-own"):
+        sent_on = tracing.carrier()
+        with tracing.span("inside-users") as inner:
+            tracing.mark_failed(inner, "no")
+    try:
+        with tracing.span("raises"):
+            raise KeyError("k")
+    except KeyError:
+        pass
+with tracing.span("unsampled", parent=(("traceparent", "00-%(trace)s-%(caller)s-00"),)):
+    unsampled = tracing.carrier()
+print(json.dumps([sent_on, unsampled]))
+tracing.shutdown()
+"""
+
+
+def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
+    trace_id, caller = "5" * 32, "6" * 16
+    with running_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        done = subprocess.run(
+            [sys.executable, "-c", NESTING % {"trace": trace_id, "caller": caller}],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    spans = {span.name: span for span in receiver.spans}
+    assert set(spans) == {"request", "users-own", "inside-users", "raises"}
+    assert {span.trace_id for span in spans.values()} == {trace_id}
+    assert spans["request"].parent_id == caller and spans["request"].kind == 2
+    assert spans["request"].trace_state == "v=1" and spans["request"].attributes == {"path": "/x"}
+    assert spans["users-own"].parent_id == spans["request"].span_id
+    assert spans["inside-users"].parent_id == spans["users-own"].span_id
+    assert spans["inside-users"].status == (2, "no") and spans["raises"].status == (2, "KeyError")
+    # What is sent on names the innermost span, whoever made it; an unsampled trace stays unsampled.
+    sent_on, unsampled = json.loads(done.stdout)
+    users_own = f"00-{trace_id}-{spans['users-own'].span_id}-01"
+    assert sent_on == [["traceparent", users_own], ["tracestate", "v=1"]]
+    [[_, traceparent]] = unsampled
+    assert traceparent.startswith(f"00-{trace_id}-") and traceparent.endswith("-00")

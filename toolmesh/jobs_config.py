@@ -1,0 +1,54 @@
+"""`toolmesh.toml`'s `[jobs]` section (asynchronous calls); `toolmesh.config` reads it with the rest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from toolmesh import config_defaults as defaults
+from toolmesh.directories import default_data_dir
+
+
+class JobsConfig(BaseModel):
+    """Asynchronous calls (`Prefer: respond-async`): a queue of jobs in a SQLite file, run by
+    workers in the gateway, with retries, a dead-letter list and signed result callbacks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Off: an asynchronous submit answers 400 and no jobs file is opened.
+    enabled: bool = True
+    #: The SQLite file; None: `jobs.sqlite3` in the data directory (~/.local/share/toolmesh).
+    #: Gateways that share a file share one queue: give each mesh its own.
+    path: Path | None = None
+    #: Jobs run at once by this gateway.
+    workers: int = Field(defaults.DEFAULT_JOB_WORKERS, ge=1, le=256)
+    #: Attempts a job gets while its runtime is unavailable or overloaded; then it is dead.
+    max_attempts: int = Field(defaults.DEFAULT_JOB_MAX_ATTEMPTS, ge=1, le=100)
+    #: Seconds before a job's first retry, doubled each time up to `backoff_max`.
+    backoff: float = Field(defaults.DEFAULT_JOB_BACKOFF, ge=0)
+    backoff_max: float = Field(defaults.DEFAULT_JOB_BACKOFF_MAX, ge=0)
+    #: Seconds a finished job (succeeded, failed or dead) is kept; then it is purged.
+    ttl: float = Field(defaults.DEFAULT_JOB_TTL, gt=0)
+    #: Jobs queued or running at once; a submit past it gets 503 `overloaded`.
+    max_queued: int = Field(defaults.DEFAULT_JOB_MAX_QUEUED, ge=1)
+    #: Seconds a running job's claim lasts unless renewed (every third of it): a job of a
+    #: gateway that was killed runs again once its claim has lapsed.
+    lease: float = Field(defaults.DEFAULT_JOB_LEASE, ge=0.5)
+    #: The environment variable holding the secret that signs callbacks (HMAC-SHA256);
+    #: without one, a submit with a callback URL is refused.
+    callback_secret_env: str | None = None
+    #: Deliveries of a callback before it is given up, the first retry's delay in seconds
+    #: (doubled each time) and each POST's timeout.
+    callback_attempts: int = Field(defaults.DEFAULT_CALLBACK_ATTEMPTS, ge=1, le=100)
+    callback_backoff: float = Field(defaults.DEFAULT_CALLBACK_BACKOFF, ge=0)
+    callback_timeout: float = Field(defaults.DEFAULT_CALLBACK_TIMEOUT, gt=0)
+
+    @field_validator("path")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser()
+
+    def file(self) -> Path:
+        """The jobs database's path."""
+        return self.path if self.path is not None else default_data_dir() / "jobs.sqlite3"
