@@ -131,6 +131,7 @@ class Mesh:
             metadata=dict(options.metadata),
             deadline=time.monotonic() + timeout,
             trace=tracing.carrier(),
+            events=request.events,
         )
         return call, timeout
 

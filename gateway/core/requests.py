@@ -11,6 +11,7 @@ from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.tool_formats import ToolFormat
 from toolmesh.router.sessions import MAX_SESSION_ID
+from toolmesh.runtimes.functions.call_events import Listener
 
 #: Most candidates a routing request may ask for.
 MAX_K = 100
@@ -71,6 +72,9 @@ class InvokeRequest:
     name: str
     arguments: bytes = b"{}"
     options: CallOptions = field(default_factory=CallOptions)
+    #: The function's log records and progress reports the caller wants while it runs, and
+    #: where they go (see runtimes/functions/call_events.py); None for none.
+    events: Listener | None = None
 
 
 def parse_k(value: object) -> int | None:

@@ -12,6 +12,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
@@ -26,11 +27,13 @@ def _authorization(context: Context) -> str | None:
     return None
 
 
-def _invocation(request: invoke_pb2.InvokeRequest, context: Context) -> InvokeRequest:
+def _invocation(
+    request: invoke_pb2.InvokeRequest, context: Context, events: Listener | None = None
+) -> InvokeRequest:
     options = CallOptions.parse(
         request.request_id, request.session_id, request.metadata, context.time_remaining()
     )
-    return InvokeRequest(request.function, request.arguments or b"{}", options)
+    return InvokeRequest(request.function, request.arguments or b"{}", options, events)
 
 
 def _job(job: Job) -> mesh_pb2.Job:
@@ -92,8 +95,14 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
     async def InvokeStream(
         self, request: invoke_pb2.InvokeRequest, context: Context
     ) -> AsyncIterator[invoke_pb2.InvokeStreamResponse]:
+        # A caller that asks (log_level, progress) gets the function's records and reports as
+        # call_event messages among the items; unary Invoke has no room for them.
+        wanted = request.log_level > 0 or request.progress
+        interleaving = Interleaving(request.log_level, request.progress) if wanted else None
+        listener = interleaving.listener if interleaving is not None else None
         try:
-            events = self._mesh.stream(self._principal(context), _invocation(request, context))
+            stream = self._mesh.stream(self._principal(context), _invocation(request, context, listener))
+            events = stream if interleaving is None else interleaving.merge(stream)
             async for event in events:
                 for message in wire.stream_messages(event):
                     yield message

@@ -20,6 +20,7 @@ Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Cont
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
@@ -46,7 +47,7 @@ from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_as
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
-from toolmesh.gateway.http.sse import event_stream, wants_events
+from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.runtimes.functions.spec import spec_to_dict
@@ -92,7 +93,11 @@ def create_app(
         if jobs is not None and wants_async(request.headers.get("prefer")):
             return await submit_invoke(jobs, request, call)
         if wants_events(request.headers.get("accept")):
-            return await event_stream(mesh.stream(principal, call), config.stream_keepalive)
+            wish = interleaving(request.query_params)
+            if wish is None:
+                return await event_stream(mesh.stream(principal, call), config.stream_keepalive)
+            call = dataclasses.replace(call, events=wish.listener)
+            return await event_stream(wish.merge(mesh.stream(principal, call)), config.stream_keepalive)
         return Response(result_json(await mesh.invoke(principal, call)), media_type=JSON)
 
     async def tools(request: Request) -> Response:

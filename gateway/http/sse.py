@@ -8,6 +8,11 @@ The answer is one event per content item as the function produces it, then one l
                      whole content, nothing for a generator's yielded items)
     event: error     data: the error envelope ({"error": {...}}) of a call that failed after
                      items were sent, when the HTTP status is long gone
+    event: log       data: {"level", "logger", "data": {"message", ...extra}}: a record the
+                     function logged with ctx.logger, when the URL asked with ``?log_level=``
+                     (debug, info, warning, error or critical: that level and above)
+    event: progress  data: {"progress", "total", "message"}: a ctx.report_progress report, when
+                     the URL asked with ``?progress=true``
 
 A call refused before its first item (unknown function, bad arguments, a timeout...) is an
 ordinary HTTP error with its status, as without SSE, so clients learn of a bad call the same way.
@@ -25,20 +30,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 
 from starlette.responses import Response, StreamingResponse
 
 from toolmesh.error_shapes import http_error
-from toolmesh.errors import ToolmeshError
+from toolmesh.errors import InvalidRequest, ToolmeshError
 from toolmesh.gateway.core.result_json import content_json, result_json
+from toolmesh.runtimes.functions.call_events import CallEvent, Interleaving, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Content, Result
 
 EVENT_STREAM = "text/event-stream"
 #: Proxies and browsers must pass each event on at once: no caching, no buffering (nginx).
 HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
-Events = AsyncGenerator[list[Content] | Result, None]
+Events = AsyncGenerator[list[Content] | Result | CallEvent, None]
+Event = list[Content] | Result | CallEvent
+#: The ``log_level`` values an SSE caller may ask for.
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+LOG_LEVELS |= {"error": logging.ERROR, "critical": logging.CRITICAL}
 
 
 def wants_events(accept: str | None) -> bool:
@@ -50,6 +62,27 @@ def wants_events(accept: str | None) -> bool:
                 param.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for param in params
             )
     return False
+
+
+def interleaving(query: Mapping[str, str]) -> Interleaving | None:
+    """What the URL asked to hear while the call runs (``log_level``, ``progress``), if anything."""
+    level_name = query.get("log_level", "").lower()
+    if level_name and level_name not in LOG_LEVELS:
+        raise InvalidRequest(f"log_level must be one of {', '.join(LOG_LEVELS)}", param="log_level")
+    progress = query.get("progress", "").lower() in ("1", "true", "yes")
+    if not level_name and not progress:
+        return None
+    return Interleaving(LOG_LEVELS.get(level_name, 0), progress)
+
+
+def _call_event(item: CallEvent) -> bytes:
+    if isinstance(item, LogEvent):
+        level = logging.getLevelName(item.level).lower()
+        document: dict[str, object] = {"level": level, "logger": item.logger, "data": item.data()}
+        return event("log", json.dumps(document, separators=(",", ":")).encode())
+    assert isinstance(item, ProgressEvent)
+    report = {"progress": item.progress, "total": item.total, "message": item.message}
+    return event("progress", json.dumps(report, separators=(",", ":")).encode())
 
 
 def event(name: str, data: bytes) -> bytes:
@@ -76,13 +109,16 @@ async def event_stream(events: Events, keepalive: float) -> Response:
     return StreamingResponse(_body(first, events, keepalive), media_type=EVENT_STREAM, headers=HEADERS)
 
 
-async def _body(first: list[Content] | Result, events: Events, keepalive: float) -> AsyncIterator[bytes]:
+async def _body(first: Event, events: Events, keepalive: float) -> AsyncIterator[bytes]:
     current = first
-    pending: asyncio.Future[list[Content] | Result] | None = None
+    pending: asyncio.Future[Event] | None = None
     try:
         while not isinstance(current, Result):
-            for item in current:
-                yield event("content", content_json(item))
+            if isinstance(current, LogEvent | ProgressEvent):
+                yield _call_event(current)
+            else:
+                for item in current:
+                    yield event("content", content_json(item))
             # One event is asked for at a time (back-pressure); waiting for it is not cancelled
             # by a keep-alive, which would throw into the generator.
             pending = asyncio.ensure_future(anext(events))

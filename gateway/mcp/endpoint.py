@@ -11,6 +11,12 @@ tool), so any gateway replica can answer any request. Both protocol eras work:
 clients of the initialize handshake (2025 revisions) and of the per-request
 envelope (2026-07-28).
 
+Logs and progress: during a tools/call, what the function logs with `ctx.logger` is sent as
+`notifications/message` (at or above the call's level: see notifications.py for how the level
+is found in each era) and its `ctx.report_progress` reports as `notifications/progress` when the
+client sent a progress token, all on the call's response stream, before the result.
+`logging/setLevel` is served and the `logging` capability advertised.
+
 Generators: a tools/call that carries `_meta.progressToken` streams the function's items
 from its pod and sends each as `notifications/progress` (progress = items so far, message =
 the item in short) on the call's response stream; the result holds every item, as without a
@@ -37,6 +43,7 @@ import contextlib
 import contextvars
 import json
 import logging
+import warnings
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -44,7 +51,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
@@ -64,6 +71,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import call_result, page, progress_message, tool
+from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec
@@ -96,14 +104,19 @@ class McpEndpoint:
         self._feed = feed or LocalFeed()
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
-        self.server: Server[Any] = Server(
-            SERVER_NAME,
-            version=__version__,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen,
-            get_tool_input_schema=self._input_schema,
-        )
+        self._session_levels = SessionLevels()
+        with warnings.catch_warnings():
+            # Logging is deprecated from 2026-07-28 on (SEP-2577), and still what 2025 clients speak.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.server: Server[Any] = Server(
+                SERVER_NAME,
+                version=__version__,
+                on_list_tools=self._list_tools,
+                on_call_tool=self._call_tool,
+                on_set_logging_level=self._set_level,
+                on_subscriptions_listen=self._listen,
+                get_tool_input_schema=self._input_schema,
+            )
         self._manager = StreamableHTTPSessionManager(
             self.server,
             stateless=True,
@@ -231,15 +244,50 @@ class McpEndpoint:
             raise _refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
         arguments = json.dumps(params.arguments or {}).encode()
-        call = InvokeRequest(spec.qualified_name, arguments, CallOptions.from_headers(headers))
+        options = CallOptions.from_headers(headers)
+        streams = spec.streaming and progress_token_from_params(ctx.params) is not None
+        notifier = self._notifier(ctx, principal, options.session_id, streams)
+        events = notifier.listener if notifier is not None else None
+        call = InvokeRequest(spec.qualified_name, arguments, options, events)
         try:
-            if spec.streaming and progress_token_from_params(ctx.params) is not None:
+            if streams:
                 result = await self._stream(ctx, principal, call)
             else:
                 result = await self.mesh.invoke(principal, call, Surface.MCP)
+            if notifier is not None:
+                await notifier.finish()
         except ToolmeshError as exc:
             raise _refusal(exc) from None
+        finally:
+            if notifier is not None:
+                notifier.cancel()
         return call_result(spec, result)
+
+    def _notifier(
+        self, ctx: ServerRequestContext[Any, Any], principal: Principal, session: str, streams: bool
+    ) -> CallNotifier | None:
+        """Where the call's log records and progress reports go, or None when the client wants
+        neither. A generator's progress is its items (`_stream`), not its reports."""
+        remembered = self._session_levels.get(principal.name, session) if session else None
+        level = requested_level(ctx, remembered)
+        progress = not streams and progress_token_from_params(ctx.params) is not None
+        if level is None and not progress:
+            return None
+        return CallNotifier(ctx, 0 if level is None else python_level(level), progress)
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        # Stateless: the level holds for later calls only under the same X-Session-Id (and key).
+        principal, _ = self._caller(ctx)
+        headers = ctx.request.headers if ctx.request is not None else {}
+        try:
+            session = CallOptions.from_headers(headers).session_id
+        except ToolmeshError as exc:
+            raise _refusal(exc) from None
+        if session:
+            self._session_levels.set(principal.name, session, params.level)
+        return types.EmptyResult()
 
     async def _stream(
         self, ctx: ServerRequestContext[Any, Any], principal: Principal, call: InvokeRequest

@@ -10,10 +10,11 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
-from toolmesh.errors import PermissionDenied, ToolmeshError, Unauthenticated, Unavailable
-from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.errors import PermissionDenied, ResourceExhausted, ToolmeshError, Unauthenticated, Unavailable
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod import wire
+from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.pod.executor import Call
 from toolmesh.v1 import function_pb2, runtime_pb2_grpc
 
@@ -109,6 +110,10 @@ class RuntimeClient:
         return (*(self._metadata or ()), *call.trace)
 
     async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
+        if call.events is not None:
+            # Unary Invoke has no room for events: a call that wants them streams, and its items
+            # are gathered into the result as Invoke would.
+            return await self._gathered(call, timeout, wait_for_ready)
         try:
             reply = await self._stub.Invoke(
                 wire.call_to_proto(call),
@@ -128,12 +133,31 @@ class RuntimeClient:
             async for event in self._stub.InvokeStream(
                 request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=self._with_trace(call)
             ):
-                if event.WhichOneof("event") == "content":
+                kind = event.WhichOneof("event")
+                if kind == "content":
                     yield [wire.content_from_proto(event.content)]
+                elif kind == "call_event":
+                    if call.events is not None:
+                        call.events.deliver(wire.event_from_proto(event.call_event))
                 else:
                     yield wire.result_from_proto(event.result)
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None
+
+    async def _gathered(self, call: Call, timeout: float, wait_for_ready: bool) -> Result:
+        items: list[Content] = []
+        size = 0
+        async for event in self.stream(call, timeout, wait_for_ready=wait_for_ready):
+            if isinstance(event, Result):
+                event.content = items + event.content
+                return event
+            size += content_bytes(event)
+            if size > WIRE_LIMIT_BYTES:
+                # What a unary result could hold; a generator's items are limited one by one only.
+                error = ResourceExhausted(f"the items passed {WIRE_LIMIT_BYTES} bytes in all")
+                return Result.failure(ErrorInfo.from_exception(error))
+            items += event
+        raise Unavailable(f"runtime {self.name!r} ended a stream without its result")
 
     async def close(self) -> None:
         await self.channel.close(grace=None)

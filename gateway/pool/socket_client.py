@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 
 from toolmesh.error_shapes import from_pod_error
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
+from toolmesh.runtimes.functions.call_events import CallEvent
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import REFUSED, Call
 from toolmesh.runtimes.pod.socket_protocol import (
     CANCEL,
     ERROR,
+    EVENT,
     PING,
     RESULT,
     FrameReader,
@@ -35,9 +38,16 @@ class _Connection(FrameReader):
         super().__init__()
         self.runtime = runtime
         self.waiting: dict[int, asyncio.Future[tuple[int, bytes]]] = {}
+        #: Where the events of the calls that asked for them go, by call id.
+        self.listeners: dict[int, Callable[[CallEvent], None]] = {}
         self.lost = False
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
+        if kind == EVENT:
+            listener = self.listeners.get(call_id)
+            if listener is not None:
+                listener(wire.event_from_proto(invoke_pb2.CallEvent.FromString(payload)))
+            return
         waiter = self.waiting.pop(call_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result((kind, payload))
@@ -90,6 +100,8 @@ class SocketClient:
         call_id = next(self._ids)
         answer: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
         connection.waiting[call_id] = answer
+        if call.events is not None:
+            connection.listeners[call_id] = call.events.deliver
         assert connection.transport is not None
         request = wire.call_to_proto(call).SerializeToString()
         connection.transport.write(invoke_frame(call_id, request, timeout, call.trace))
@@ -102,6 +114,9 @@ class SocketClient:
             if isinstance(exc, TimeoutError):
                 raise FunctionTimeout(f"a pod of runtime {self.runtime!r} did not answer in time") from None
             raise
+        finally:
+            if call.events is not None:
+                connection.listeners.pop(call_id, None)
         if kind == RESULT:
             return wire.result_from_proto(invoke_pb2.InvokeResponse.FromString(payload))
         if kind == ERROR:

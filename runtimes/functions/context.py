@@ -6,9 +6,10 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Awaitable, Generator, Mapping, MutableMapping
 from typing import Any, Protocol
 
+from toolmesh.runtimes.functions.call_events import EventChannel
 from toolmesh.runtimes.functions.results import Result
 
 #: Metadata key that counts how deep a chain of nested ctx.invoke calls is.
@@ -24,11 +25,41 @@ class Invoker(Protocol):
 
 class _CallLogger(logging.LoggerAdapter[logging.Logger]):
     """Adds the call's request id and function to every record, keeping the caller's own `extra`
-    (the stock adapter replaces it)."""
+    (the stock adapter replaces it), and sends the records the caller asked for to the caller."""
+
+    def __init__(
+        self, logger: logging.Logger, extra: Mapping[str, object], events: EventChannel | None
+    ) -> None:
+        super().__init__(logger, extra)
+        self.events = events
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        # Checked against the caller's level, not the pod's: a caller may want debug records
+        # from a pod that logs only warnings itself.
+        events = self.events
+        if events is not None and level >= events.log_level:
+            events.log(level, msg, args, kwargs.get("extra"), kwargs.get("exc_info"))
+        # One frame more than the stock adapter: the pod's record names the function's line.
+        kwargs["stacklevel"] = kwargs.get("stacklevel", 1) + 1
+        super().log(level, msg, *args, **kwargs)
 
     def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
         kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
         return msg, kwargs
+
+
+class _Done:
+    """What `report_progress` returns: nothing to wait for, yet `await` works on it, so the same
+    call reads right in sync and async functions."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        return
+        yield
+
+
+_DONE = _Done()
 
 
 class Context:
@@ -41,11 +72,18 @@ class Context:
         async def plan_trip(city: str, ctx: toolmesh.Context) -> str:
             ctx.logger.info("planning", extra={"city": city})
             forecast = await ctx.invoke("get_forecast", {"city": city, "days": 3})
+            ctx.report_progress(1, total=2, message="got the forecast")
             ...
+
+    When the caller asked for them (an MCP client's log level or progress token, an SSE
+    caller's ``log_level``/``progress``), `ctx.logger`'s records at or above its level and
+    `report_progress`'s reports reach it while the call runs; see `call_events.py` for the
+    bounds. Otherwise they cost nothing.
     """
 
     __slots__ = (
         "_cancelled",
+        "_events",
         "_invoker",
         "_loop",
         "deadline",
@@ -69,6 +107,7 @@ class Context:
         logger: logging.Logger | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         trace_context: tuple[tuple[str, str], ...] = (),
+        events: EventChannel | None = None,
     ) -> None:
         self.function = function
         self.request_id = request_id
@@ -81,8 +120,9 @@ class Context:
         self.trace_context = trace_context
         base = logger or logging.getLogger("toolmesh.functions")
         self.logger: logging.LoggerAdapter[logging.Logger] = _CallLogger(
-            base, {"request_id": request_id, "function": function}
+            base, {"request_id": request_id, "function": function}, events
         )
+        self._events = events
         self._invoker = invoker
         self._loop = loop
         self._cancelled = False
@@ -107,6 +147,17 @@ class Context:
 
     def cancel(self) -> None:
         self._cancelled = True
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Awaitable[None]:
+        """Tell the caller how far the call got (e.g. ``report_progress(3, total=10)``), if it
+        asked to know; a no-op otherwise. Call it from sync or async code; awaiting the
+        return value is allowed and not needed. `progress` should grow from one report
+        to the next."""
+        if self._events is not None:
+            self._events.report_progress(progress, total, message)
+        return _DONE
 
     async def invoke(self, name: str, arguments: Mapping[str, Any] | None = None) -> Result:
         """Call another function by qualified name and return its result.

@@ -8,6 +8,7 @@ can read it without loading a pod.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 #: The pod's log levels; "warning" silences the per-call log lines.
@@ -56,3 +57,29 @@ POD_OOM_SCORE_ADJ = 500
 #: Exit status of a pod that stopped itself to be replaced (EX_TEMPFAIL): too many of its
 #: threads were stuck in calls that had timed out.
 RECYCLED = 75
+#: How deep ctx.invoke chains may go.
+DEFAULT_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorConfig:
+    """How a pod's executor runs calls (`toolmesh runtime`'s flags and PodSettings fill it in)."""
+
+    #: Seconds a call may run when its function sets no timeout.
+    default_timeout: float = DEFAULT_TIMEOUT
+    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    #: Threads for sync functions.
+    workers: int = DEFAULT_WORKERS
+    #: Threads stuck in timed-out sync calls at which the pod stops taking calls to be
+    #: replaced; None: half the workers (at least one), so the pod still has threads to finish
+    #: the calls it is draining.
+    max_stuck: int | None = None
+    #: Largest result, in bytes; larger ones become resource_exhausted errors.
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    #: The pod's memory limit, named in the error of a call that runs out of memory.
+    max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
+    #: How deep ctx.invoke chains may go, which stops runaway recursion.
+    max_depth: int = DEFAULT_MAX_DEPTH
+    #: Put tracebacks in error results. Never on in production: it leaks code paths.
+    debug: bool = False

@@ -36,48 +36,20 @@ from toolmesh.errors import (
     ToolmeshError,
     Unavailable,
 )
+from toolmesh.runtimes.functions.call_events import EventChannel, Listener
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
 from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
-from toolmesh.runtimes.pod.defaults import (
-    DEFAULT_MAX_INFLIGHT,
-    DEFAULT_MAX_MEMORY_MB,
-    DEFAULT_MAX_RESULT_BYTES,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WORKERS,
-)
+from toolmesh.runtimes.pod.defaults import ExecutorConfig
 from toolmesh.runtimes.pod.isolation import call_output
 
-DEFAULT_MAX_DEPTH = 8
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
 #: so sending it to another pod is safe whether or not the function is idempotent.
 REFUSED = "refused"
 
 Emit = Callable[[list[Content]], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutorConfig:
-    #: Seconds a call may run when its function sets no timeout.
-    default_timeout: float = DEFAULT_TIMEOUT
-    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
-    max_inflight: int = DEFAULT_MAX_INFLIGHT
-    #: Threads for sync functions.
-    workers: int = DEFAULT_WORKERS
-    #: Threads stuck in timed-out sync calls at which the pod stops taking calls to be
-    #: replaced; None: half the workers (at least one), so the pod still has threads to finish
-    #: the calls it is draining.
-    max_stuck: int | None = None
-    #: Largest result, in bytes; larger ones become resource_exhausted errors.
-    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
-    #: The pod's memory limit, named in the error of a call that runs out of memory.
-    max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
-    #: How deep ctx.invoke chains may go, which stops runaway recursion.
-    max_depth: int = DEFAULT_MAX_DEPTH
-    #: Put tracebacks in error results. Never on in production: it leaks code paths.
-    debug: bool = False
 
 
 @dataclass(slots=True)
@@ -96,6 +68,8 @@ class Call:
     received_at: float = field(default_factory=time.perf_counter)
     #: The caller's W3C trace context (toolmesh.tracing.Carrier); empty when not traced.
     trace: tuple[tuple[str, str], ...] = ()
+    #: What the caller wants to hear while the call runs (log records, progress); None: nothing.
+    events: Listener | None = None
 
 
 def new_request_id() -> str:
@@ -357,7 +331,10 @@ class Executor:
     ) -> Result:
         timeout, caller_bound = self._time_limit(hosted, call)
         ctx: Context | None = None
+        channel: EventChannel | None = None
         if hosted.context_param is not None:
+            if call.events is not None and call.events.wants_anything:
+                channel = EventChannel(call.events, hosted.spec.qualified_name, asyncio.get_running_loop())
             ctx = Context(
                 function=hosted.spec.qualified_name,
                 request_id=request_id,
@@ -367,6 +344,7 @@ class Executor:
                 invoker=self,
                 loop=asyncio.get_running_loop(),
                 trace_context=tracing.carrier() or call.trace,
+                events=channel,
             )
             arguments[hosted.context_param] = ctx
         limit = self._deadlines.limit(timeout)
@@ -397,6 +375,9 @@ class Executor:
             return self._out_of_memory(hosted)
         except Exception as exc:
             return self._function_error(exc)
+        finally:
+            if channel is not None:
+                channel.close()
         try:
             content, structured = normalise(value)
         except TypeError as exc:

@@ -8,6 +8,7 @@ import grpc
 
 from toolmesh import tracing
 from toolmesh.errors import ToolmeshError
+from toolmesh.runtimes.functions.call_events import Interleaving
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
@@ -44,11 +45,16 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
     async def InvokeStream(
         self, request: invoke_pb2.InvokeRequest, context: Context
     ) -> AsyncIterator[invoke_pb2.InvokeStreamResponse]:
-        call = wire.call_from_proto(request, context.time_remaining())
+        wanted = request.log_level > 0 or request.progress
+        interleaving = Interleaving(request.log_level, request.progress) if wanted else None
+        deliver = interleaving.listener.deliver if interleaving is not None else None
+        call = wire.call_from_proto(request, context.time_remaining(), deliver)
         if tracing.enabled():
             call.trace = tracing.carrier_from(context.invocation_metadata() or ())
         try:
-            async for event in self._executor.stream(call):
+            stream = self._executor.stream(call)
+            merged = stream if interleaving is None else interleaving.merge(stream)
+            async for event in merged:
                 for message in wire.stream_messages(event):
                     yield message
         except ToolmeshError as exc:

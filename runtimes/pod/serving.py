@@ -43,8 +43,8 @@ from prometheus_client import CollectorRegistry
 from toolmesh import tracing
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import logs
-from toolmesh.runtimes.pod.defaults import RECYCLED
-from toolmesh.runtimes.pod.executor import Executor, ExecutorConfig
+from toolmesh.runtimes.pod.defaults import RECYCLED, ExecutorConfig
+from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.runtimes.pod.isolation import call_output
 from toolmesh.runtimes.pod.isolation.output_pipe import OutputPipe
 from toolmesh.runtimes.pod.isolation.pod_auth import TokenInterceptor

@@ -17,12 +17,16 @@ will wait or 0), then the payload:
     CANCEL   gateway -> pod   (empty) the caller gave up on that call
     RESULT   pod -> gateway   an InvokeResponse
     ERROR    pod -> gateway   JSON {code, message, extra}: the call was turned away or ran out of time
+    EVENT    pod -> gateway   a CallEvent (a log record, a progress report) of a call still running,
+                              only when its InvokeRequest asked for them; any number, before its
+                              RESULT or ERROR (the connection keeps their order)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import struct
 from collections.abc import Callable
@@ -30,6 +34,7 @@ from typing import cast
 
 from toolmesh.error_shapes import pod_error
 from toolmesh.errors import ToolmeshError
+from toolmesh.runtimes.functions.call_events import CallEvent
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.pod.executor import Executor
@@ -44,6 +49,8 @@ PING, PONG = 5, 6
 #: An INVOKE with the W3C trace context of the gateway's span in front (when tracing is on).
 INVOKE_TRACED = 7
 TRACE_LENGTH = struct.Struct(">H")
+#: A log record or progress report of a running call (pod -> gateway).
+EVENT = 8
 #: Largest payload accepted, as for gRPC messages. A frame over it ends the connection and so
 #: every call on it: the executor keeps results under max_result_bytes, well below this.
 MAX_PAYLOAD = WIRE_LIMIT_BYTES
@@ -131,7 +138,9 @@ class PodConnection(FrameReader):
         if traced:
             trace, payload = split_traced(payload)
         request = invoke_pb2.InvokeRequest.FromString(payload)
-        call = wire.call_from_proto(request, timeout or None)
+        wanted = request.log_level > 0 or request.progress
+        deliver = functools.partial(self._send_event, call_id) if wanted else None
+        call = wire.call_from_proto(request, timeout or None, deliver)
         call.trace = trace
         try:
             result = await self._executor.invoke(call)
@@ -139,6 +148,9 @@ class PodConnection(FrameReader):
             self._send(frame(ERROR, call_id, pod_error(error)))
             return
         self._send(frame(RESULT, call_id, wire.result_to_proto(result).SerializeToString()))
+
+    def _send_event(self, call_id: int, event: CallEvent) -> None:
+        self._send(frame(EVENT, call_id, wire.event_to_proto(event).SerializeToString()))
 
     def _send(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():

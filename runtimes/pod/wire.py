@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import grpc
 
 from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
+from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call, new_request_id
@@ -67,9 +68,15 @@ def list_response(
     )
 
 
-def call_from_proto(request: invoke_pb2.InvokeRequest, time_remaining: float | None) -> Call:
+def call_from_proto(
+    request: invoke_pb2.InvokeRequest,
+    time_remaining: float | None,
+    deliver: Callable[[CallEvent], None] | None = None,
+) -> Call:
+    """The call a request asks for; with `deliver`, a transport that can carry events gives the
+    events the request asked for (if any) to it."""
     deadline = None if time_remaining is None else time.monotonic() + time_remaining
-    return Call(
+    call = Call(
         function=request.function,
         arguments=request.arguments,
         request_id=request.request_id or new_request_id(),
@@ -77,16 +84,44 @@ def call_from_proto(request: invoke_pb2.InvokeRequest, time_remaining: float | N
         metadata=dict(request.metadata) if request.metadata else {},
         deadline=deadline,
     )
+    if deliver is not None and (request.log_level > 0 or request.progress):
+        call.events = Listener(max(request.log_level, 0), request.progress, deliver)
+    return call
 
 
 def call_to_proto(call: Call) -> invoke_pb2.InvokeRequest:
-    return invoke_pb2.InvokeRequest(
+    request = invoke_pb2.InvokeRequest(
         function=call.function,
         arguments=call.arguments,
         request_id=call.request_id,
         session_id=call.session_id,
         metadata=dict(call.metadata),
     )
+    if call.events is not None:
+        request.log_level = call.events.log_level
+        request.progress = call.events.progress
+    return request
+
+
+def event_to_proto(event: CallEvent) -> invoke_pb2.CallEvent:
+    if isinstance(event, LogEvent):
+        record = invoke_pb2.LogRecord(
+            level=event.level, message=event.message, logger=event.logger, extra=event.extra
+        )
+        return invoke_pb2.CallEvent(log=record)
+    report = invoke_pb2.ProgressReport(progress=event.progress, message=event.message or "")
+    if event.total is not None:
+        report.total = event.total
+    return invoke_pb2.CallEvent(progress=report)
+
+
+def event_from_proto(message: invoke_pb2.CallEvent) -> CallEvent:
+    if message.WhichOneof("kind") == "log":
+        log = message.log
+        return LogEvent(log.level, log.message, log.logger, log.extra)
+    report = message.progress
+    total = report.total if report.HasField("total") else None
+    return ProgressEvent(report.progress, total, report.message or None)
 
 
 def content_to_proto(item: Content) -> invoke_pb2.Content:
@@ -149,11 +184,15 @@ def result_from_proto(message: invoke_pb2.InvokeResponse) -> Result:
     )
 
 
-def stream_messages(event: list[Content] | Result) -> list[invoke_pb2.InvokeStreamResponse]:
-    """One event of a stream (content items as yielded, or the final result) as the messages
-    `InvokeStream` sends, for the pod's and the gateway's servicers alike."""
+def stream_messages(
+    event: list[Content] | Result | LogEvent | ProgressEvent,
+) -> list[invoke_pb2.InvokeStreamResponse]:
+    """One event of a stream (content items as yielded, a call event, or the final result) as
+    the messages `InvokeStream` sends, for the pod's and the gateway's servicers alike."""
     if isinstance(event, Result):
         return [invoke_pb2.InvokeStreamResponse(result=result_to_proto(event))]
+    if isinstance(event, LogEvent | ProgressEvent):
+        return [invoke_pb2.InvokeStreamResponse(call_event=event_to_proto(event))]
     return [invoke_pb2.InvokeStreamResponse(content=content_to_proto(item)) for item in event]
 
 

@@ -49,6 +49,8 @@ class InvokeRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     SESSION_ID_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
+    LOG_LEVEL_FIELD_NUMBER: _builtins.int
+    PROGRESS_FIELD_NUMBER: _builtins.int
     function: _builtins.str
     """Qualified function name ("namespace.name" or "name")."""
     arguments: _builtins.bytes
@@ -59,6 +61,13 @@ class InvokeRequest(_message.Message):
     """Correlates logs and nested calls; the receiver makes one up when empty."""
     session_id: _builtins.str
     """Groups calls that belong to one conversation or user session."""
+    log_level: _builtins.int
+    """What the caller wants to hear while the call runs (see CallEvent): records the function
+    logs with ctx.logger at or above this Python logging level (10 debug ... 50 critical);
+    0 for none. Only InvokeStream and the pods' socket carry events; unary Invoke ignores it.
+    """
+    progress: _builtins.bool
+    """Whether the caller wants the function's ctx.report_progress reports."""
     @_builtins.property
     def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Free-form caller metadata, visible to the function through its context."""
@@ -71,10 +80,12 @@ class InvokeRequest(_message.Message):
         request_id: _builtins.str = ...,
         session_id: _builtins.str = ...,
         metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        log_level: _builtins.int = ...,
+        progress: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "function", b"function", "metadata", b"metadata", "request_id", b"request_id", "session_id", b"session_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "function", b"function", "log_level", b"log_level", "metadata", b"metadata", "progress", b"progress", "request_id", b"request_id", "session_id", b"session_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -279,13 +290,108 @@ class InvokeResponse(_message.Message):
 Global___InvokeResponse: _TypeAlias = InvokeResponse  # noqa: Y015
 
 @_typing.final
+class LogRecord(_message.Message):
+    """A record the function logged with ctx.logger during the call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEVEL_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    LOGGER_FIELD_NUMBER: _builtins.int
+    EXTRA_FIELD_NUMBER: _builtins.int
+    level: _builtins.int
+    """The Python logging level (10 debug, 20 info, 30 warning, 40 error, 50 critical)."""
+    message: _builtins.str
+    logger: _builtins.str
+    """The function's qualified name."""
+    extra: _builtins.bytes
+    """The record's `extra` fields as a UTF-8 JSON object; empty when none."""
+    def __init__(
+        self,
+        *,
+        level: _builtins.int = ...,
+        message: _builtins.str = ...,
+        logger: _builtins.str = ...,
+        extra: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["extra", b"extra", "level", b"level", "logger", b"logger", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogRecord: _TypeAlias = LogRecord  # noqa: Y015
+
+@_typing.final
+class ProgressReport(_message.Message):
+    """A progress report the function made with ctx.report_progress."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROGRESS_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    progress: _builtins.float
+    total: _builtins.float
+    """The total, when the function knows it."""
+    message: _builtins.str
+    def __init__(
+        self,
+        *,
+        progress: _builtins.float = ...,
+        total: _builtins.float | None = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "message", b"message", "progress", b"progress", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__total: _TypeAlias = _typing.Literal["total"]  # noqa: Y015
+    _WhichOneofArgType__total: _TypeAlias = _typing.Literal["_total", b"_total"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__total) -> _WhichOneofReturnType__total | None: ...
+
+Global___ProgressReport: _TypeAlias = ProgressReport  # noqa: Y015
+
+@_typing.final
+class CallEvent(_message.Message):
+    """Something that happened during a call which the caller asked to hear about
+    (InvokeRequest.log_level, InvokeRequest.progress). A pod sends at most a bounded
+    number per call (runtimes/functions/call_events.py).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOG_FIELD_NUMBER: _builtins.int
+    PROGRESS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def log(self) -> Global___LogRecord: ...
+    @_builtins.property
+    def progress(self) -> Global___ProgressReport: ...
+    def __init__(
+        self,
+        *,
+        log: Global___LogRecord | None = ...,
+        progress: Global___ProgressReport | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "log", b"log", "progress", b"progress"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "log", b"log", "progress", b"progress"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["log", "progress"]  # noqa: Y015
+    _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
+
+Global___CallEvent: _TypeAlias = CallEvent  # noqa: Y015
+
+@_typing.final
 class InvokeStreamResponse(_message.Message):
-    """One message of a streamed call: any number of content items, then exactly one result."""
+    """One message of a streamed call: any number of content items and call events, then exactly one result."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
     CONTENT_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    CALL_EVENT_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def content(self) -> Global___Content:
         """An item the function produced (one per yielded value)."""
@@ -296,17 +402,22 @@ class InvokeStreamResponse(_message.Message):
         the items were already streamed.
         """
 
+    @_builtins.property
+    def call_event(self) -> Global___CallEvent:
+        """A log record or progress report, only when the request asked for them."""
+
     def __init__(
         self,
         *,
         content: Global___Content | None = ...,
         result: Global___InvokeResponse | None = ...,
+        call_event: Global___CallEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "event", b"event", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["call_event", b"call_event", "content", b"content", "event", b"event", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "event", b"event", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["call_event", b"call_event", "content", b"content", "event", b"event", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["content", "result"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["content", "result", "call_event"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 

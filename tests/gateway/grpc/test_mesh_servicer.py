@@ -164,3 +164,29 @@ async def test_ctx_invoke_reaches_functions_on_another_runtime(gateway_factory: 
         missing = wire.result_from_proto(await mesh.Invoke(request("call_missing"), metadata=user))
         assert missing.is_error and missing.error is not None
         assert "no function named 'no_such_function'" in missing.error.message
+
+
+async def test_invoke_stream_carries_the_log_records_and_progress_asked_for(
+    gateway_factory: StartGateway,
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "log_tools"))
+    channel, mesh = mesh_stub(gateway)
+    async with channel:
+        asked = request("levels")
+        asked.log_level = 30
+        events = [event async for event in mesh.InvokeStream(asked)]
+        reporting = request("progress", count=2)
+        reporting.progress = True
+        reports = [event async for event in mesh.InvokeStream(reporting)]
+        quiet = [event async for event in mesh.InvokeStream(request("levels"))]
+    logged = [e.call_event.log for e in events if e.WhichOneof("event") == "call_event"]
+    assert [(r.level, r.message) for r in logged] == [
+        (30, "running low on coffee"),
+        (40, "failed once"),
+        (50, "on fire"),
+    ]
+    assert all(r.logger == "levels" for r in logged)
+    assert events[-1].WhichOneof("event") == "result"
+    progress = [wire.event_from_proto(e.call_event) for e in reports[:-1]]
+    assert [(p.progress, p.total, p.message) for p in progress] == [(1, 2, "step 1"), (2, 2, "step 2")]  # type: ignore[union-attr]
+    assert [e.WhichOneof("event") for e in quiet] == ["result"]

@@ -159,3 +159,24 @@ async def test_a_quiet_stream_gets_keep_alive_comments(gateway_factory: StartGat
     async with AsyncClient(gateway.url) as client:
         items = [item async for item in client.stream("quiet", {"pause": 0.5})]
     assert [item.text for item in items if isinstance(item, Text)] == ["before", "after"]
+
+
+async def test_log_records_and_progress_are_events_when_the_url_asks(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(runtime("tools", "log_tools"))
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        logged = await http.post("/v1/functions/levels_sync/invoke?log_level=warning", json={}, headers=SSE)
+        stepped = await http.post(
+            "/v1/functions/progress/invoke?progress=true", json={"count": 2}, headers=SSE
+        )
+        plain = await http.post("/v1/functions/levels_sync/invoke", json={}, headers=SSE)
+        wrong = await http.post("/v1/functions/levels_sync/invoke?log_level=loud", json={}, headers=SSE)
+    assert parse(logged.text)[:-1] == [
+        ("log", {"level": "warning", "logger": "levels_sync", "data": {"message": "running low on coffee"}})
+    ]
+    assert parse(logged.text)[-1][0] == "result"
+    assert parse(stepped.text)[:-1] == [
+        ("progress", {"progress": 1, "total": 2, "message": "step 1"}),
+        ("progress", {"progress": 2, "total": 2, "message": "step 2"}),
+    ]
+    assert [name for name, _ in parse(plain.text)] == ["result"]
+    assert wrong.status_code == 400 and "log_level" in wrong.text
