@@ -30,7 +30,8 @@ from tests.conftest import ROOT, missing, require_tool
 from tests.gateway.pool.test_remote_runtime import free_ports
 from toolmesh.deploy.names import IMAGE_WORKDIR
 
-pytestmark = pytest.mark.slow
+# Two roles start (the gateway loads the model): more than the suite's default timeout under load.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 #: What `.ci/build-image` tags by default.
 IMAGE = os.environ.get("TOOLMESH_IMAGE", "localhost/toolmesh:ci")
@@ -126,6 +127,22 @@ def _wait_for(running: Running, ready: Any, what: str) -> None:
     raise AssertionError(f"{what} did not start in {START_TIMEOUT} s:\n{running.text()}")
 
 
+def _changed_since(image: Image, since: float) -> list[str]:
+    """Paths in the container's filesystem whose mtime is after `since` (buildah mounts it)."""
+    mounted = _buildah(image.buildah, "mount", image.container)
+    assert mounted.returncode == 0, mounted.stderr
+    root = Path(mounted.stdout.strip())
+    try:
+        return sorted(
+            "/" + str(path.relative_to(root))
+            for directory, dirs, files in os.walk(root)
+            for path in (Path(directory, name) for name in [*dirs, *files])
+            if path.lstat().st_mtime > since
+        )
+    finally:
+        _buildah(image.buildah, "umount", image.container)
+
+
 def _runtime_serving(port: int) -> bool:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
@@ -137,6 +154,7 @@ def test_the_image_runs_both_roles_and_serves_a_call_and_a_route(image: Image, t
     assert image.config["User"] == "{}:{}".format(*IMAGE_USER)
     assert image.config["WorkingDir"] == IMAGE_WORKDIR
     http_port, grpc_port, runtime_port = free_ports(3)
+    started = time.time()
 
     # The runtime role, as deploy/'s runtime Deployment runs it (on loopback: no token needed).
     runtime = _run(
@@ -198,7 +216,9 @@ modules = ["examples.weather"]
             assert not forecast.json()["is_error"] and "Paris" in json.dumps(forecast.json())
 
             # The router answers from the model built into the image (a 503 would name the reason).
-            routed = http.post("/v1/route", json={"prompt": "will it rain in Oslo tomorrow?"})
+            routed = http.post(
+                "/v1/route", json={"prompt": "will it rain in Oslo tomorrow?", "session_id": "image"}
+            )
             assert routed.status_code == 200, routed.text
             assert routed.json()["match"] in {"get_forecast", "get_current_weather"}
     finally:
@@ -211,6 +231,15 @@ modules = ["examples.weather"]
     # Nothing failed, or warned that it could not write where the image is read-only.
     assert "Traceback" not in gateway.text() + runtime.text()
     assert "W:onnxruntime" not in gateway.text()
+    # What the manifests' read-only root filesystem allows: the router's sessions and embeddings
+    # under /tmp (their emptyDir), nothing else. buildah itself makes /run's contents and the
+    # config's mount point.
+    changed = _changed_since(image, started)
+    assert {"/tmp/toolmesh/sessions.sqlite3", "/tmp/toolmesh/embeddings.sqlite3"} <= set(changed)
+    made_by_buildah = {"/run", "/etc", str(Path(mount).parent)}
+    assert [path for path in changed if path != "/tmp" and not path.startswith("/tmp/")] == sorted(
+        made_by_buildah
+    )
 
 
 def test_the_build_script_is_what_ci_runs() -> None:
