@@ -107,16 +107,24 @@ def source_hash(source: Path, cache_dir: Path) -> str:
     for name in _SOURCE_FILES:
         combined.update(name.encode() + _file_digest(source / name, memo).encode())
     if len(memo) != known:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(memo_file, json.dumps(memo, indent=1))
+        # A read-only cache (the image's, built with it) still serves its models: the
+        # digests are then computed at each start instead of remembered.
+        with contextlib.suppress(OSError):
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            _atomic_write(memo_file, json.dumps(memo, indent=1))
     return combined.hexdigest()[:16]
 
 
 def _atomic_write(path: Path, text: str) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(handle, "w") as file:
-        file.write(text)
-    os.replace(temporary, path)
+    try:
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def cached_model(cache_dir: Path, source: Path | None = None) -> BuiltModel | None:

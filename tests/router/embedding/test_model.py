@@ -73,6 +73,21 @@ def test_the_cache_key_follows_the_source_files(tmp_path: Path) -> None:
     assert cached_model(cache, source) is None
 
 
+def test_a_cache_that_cannot_be_written_still_serves_its_model(
+    built_model: BuiltModel, tmp_path: Path
+) -> None:
+    # The image's cache is written at build time and read-only to the pods' user; finding
+    # the model must not depend on remembering the source digests there. (The suite runs
+    # as root, which permissions don't stop: the memo's path is a directory instead.)
+    cache = tmp_path / "cache"
+    found = cache / "models" / built_model.source_hash
+    found.mkdir(parents=True)
+    shutil.copyfile(built_model.directory / "meta.json", found / "meta.json")
+    (cache / "digests.json").mkdir()
+    assert cached_model(cache) == BuiltModel(found, built_model.source_hash)
+    assert sorted(p.name for p in cache.iterdir()) == ["digests.json", "models"], "no temporary file is left"
+
+
 def test_building_reports_progress(router_cache: Path, router_build_log: list[str]) -> None:
     steps = router_build_log  # the session's one build
     assert steps[0] == "reading weights" and any("layer 6/6" in s for s in steps)
