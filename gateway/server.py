@@ -376,6 +376,7 @@ async def serve(config: MeshConfig, *, watch: bool = False) -> int:
     reloader = gateway.mesh.reloader
     watcher = SourceWatcher(lambda: runtime_sources(config), reloader.reload) if watch else None
     if watcher is not None:
+        reloader.prepare()
         await watcher.start()
     print(
         json.dumps(

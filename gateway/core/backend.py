@@ -42,6 +42,10 @@ class RuntimePool(Protocol):
         failure, raise (the old version serving on)."""
         ...
 
+    def prepare_reloads(self) -> None:
+        """Reloads are coming (the gateway watches the modules): get ready to make them fast."""
+        ...
+
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...
 
     async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:

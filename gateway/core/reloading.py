@@ -80,6 +80,10 @@ class Reloader:
         self._router = router
         self._lock = asyncio.Lock()
 
+    def prepare(self) -> None:
+        """Reloads are coming (`toolmesh up --reload`): the pool readies itself to make them fast."""
+        self._pool.prepare_reloads()
+
     async def reload(self, runtimes: Sequence[str] | None = None) -> ReloadReport:
         """Reload `runtimes` (default: all) at once, then follow the catalog. FunctionNotFound
         for a runtime that does not exist; every other failure is in the report."""

@@ -6,6 +6,9 @@ A stream's status is only sent once the upstream's first chunk is in, so a failu
 before it (a refused key, an upstream 429) is an ordinary JSON error response with
 its status. A failure after it ends the stream with ``data: {"error": {...}}`` and no
 ``[DONE]``, as OpenAI's API does; the openai SDK raises it as an `APIError`.
+While mesh calls run between rounds the stream is quiet; after `[gateway] stream_keepalive`
+seconds of that, a ``: keep-alive`` comment goes out, as for SSE invoke (sse.py), so proxies
+with an idle timeout keep it open. SSE readers, the openai SDK's among them, skip comments.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions
 from toolmesh.gateway.http.adapt import body, caller
 from toolmesh.gateway.http.payloads import parse_json
+from toolmesh.gateway.http.sse import KEEPALIVE, with_keepalives
 from toolmesh.gateway.openai.chat import ChatProxy, ChatRequest
 from toolmesh.gateway.openai.chat_stream import stream_turn
 
@@ -39,12 +43,13 @@ def _event(document: Any) -> bytes:
 
 
 async def _events(
-    first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None]
+    first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None], keepalive: float
 ) -> AsyncGenerator[bytes, None]:
     yield _event(first)
+    paced = with_keepalives(chunks, keepalive)
     try:
-        async for chunk in chunks:
-            yield _event(chunk)
+        async for chunk in paced:
+            yield KEEPALIVE if chunk is None else _event(chunk)
     except ToolmeshError as exc:
         yield _event(envelope(exc))
         return
@@ -52,6 +57,8 @@ async def _events(
         log.exception("the chat stream failed")
         yield _event(envelope(InternalError("internal error; see the gateway's log")))
         return
+    finally:
+        await paced.aclose()
     yield b"data: [DONE]\n\n"
 
 
@@ -59,9 +66,11 @@ class ChatEvents(StreamingResponse):
     """The SSE answer; however it ends, the chunk iterator is closed, and with it the upstream
     request (Starlette stops sending when the client leaves but leaves iterators to the GC)."""
 
-    def __init__(self, first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None]) -> None:
+    def __init__(
+        self, first: dict[str, Any], chunks: AsyncGenerator[dict[str, Any], None], keepalive: float
+    ) -> None:
         self._chunks = chunks
-        self._events = _events(first, chunks)
+        self._events = _events(first, chunks, keepalive)
         super().__init__(self._events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -92,6 +101,6 @@ def chat_routes(mesh: Mesh, proxy: ChatProxy | None) -> list[Route]:
         except BaseException:
             await chunks.aclose()
             raise
-        return ChatEvents(first, chunks)
+        return ChatEvents(first, chunks, mesh.config.stream_keepalive)
 
     return [Route(PATH, completions, methods=["POST"])]

@@ -18,6 +18,7 @@ A call refused before its first item (unknown function, bad arguments, a timeout
 ordinary HTTP error with its status, as without SSE, so clients learn of a bad call the same way.
 While a function is quiet between items for `keepalive` seconds, a comment line (`: keep-alive`)
 goes out, so proxies with an idle timeout do not cut a live stream; readers skip comments.
+`with_keepalives` is that pacing for any event stream (the chat proxy's uses it too).
 
 Back-pressure: nothing here buffers. Starlette writes each event with `await send(...)`, which
 uvicorn holds while the socket's write buffer is over its high-water mark, and only then is the
@@ -33,6 +34,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import TypeVar
 
 from starlette.responses import Response, StreamingResponse
 
@@ -51,6 +53,14 @@ Event = list[Content] | Result | CallEvent
 #: The ``log_level`` values an SSE caller may ask for.
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
 LOG_LEVELS |= {"error": logging.ERROR, "critical": logging.CRITICAL}
+T = TypeVar("T")
+
+
+class _End:
+    """What a finished iterator gives in `with_keepalives`."""
+
+
+_END = _End()
 
 
 def wants_events(accept: str | None) -> bool:
@@ -109,29 +119,48 @@ async def event_stream(events: Events, keepalive: float) -> Response:
     return StreamingResponse(_body(first, events, keepalive), media_type=EVENT_STREAM, headers=HEADERS)
 
 
+async def with_keepalives(items: AsyncIterator[T], keepalive: float) -> AsyncGenerator[T | None, None]:
+    """`items` as they come, and None each time `keepalive` seconds pass without one: the
+    caller then sends its keep-alive. One item is asked for at a time (back-pressure), and
+    waiting for it is not cancelled by a keep-alive, which would throw into `items`.
+    Closing this stops the wait; closing `items` is the caller's."""
+    pending: asyncio.Future[T | _End] | None = None
+    try:
+        while True:
+            pending = asyncio.ensure_future(anext(items, _END))
+            while not (await asyncio.wait({pending}, timeout=keepalive))[0]:
+                yield None
+            item, pending = pending.result(), None
+            if isinstance(item, _End):
+                return
+            yield item
+    finally:
+        if pending is not None:
+            pending.cancel()
+            # Until `items` has taken the cancellation in: closing it while it runs would fail.
+            # A cancelled caller (anyio's scopes cancel again at each await) waits all the same.
+            while not pending.done():
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({pending})
+
+
 async def _body(first: Event, events: Events, keepalive: float) -> AsyncIterator[bytes]:
-    current = first
-    pending: asyncio.Future[Event] | None = None
+    paced = with_keepalives(events, keepalive)
+    current: Event | None = first
     try:
         while not isinstance(current, Result):
-            if isinstance(current, LogEvent | ProgressEvent):
+            if current is None:
+                yield KEEPALIVE
+            elif isinstance(current, LogEvent | ProgressEvent):
                 yield _call_event(current)
             else:
                 for item in current:
                     yield event("content", content_json(item))
-            # One event is asked for at a time (back-pressure); waiting for it is not cancelled
-            # by a keep-alive, which would throw into the generator.
-            pending = asyncio.ensure_future(anext(events))
-            while not (await asyncio.wait({pending}, timeout=keepalive))[0]:
-                yield KEEPALIVE
-            current, pending = pending.result(), None
+            current = await anext(paced)
         yield event("result", result_json(current))
     except ToolmeshError as exc:
         yield event("error", http_error(exc).body)
     finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
+        await paced.aclose()
         # Also when the client left: the call is cancelled in the pod, not left to run.
         await events.aclose()

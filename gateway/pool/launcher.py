@@ -115,6 +115,92 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
     )
 
 
+class LaunchedTemplate:
+    """A template process that has imported toolmesh and grpc and waits to be told to load the
+    runtime's modules (template.py's `load` line): what `load()` still costs is the modules'
+    own imports. One launched ahead of need is a standby (gateway/reload/standby.py)."""
+
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        process: asyncio.subprocess.Process,
+        socket_dir: str,
+        env: Mapping[str, str],
+    ) -> None:
+        self.config = config
+        self.process = process
+        self.socket_dir = socket_dir
+        #: The environment it was started with (a standby serves only the same one).
+        self.env = dict(env)
+
+    @classmethod
+    async def launch(cls, config: RuntimeConfig, env: Mapping[str, str]) -> LaunchedTemplate:
+        socket_dir = make_socket_dir(config.name)
+        command = [sys.executable, *template_settings(config, socket_dir).argv()]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=env,
+                limit=LINE_LIMIT,
+                # Its own group, which the gateway can kill whole; Ctrl-C reaches the gateway only.
+                start_new_session=True,
+            )
+        except BaseException:
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
+        return cls(config, process, socket_dir, env)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    async def load(self) -> TemplateProcess:
+        """Have it import the modules and wait for its catalog: a running template, or
+        ModulesFailed (the import's error) or Unavailable, and the process is gone."""
+        config, process, socket_dir = self.config, self.process, self.socket_dir
+        assert process.stdin is not None
+        with contextlib.suppress(ConnectionError):  # it died already: _hello sees its end
+            process.stdin.write(json.dumps({"load": True}).encode() + b"\n")
+        try:
+            hello = await asyncio.wait_for(_hello(config, process), TEMPLATE_START_TIMEOUT)
+        except TimeoutError:
+            kill_group(process.pid)
+            await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise Unavailable(
+                f"runtime {config.name!r} did not load its modules within {TEMPLATE_START_TIMEOUT:g} s"
+            ) from None
+        if hello is None or hello.get("event") == "error":
+            code = await process.wait()
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            if hello is None:
+                raise Unavailable(
+                    f"runtime {config.name!r} exited with status {code} while loading its modules "
+                    "(see its log)"
+                )
+            raise ModulesFailed(config.name, str(hello.get("error")), str(hello.get("traceback", "")))
+        listing = function_pb2.ListFunctionsResponse.FromString(base64.b64decode(hello["catalog"]))
+        specs = [wire.spec_from_proto(message) for message in listing.functions]
+        namespaces = [NamespaceSpec(n.name, n.description) for n in listing.namespaces]
+        log.info(
+            "template started", extra={"runtime": config.name, "pid": process.pid, "functions": len(specs)}
+        )
+        return TemplateProcess(config, process, specs, namespaces, socket_dir)
+
+    async def discard(self) -> None:
+        """Stop it unloaded: stdin's end makes it exit at once."""
+        if self.process.stdin is not None and not self.process.stdin.is_closing():
+            self.process.stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 5)
+        except TimeoutError:
+            kill_group(self.process.pid)
+            await self.process.wait()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+
 class TemplateProcess:
     """One running template process. `on_exit(pid, status)` hears of every pod that ends."""
 
@@ -147,46 +233,7 @@ class TemplateProcess:
     @classmethod
     async def start(cls, config: RuntimeConfig, env: Mapping[str, str]) -> TemplateProcess:
         """Start a template for `config` and wait for its catalog."""
-        socket_dir = make_socket_dir(config.name)
-        command = [sys.executable, *template_settings(config, socket_dir).argv()]
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                env=env,
-                limit=LINE_LIMIT,
-                # Its own group, which the gateway can kill whole; Ctrl-C reaches the gateway only.
-                start_new_session=True,
-            )
-        except BaseException:
-            shutil.rmtree(socket_dir, ignore_errors=True)
-            raise
-        try:
-            hello = await asyncio.wait_for(_hello(config, process), TEMPLATE_START_TIMEOUT)
-        except TimeoutError:
-            kill_group(process.pid)
-            await process.wait()
-            shutil.rmtree(socket_dir, ignore_errors=True)
-            raise Unavailable(
-                f"runtime {config.name!r} did not load its modules within {TEMPLATE_START_TIMEOUT:g} s"
-            ) from None
-        if hello is None or hello.get("event") == "error":
-            code = await process.wait()
-            shutil.rmtree(socket_dir, ignore_errors=True)
-            if hello is None:
-                raise Unavailable(
-                    f"runtime {config.name!r} exited with status {code} while loading its modules "
-                    "(see its log)"
-                )
-            raise ModulesFailed(config.name, str(hello.get("error")), str(hello.get("traceback", "")))
-        listing = function_pb2.ListFunctionsResponse.FromString(base64.b64decode(hello["catalog"]))
-        specs = [wire.spec_from_proto(message) for message in listing.functions]
-        namespaces = [NamespaceSpec(n.name, n.description) for n in listing.namespaces]
-        log.info(
-            "template started", extra={"runtime": config.name, "pid": process.pid, "functions": len(specs)}
-        )
-        return cls(config, process, specs, namespaces, socket_dir)
+        return await (await LaunchedTemplate.launch(config, env)).load()
 
     @property
     def alive(self) -> bool:

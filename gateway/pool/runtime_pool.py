@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
 from toolmesh.gateway.core.backend import PodRef
-from toolmesh.gateway.pool.launcher import TemplateProcess
+from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
@@ -29,6 +29,7 @@ from toolmesh.gateway.pool.rollout import roll
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
+from toolmesh.gateway.reload.standby import Standbys
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -76,6 +77,9 @@ class Pool:
         self._tokens = dict(tokens or {})
         #: One reload of a runtime at a time.
         self._reloading: dict[str, asyncio.Lock] = {}
+        #: Templates started ahead of reloads (reload/standby.py), for the runtimes in `_reloadable`.
+        self._standbys = Standbys()
+        self._reloadable: set[str] = set()
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
@@ -111,9 +115,31 @@ class Pool:
             await self.close()
             raise
 
+    def prepare_reloads(self) -> None:
+        """Reloads are coming (`toolmesh up --reload`): have every local runtime keep a standby
+        template, so that a reload does not wait for a new interpreter."""
+        for name in self.sets:
+            self._reloadable.add(name)
+            self._standbys.prepare(self._configs[name], self._environment(self._configs[name]))
+
+    async def _new_template(self, config: RuntimeConfig) -> TemplateProcess:
+        """A template of `config` with its modules loaded: from its standby if it has one."""
+        environment = self._environment(config)
+        launched = await self._standbys.take(config, environment)
+        if launched is None:
+            launched = await LaunchedTemplate.launch(config, environment)
+        return await launched.load()
+
     def _template_starter(self, config: RuntimeConfig) -> StartTemplate:
         """Starts a new template for `config` when its template dies or hangs."""
-        return lambda: TemplateProcess.start(config, self._environment(config))
+
+        async def restart() -> TemplateProcess:
+            template = await self._new_template(config)
+            if config.name in self._reloadable:
+                self._standbys.prepare(config, self._environment(config))
+            return template
+
+        return restart
 
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
@@ -154,7 +180,13 @@ class Pool:
                 await found.start(environment)
                 return
             forget_bytecode(module_sources(found.config.modules, module_roots(self._directory)))
-            await roll(found, await TemplateProcess.start(found.config, environment))
+            try:
+                await roll(found, await self._new_template(found.config))
+            finally:
+                # A runtime reloaded once is likely reloaded again; the next one is started now
+                # that this one is done, so that it does not compete with it for the CPU.
+                self._reloadable.add(runtime)
+                self._standbys.prepare(found.config, environment)
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         found = self._runtime(runtime)
@@ -184,6 +216,7 @@ class Pool:
 
     async def close(self) -> None:
         """Stop every runtime's pods (they drain) and templates, at once."""
+        await self._standbys.close()
         sets, self.sets = list(self.sets.values()), {}
         remotes, self._remotes = list(self._remotes.values()), {}
         await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))

@@ -19,7 +19,7 @@ from toolmesh.gateway.reload.sources import Stamps, stamps
 log = logging.getLogger("toolmesh.gateway")
 
 #: Seconds between two looks at the files: the most an edit waits before its reload starts.
-POLL_INTERVAL = 0.25
+POLL_INTERVAL = 0.1
 
 Sources = Callable[[], Mapping[str, Sequence[Path]]]
 Reload = Callable[[list[str]], Awaitable[object]]

@@ -194,11 +194,17 @@ async def upstream() -> AsyncIterator[Upstream]:
 async def proxy(
     gateway_factory: StartGateway, upstream: Upstream, **chat: Any
 ) -> tuple[Gateway, openai.AsyncOpenAI]:
+    """`chat` sets [chat]; its `gateway` entry (a dict), if any, sets [gateway]."""
     keys = chat.pop("keys", ())
+    gateway_settings = chat.pop("gateway", {})
     settings = ChatConfig(upstream_url=upstream.url, api_key_env="UPSTREAM_KEY", **chat)
     environ = {"UPSTREAM_KEY": "upstream-secret", "CLIENT_KEY": "client-secret"}
     gateway = await gateway_factory(
-        runtime("tools", "sample_tools", "mcp_tools"), chat=settings, keys=keys, environ=environ
+        runtime("tools", "sample_tools", "mcp_tools"),
+        chat=settings,
+        keys=keys,
+        environ=environ,
+        **gateway_settings,
     )
     client = openai.AsyncOpenAI(base_url=f"{gateway.url}/v1", api_key="client-secret", max_retries=0)
     return gateway, client

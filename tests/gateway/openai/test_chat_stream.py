@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai.types.chat import ChatCompletionChunk
@@ -93,6 +94,30 @@ async def test_tool_rounds_run_between_streamed_rounds(
         "arguments": '{"a": 2, "b": 3}',
     }
     assert second["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "5"}
+
+
+async def test_a_long_mesh_call_between_rounds_gets_keep_alive_comments(
+    gateway_factory: StartGateway, upstream: Upstream
+) -> None:
+    gateway, client = await proxy(gateway_factory, upstream, gateway={"stream_keepalive": 0.2})
+    wait = Streamed(["Let me wait. "], calls=(("call_1", "block", {"seconds": 1.0}),))
+    upstream.script += [wait, Streamed(["Done."])]
+    body = {"model": MODEL, "messages": USER, "stream": True}
+    headers = {"authorization": "Bearer client-secret"}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        response = await http.post("/v1/chat/completions", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    # The comments come while the mesh call runs: after the first round's text, before the second's.
+    before, _, after = response.text.partition(": keep-alive\n\n")
+    assert "Let me wait. " in before and "Done." in after, response.text
+    assert 3 <= response.text.count(": keep-alive\n\n") <= 7, response.text
+    assert response.text.endswith("data: [DONE]\n\n")
+    # The SDK skips the comments: the chunks are what they would be without them.
+    upstream.script += [wait, Streamed(["Done."])]
+    async with client:
+        chunks = await ask(client)
+    assert text_of(chunks) == "Let me wait. Done."
+    assert [c.choices[0].finish_reason for c in finishes(chunks)] == ["stop"]
 
 
 async def test_a_plain_completion_script_streams_the_same_answer(
