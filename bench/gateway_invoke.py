@@ -101,9 +101,11 @@ def _ready_line(process: subprocess.Popen[str]) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def started(command: list[str], env: dict[str, str], stderr: Path) -> Iterator[subprocess.Popen[str]]:
+def started(
+    command: list[str], env: dict[str, str], stderr: Path, cwd: Path = ROOT
+) -> Iterator[subprocess.Popen[str]]:
     with stderr.open("w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=cwd)
         try:
             yield process
         finally:

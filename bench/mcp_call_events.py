@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gateway_invoke import BENCH, HOST, ROOT, Run, Target, _ready_line, h2load
+from gateway_invoke import BENCH, HOST, ROOT, Run, Target, _ready_line, h2load, started
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -89,25 +88,6 @@ def export(revision: str, into: Path) -> Path:
 
 
 @contextlib.contextmanager
-def started(
-    command: list[str], env: dict[str, str], cwd: Path, stderr: Path
-) -> Iterator[subprocess.Popen[str]]:
-    """gateway_invoke.started, from `cwd`: `python -m` puts its working directory first on the
-    path, so the base gateway must not start in this tree."""
-    with stderr.open("w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=cwd)
-        try:
-            yield process
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-@contextlib.contextmanager
 def gateway(name: str, source: Path | None, workdir: Path) -> Iterator[str]:
     """A `toolmesh up` running `source` (None: this tree) with one warm pod; yields its /mcp URL."""
     pythonpath = os.pathsep.join([*([str(source)] if source else []), str(BENCH)])
@@ -122,7 +102,9 @@ def gateway(name: str, source: Path | None, workdir: Path) -> Iterator[str]:
         env["PYTHONPATH"] = str(source)
     command = [sys.executable, "-m", "toolmesh", "up", "--config", str(config)]
     check_source(env, source or ROOT)
-    with started(command, env, source or ROOT, workdir / f"{name}.err") as process:
+    # From `source`: `python -m` puts its working directory first on the path, so the base
+    # gateway must not start in this tree.
+    with started(command, env, workdir / f"{name}.err", cwd=source or ROOT) as process:
         yield f"http://{HOST}:{_ready_line(process)['http_port']}/mcp"
 
 
