@@ -60,8 +60,15 @@ async def test_promtool_accepts_the_gateway_and_pod_metrics(gateway_factory: Sta
         assert checker.returncode == 0 and not report.strip(), f"promtool on the {source}: {report!r}"
 
 
+class NotReady(Exception):
+    """Prometheus is listening but still starting (its API answers 503 until the TSDB is open)."""
+
+
 async def query(http: httpx.AsyncClient, url: str, promql: str) -> list[dict[str, Any]]:
-    answer = (await http.get(f"{url}/api/v1/query", params={"query": promql})).json()
+    response = await http.get(f"{url}/api/v1/query", params={"query": promql})
+    if response.status_code == 503:
+        raise NotReady
+    answer = response.json()
     assert answer["status"] == "success", answer
     return list(answer["data"]["result"])
 
@@ -107,8 +114,8 @@ async def test_prometheus_scrapes_a_cold_start(gateway_factory: StartGateway, tm
                     for promql in expected:
                         found = await query(http, url, promql)
                         seen[promql] = found[0]["value"][1] if found else None
-                except httpx.TransportError:
-                    continue  # not listening yet
+                except (httpx.TransportError, NotReady):
+                    continue  # not listening, or not ready, yet
                 if seen == expected:
                     break
             assert seen == expected, (tmp_path / "prometheus.log").read_text()[-2000:]
