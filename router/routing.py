@@ -19,7 +19,8 @@ MAX_PROMPT_CHARS = 8192
 
 @dataclass(frozen=True, slots=True)
 class RouteResult:
-    """`match` is the best candidate's key when its score clears the threshold, else None."""
+    """`match` is the best candidate's key when its score clears the threshold, else None.
+    Each candidate carries its fused score and the dense and lexical scores it was fused from."""
 
     match: str | None
     candidates: list[Candidate]
@@ -27,7 +28,14 @@ class RouteResult:
     def to_dict(self) -> dict[str, object]:
         return {
             "match": self.match,
-            "candidates": [{"name": c.key, "score": round(c.score, 4)} for c in self.candidates],
+            "candidates": [
+                {
+                    "name": c.key,
+                    "score": round(c.score, 4),
+                    "scores": {"dense": round(c.dense, 4), "lexical": round(c.lexical, 4)},
+                }
+                for c in self.candidates
+            ],
         }
 
 

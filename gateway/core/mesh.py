@@ -3,7 +3,7 @@
     list: functions, function, namespaces, system_message, tools
     call: invoke, stream, execute_batch
     free text: route, execute
-    operations: reload
+    operations: reload, recent_invocations
 
 HTTP routes, the gRPC Mesh service, MCP and the OpenAI adapters parse their wire form into
 the typed requests of `requests.py`, call one of these, and render what comes back; which
@@ -28,6 +28,7 @@ from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.drain import Drain
 from toolmesh.gateway.core.metrics import GatewayMetrics
+from toolmesh.gateway.core.recent_invocations import InvocationRecord, RecentInvocations
 from toolmesh.gateway.core.reloading import Reloader, ReloadReport
 from toolmesh.gateway.core.requests import (
     CallOptions,
@@ -68,6 +69,8 @@ class Mesh:
         self.drain = Drain()
         #: Hot reload of the runtimes (`reload`, SIGHUP, `toolmesh up --reload`).
         self.reloader = Reloader(catalog, pool, self.router)
+        #: The last calls, for the console's live view (`recent_invocations`).
+        self.recent = RecentInvocations()
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -144,10 +147,12 @@ class Mesh:
         started = time.perf_counter()
         spec: FunctionSpec | None = None
         outcome = "unavailable"
+        request_id = ""
         try:
             await principal.spend()
             spec = self.function(request.name, principal)
             call, timeout = self._call(spec, request)
+            request_id = call.request_id
             with self.drain.track():
                 result = await self.pool.invoke(
                     spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
@@ -159,7 +164,9 @@ class Mesh:
         finally:
             # Calls to names outside the catalog are not counted: clients cannot grow the label set.
             if spec is not None:
-                self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                self.metrics.observe(spec.qualified_name, outcome, seconds)
+                self.recent.record(principal, request_id, spec.qualified_name, outcome, seconds)
         return refusals.check(result)
 
     async def stream(
@@ -198,7 +205,9 @@ class Mesh:
                 raise  # its transport ends the stream with the error (an SSE event, a gRPC status)
             yield refusals.settle(exc)
         finally:
-            self.metrics.observe(spec.qualified_name, outcome, time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.metrics.observe(spec.qualified_name, outcome, seconds)
+            self.recent.record(principal, call.request_id, spec.qualified_name, outcome, seconds)
 
     async def execute_batch(
         self,
@@ -265,3 +274,7 @@ class Mesh:
         """Reload one runtime (default: all) with no call failing; needs the `@admin` permission."""
         principal.require(ADMIN, "reload runtimes")
         return await self.reloader.reload(None if runtime is None else [runtime])
+
+    def recent_invocations(self, principal: Principal, limit: int) -> list[InvocationRecord]:
+        """This gateway's last calls `principal` may see, newest first (see recent_invocations.py)."""
+        return self.recent.latest(principal, limit)

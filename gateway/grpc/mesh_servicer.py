@@ -122,7 +122,10 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise
-        candidates = [mesh_pb2.RouteCandidate(name=c.key, score=c.score) for c in ranked.candidates]
+        candidates = [
+            mesh_pb2.RouteCandidate(name=c.key, score=c.score, dense=c.dense, lexical=c.lexical)
+            for c in ranked.candidates
+        ]
         return mesh_pb2.RouteResponse(match=ranked.match or "", candidates=candidates)
 
     async def SubmitJob(self, request: mesh_pb2.SubmitJobRequest, context: Context) -> mesh_pb2.Job:

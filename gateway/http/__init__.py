@@ -4,7 +4,8 @@ app.py               the app: /v1/functions, /v1/tools, /v1/tool_calls, health, 
 free_text_routes.py  /v1/route and /v1/execute
 chat_routes.py       /v1/chat/completions (the chat proxy's HTTP face)
 job_routes.py        /v1/jobs and `Prefer: respond-async`: asynchronous calls (and their OpenAPI)
-openapi.py           the OpenAPI document
+invocation_routes.py /v1/invocations/recent: the last calls the key may see
+openapi/             the OpenAPI document, one module per group of paths
 adapt.py             what every route shares: the caller, the body, JSON and error responses
 payloads.py          request bodies: size and depth limits
 """

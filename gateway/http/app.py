@@ -13,6 +13,7 @@ GET  /v1/namespaces                   namespaces plus a ready-made system messag
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
+GET  /v1/invocations/recent?limit=    the last calls the key may see (invocation_routes.py)
 GET  /ui/...                          the web console: static files calling this API (console/)
 
 Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
@@ -43,6 +44,7 @@ from toolmesh.gateway.http.admin_routes import admin_routes
 from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.console import console_routes
 from toolmesh.gateway.http.free_text_routes import free_text_routes
+from toolmesh.gateway.http.invocation_routes import invocation_routes
 from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_async
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
@@ -201,6 +203,7 @@ def create_app(
         *metrics_routes(mesh),
         *free_text_routes(mesh),
         *admin_routes(mesh),
+        *invocation_routes(mesh),
         *(job_routes(jobs) if jobs is not None else ()),
         *console_routes(),
         *extra_routes,

@@ -60,7 +60,12 @@ def test_the_threshold_says_when_no_function_fits(index: FunctionIndex) -> None:
     assert unrelated.match is None and len(unrelated.candidates) == 3
     assert unrelated.candidates[0].score < DEFAULT_ROUTER_THRESHOLD
     document = unrelated.to_dict()
-    assert document["match"] is None and set(document["candidates"][0]) == {"name", "score"}
+    assert document["match"] is None and set(document["candidates"][0]) == {"name", "score", "scores"}
+    top = unrelated.candidates[0]
+    assert document["candidates"][0]["scores"] == {
+        "dense": round(top.dense, 4),
+        "lexical": round(top.lexical, 4),
+    }
 
 
 def test_recent_functions_win_near_ties(index: FunctionIndex, tmp_path: Path) -> None:

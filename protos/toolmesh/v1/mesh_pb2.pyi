@@ -148,19 +148,26 @@ class RouteCandidate(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
+    DENSE_FIELD_NUMBER: _builtins.int
+    LEXICAL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Qualified function name."""
     score: _builtins.float
     """Fused relevance score; higher is better."""
+    dense: _builtins.float
+    """The two signals `score` fuses: cosine similarity of the embeddings, and BM25 of the prompt's words."""
+    lexical: _builtins.float
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         score: _builtins.float = ...,
+        dense: _builtins.float = ...,
+        lexical: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "score", b"score"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dense", b"dense", "lexical", b"lexical", "name", b"name", "score", b"score"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -24,6 +24,7 @@ from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub
 from toolmesh.config import KeyConfig, LlmConfig, RouterConfig, hash_key
 from toolmesh.gateway.server import Gateway
+from toolmesh.router.index import LEXICAL_WEIGHT
 from toolmesh.v1 import mesh_pb2
 
 
@@ -53,6 +54,12 @@ async def test_route_names_the_function_that_fits(http: httpx.AsyncClient) -> No
     assert answer["candidates"][0]["name"] == "get_weather"
     scores = [c["score"] for c in answer["candidates"]]
     assert scores == sorted(scores, reverse=True)
+    # Each fused score with the two it was fused from (no session: no recency bonus).
+    for candidate in answer["candidates"]:
+        dense, lexical = candidate["scores"]["dense"], candidate["scores"]["lexical"]
+        assert candidate["score"] == pytest.approx(dense + LEXICAL_WEIGHT * lexical, abs=1e-3)
+    assert answer["candidates"][0]["scores"]["dense"] > 0.2
+    assert answer["candidates"][0]["scores"]["lexical"] > 0  # "weather" is in get_weather's text
     default_k = (await http.post("/v1/route", json={"prompt": "send an email"})).json()
     assert default_k["match"] == "send_email" and len(default_k["candidates"]) == 5
 
@@ -91,6 +98,10 @@ async def test_grpc_route_answers_like_http(routed: Gateway, http: httpx.AsyncCl
         assert answer.match == over_http["match"] == "book_flight"
         assert [c.name for c in answer.candidates] == [c["name"] for c in over_http["candidates"]]
         assert answer.candidates[0].score == pytest.approx(over_http["candidates"][0]["score"], abs=1e-3)
+        for signal in ("dense", "lexical"):
+            sent = getattr(answer.candidates[0], signal)
+            assert sent == pytest.approx(over_http["candidates"][0]["scores"][signal], abs=1e-3)
+        assert answer.candidates[0].dense > 0
         nothing = await mesh.Route(mesh_pb2.RouteRequest(prompt="bake a chocolate cake"))
         assert nothing.match == "" and len(nothing.candidates) == 5
         empty = await failure(mesh.Route(mesh_pb2.RouteRequest(prompt="")))

@@ -1,11 +1,13 @@
 // The live view: the gateway's own /metrics, read every few seconds while the user watches, turned
-// into per-runtime replica counts and charts of calls, errors, latency and cold starts.
+// into per-runtime replica counts and charts of calls, errors, latency and cold starts; and the
+// last calls the key may see, from /v1/invocations/recent.
 
-import { apiText } from "./api.js";
+import { api, apiText } from "./api.js";
 import { h } from "./dom.js";
 
 const PERIOD_MS = 2000;
 const WINDOW_MS = 5 * 60 * 1000;
+const RECENT_CALLS = 20;
 const SVG = "http://www.w3.org/2000/svg";
 
 /** The samples of a Prometheus text exposition: [{name, labels, value}]. */
@@ -98,6 +100,24 @@ function round(value) {
   return value >= 100 ? Math.round(value) : Math.round(value * 100) / 100;
 }
 
+/** The last calls, newest first: when, request id, function, outcome, duration and key. */
+function recentTable(recent) {
+  if (!recent || recent.error) {
+    return h("p", { class: "muted" }, `Recent invocations unavailable${recent ? `: ${recent.error.message}` : ""}`);
+  }
+  const calls = recent.invocations || [];
+  return h("table", { class: "recent-invocations" },
+    h("caption", {}, `Recent invocations (last ${calls.length})`),
+    h("thead", {}, h("tr", {}, ["Time", "Request id", "Function", "Outcome", "Duration", "Key"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, calls.map((call) => h("tr", { class: call.outcome === "ok" ? "" : "failed" },
+      h("td", {}, h("time", { datetime: call.time }, new Date(call.time).toLocaleTimeString())),
+      h("td", {}, h("code", {}, call.request_id)),
+      h("th", { scope: "row" }, call.function),
+      h("td", { class: "outcome" }, call.outcome),
+      h("td", {}, `${round(call.duration_ms)} ms`),
+      h("td", {}, call.principal)))));
+}
+
 export class LiveView {
   constructor() {
     this.button = document.getElementById("live-toggle");
@@ -125,7 +145,11 @@ export class LiveView {
   async tick() {
     let text;
     try {
-      text = await apiText("metrics");
+      // Both at once; a failed list of calls is shown in its place, it does not stop the view.
+      [text, this.recent] = await Promise.all([
+        apiText("metrics"),
+        api(`v1/invocations/recent?limit=${RECENT_CALLS}`).catch((error) => ({ error })),
+      ]);
     } catch (error) {
       // A key without "@metrics" cannot watch: say so once instead of asking again and again.
       this.stop(`The live view needs the gateway's metrics: ${error.message}`);
@@ -157,6 +181,7 @@ export class LiveView {
     const p = (q) => pairs.map(([a, b]) => quantile(q, buckets(a.samples), buckets(b.samples)));
     this.output.replaceChildren(
       table,
+      recentTable(this.recent),
       h("div", { class: "charts" },
         chart("Calls and errors per 2 s", [{ name: "calls", values: calls }, { name: "errors", values: errors }], ""),
         chart("Call latency", [{ name: "p50", values: p(0.5) }, { name: "p95", values: p(0.95) }], " ms"),

@@ -1,4 +1,4 @@
-// Try a prompt: route it (candidates and scores), or execute it (dry run: the extracted arguments).
+// Try a prompt: route it (candidates, their fused score and its dense and lexical parts), or execute it (dry run: the extracted arguments).
 
 import { api, ApiError } from "./api.js";
 import { h, pretty } from "./dom.js";
@@ -7,10 +7,13 @@ import { errorView, resultView } from "./result_view.js";
 function candidatesTable(candidates, match) {
   return h("table", { class: "candidates" },
     h("caption", {}, "Candidates, best first"),
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Function"), h("th", { scope: "col" }, "Score"), h("th", { scope: "col" }, "Match"))),
+    h("thead", {}, h("tr", {}, ["Function", "Score", "Dense", "Lexical", "Match"].map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, candidates.map((candidate) => h("tr", {},
       h("th", { scope: "row" }, candidate.name),
       h("td", {}, h("meter", { min: 0, max: 1, value: Math.max(0, candidate.score), "aria-label": `score of ${candidate.name}` }), ` ${candidate.score.toFixed(4)}`),
+      // The two signals the score fuses: embedding cosine and BM25 (absent from an older gateway).
+      ["dense", "lexical"].map((signal) => h("td", { class: `score-${signal}` },
+        candidate.scores ? candidate.scores[signal].toFixed(4) : "")),
       h("td", {}, candidate.name === match ? "chosen" : "")))));
 }
 

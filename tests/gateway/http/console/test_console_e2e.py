@@ -1,8 +1,9 @@
 """The console in a real headless Chromium against a real `toolmesh up`: it opens with no
 JavaScript error, finds a function through the router, invokes it through the form generated
 from its schema (a valid input shows the result, an invalid one the gateway's error beside the
-field it names), shows a streaming function's items as they arrive, routes a prompt, watches a
-cold start in the live view, sends an operation from the API reference, and shows a key only the
+field it names), shows a streaming function's items as they arrive, routes a prompt (each
+candidate with its dense and lexical scores), watches a cold start and the recent invocations
+in the live view, sends an operation from the API reference, and shows a key only the
 functions it may call.
 
 Chromium is Debian's (`apt-get install chromium`), driven by the `playwright` package with
@@ -147,6 +148,13 @@ def test_search_invoke_and_route_through_the_console(
     candidates = output.get_by_role("table", name="Candidates, best first")
     expect(candidates.locator("tbody tr").first).to_contain_text("add")
     expect(candidates.locator("tbody tr").first).to_contain_text("chosen")
+    # The fused score's two parts: the embedding cosine and BM25 ("add" is a shared word).
+    expect(candidates.get_by_role("columnheader")).to_have_text(
+        ["Function", "Score", "Dense", "Lexical", "Match"]
+    )
+    best = candidates.locator("tbody tr").first
+    expect(best.locator(".score-dense")).to_have_text(re.compile(r"^0\.\d{4}$"))
+    expect(best.locator(".score-lexical")).to_have_text(re.compile(r"^(?!0\.0000)\d+\.\d{4}$"))
     page.get_by_role("button", name="Execute (dry run)").click()
     arguments = output.get_by_role("table", name="Extracted arguments")
     expect(arguments.get_by_role("row", name=re.compile(r"^a 2"))).to_be_visible()
@@ -290,6 +298,13 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
     latency = re.compile(r"^Call latency, up to the last 5 minutes; latest: p50 \d")
     expect(live.get_by_role("img", name=latency)).to_be_visible()
     expect(live.get_by_role("img", name=re.compile(r"^Cold starts per 2 s"))).to_be_visible()
+    # The calls just made, newest first, in the list of recent invocations.
+    recent = live.get_by_role("table", name=re.compile(r"^Recent invocations"))
+    rows = recent.locator("tbody tr")
+    expect(rows.first).to_contain_text("ticks")
+    expect(rows.first.locator(".outcome")).to_have_text("ok")
+    expect(recent.get_by_role("row", name=re.compile(r"plot invalid_arguments"))).to_have_count(2)
+    expect(recent.get_by_role("row", name=re.compile(r" anonymous$")).first).to_be_visible()
     browser.screenshot("live", "#live")
     page.get_by_role("button", name="Pause live view").click()
     expect(page.get_by_role("button", name="Watch live")).to_have_attribute("aria-pressed", "false")
