@@ -7,7 +7,9 @@ HTTP/2 with gRPC framing for the gRPC ones):
 
     (a) gateway HTTP   POST /v1/functions/noop/invoke on `toolmesh up`
     (b) gateway gRPC   toolmesh.v1.Mesh/Invoke on the same gateway
-    (c) pod direct     toolmesh.v1.Runtime/Invoke on the gateway's own pod
+    (c) pod direct     toolmesh.v1.Runtime/Invoke on a pod of the same module started with
+                       `toolmesh runtime` on a loopback port (the gateway's own pods listen on
+                       Unix sockets only, which h2load cannot reach)
     (d) plain Starlette  a bare Starlette route on uvicorn returning the same JSON
 
 Latency is measured one request at a time; throughput with 16 in flight (16
@@ -25,10 +27,12 @@ import os
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -117,11 +121,19 @@ def started(
                 process.wait()
 
 
-def pod_address(gateway_stderr: Path) -> str:
-    for line in gateway_stderr.read_text().splitlines():
-        if '"pod ready"' in line:
-            return str(json.loads(line)["address"])
-    raise RuntimeError("the gateway did not log its pod's address")
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=1):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {HOST}:{port}")
 
 
 def check_http(url: str, expected: dict[str, object]) -> None:
@@ -168,15 +180,16 @@ def run_round(requests: int, workdir: Path, results: dict[str, list[tuple[Run, R
                 grpc_frame("noop"),
                 grpc=True,
             ),
-            Target(
-                "pod",
-                "(c) pod direct",
-                f"http://{pod_address(gateway_log)}/toolmesh.v1.Runtime/Invoke",
-                grpc_frame("noop"),
-                grpc=True,
-            ),
         ]
         measure(targets, requests, workdir, results)
+    pod_port = free_port()
+    pod_command = [python, "-m", "toolmesh", "runtime", "--module", "noop_tools", "--port", str(pod_port)]
+    pod_env = {**env, "PYTHONPATH": str(BENCH)}
+    with started([*pod_command, "--metrics-port", "-1"], pod_env, workdir / "pod.err"):
+        wait_for_port(pod_port)
+        pod_url = f"http://{HOST}:{pod_port}/toolmesh.v1.Runtime/Invoke"
+        targets.append(Target("pod", "(c) pod direct", pod_url, grpc_frame("noop"), grpc=True))
+        measure(targets[-1:], requests, workdir, results)
     plain_log = workdir / "plain.err"
     with started([python, str(BENCH / "plain_starlette.py")], env, plain_log) as plain:
         port = _ready_line(plain)["http_port"]
