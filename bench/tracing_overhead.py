@@ -12,6 +12,8 @@ over HTTP/1.1 one request at a time (c=1), POST /v1/functions/noop/invoke:
     on, traceparent  the same, with the caller sending a sampled ``traceparent`` header
     on, 1% sampled   OTEL_TRACES_SAMPLER=parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG=0.01:
                      callers without a traceparent are sampled 1 time in 100
+    on, none sampled OTEL_TRACES_SAMPLER=always_off: every span is made and propagated, none
+                     recorded or exported (what tracing costs before any export)
 
 The receiver runs in this process: it reads every OTLP/HTTP export and decodes its spans
 (counted in the table, so the export is known to have happened). Rounds alternate which
@@ -36,10 +38,11 @@ from gateway_invoke import BENCH, HOST, Run, Target, _ready_line, check_http, h2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 TRACEPARENT = "traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-TARGETS = ("off", "on", "on, traceparent", "on, 1% sampled")
+TARGETS = ("off", "on", "on, traceparent", "on, 1% sampled", "on, none sampled")
 #: What each target adds to the gateway's environment besides the receiver's endpoint.
 SETTINGS = {
-    "on, 1% sampled": {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"}
+    "on, none sampled": {"OTEL_TRACES_SAMPLER": "always_off"},
+    "on, 1% sampled": {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"},
 }
 
 
