@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.gateway.state.conftest import RedisServer
 from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -155,3 +156,33 @@ async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore
     assert await two.count_active() == 1
     claimed = await one.claim("g", lease=5)
     assert claimed is not None and claimed.id == mine.id and claimed.attempts == 1
+
+
+async def test_redis_reclaims_an_idle_entry_with_xautoclaim_and_gives_back_a_live_one(
+    redis_server: RedisServer,
+) -> None:
+    clients = [connect(redis_server.url, 5.0) for _ in range(2)]
+    one, two = [RedisJobStore(c, "t:", Outage(redis_server.url), ttl=60, max_attempts=5) for c in clients]
+    try:
+        for store in (one, two):
+            await store.open()
+        lapsing, live = _job(), _job()
+        await one.add(lapsing, 10)
+        await one.add(live, 10)
+        first = await one.claim("g1", lease=0.2)
+        held = await one.claim("g1", lease=30)
+        assert first is not None and held is not None
+        await asyncio.sleep(0.3)
+        # No `recover` ran: the entry idle past the claimer's lease is taken by XAUTOCLAIM.
+        again = await two.claim("g2", lease=0.25)
+        assert again is not None and again.id == lapsing.id and again.attempts == 2
+        # `held` is idle past that lease too, but its own runs 30 s: given back, not taken.
+        assert await two.claim("g2", lease=0.25) is None
+        pending = await clients[0].xpending_range("t:jobs:queue", "workers", "-", "+", 10)
+        assert {p["consumer"] for p in pending} == {b"g1", b"g2"}
+        held.status = JobStatus.SUCCEEDED
+        assert await one.settle(held, "g1")
+        assert await two.count_active() == 1
+    finally:
+        for client in clients:
+            await client.aclose()
