@@ -21,6 +21,7 @@ single Redis (or a primary with replicas) allows, Redis Cluster does not.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -41,6 +42,8 @@ GROUP = "workers"
 FINISHED_EXPIRY = 2
 #: Jobs purged, or lapsed leases recovered, per script run (the next run does the rest).
 BATCH = 500
+#: Tries of a settle while Redis is unreachable (0.1 s, 0.2 s, ... apart).
+SETTLE_TRIES = 4
 LOST = json.dumps({"code": "unavailable", "message": "the gateway running it stopped"})
 
 _COMMON = """
@@ -452,18 +455,17 @@ class RedisJobStore:
         if job.status.finished:
             job.finished = now
         error = "" if job.error is None else json.dumps(job.error)
-        settled = await self._run(
-            self._settle,
-            job.id,
-            worker,
-            repr(now),
-            job.status.value,
-            job.result or b"",
-            error,
-            repr(run_after),
-            job.callback_state.value,
-            self._expiry,
-        )
+        args = (job.id, worker, repr(now), job.status.value, job.result or b"", error, repr(run_after))
+        # A lost settle costs a whole run of the function (after the lease): worth a few tries
+        # across a blip (a pooled connection to a Redis that restarted fails once).
+        for attempt in range(SETTLE_TRIES):
+            try:
+                settled = await self._run(self._settle, *args, job.callback_state.value, self._expiry)
+                break
+            except StateUnavailable:
+                if attempt == SETTLE_TRIES - 1:
+                    raise
+                await asyncio.sleep(0.1 * 2**attempt)
         return int(settled) == 1
 
     async def recover(self, max_attempts: int) -> int:
