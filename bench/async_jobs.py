@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -180,6 +181,9 @@ def main() -> int:
     parser.add_argument("--store", choices=("sqlite", "redis", "both"), default="both")
     args = parser.parse_args()
     stores = ("sqlite", "redis") if args.store == "both" else (args.store,)
+    if args.store == "both" and shutil.which("redis-server") is None:
+        print("redis-server is not installed: SQLite only", file=sys.stderr)
+        stores = ("sqlite",)
     results = {store: run(store, args) for store in stores}
     if args.json:
         print(json.dumps(results, indent=2))
