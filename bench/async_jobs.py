@@ -1,9 +1,12 @@
-"""Asynchronous calls (jobs on SQLite) next to a synchronous invoke of the same no-op function.
+"""Asynchronous calls (jobs on SQLite, and on Redis) next to a synchronous invoke of the same
+no-op function.
 
-    .venv/bin/python bench/async_jobs.py [--jobs N] [--latency-jobs N] [--workers W] [--json]
+    .venv/bin/python bench/async_jobs.py [--jobs N] [--latency-jobs N] [--workers W]
+                                         [--store sqlite|redis|both] [--json]
 
-One `toolmesh up` (one warm pod of bench/noop_tools.py, jobs in a fresh SQLite file) and, in
-this process, an httpx client and a callback receiver (Starlette on uvicorn, loopback). Rows:
+One `toolmesh up` per store (one warm pod of bench/noop_tools.py; jobs in a fresh SQLite file,
+or in a fresh `redis-server` on loopback through TOOLMESH_STATE_URL) and, in this process, an
+httpx client and a callback receiver (Starlette on uvicorn, loopback). Rows, per store:
 
     (a) sync invoke          POST /v1/functions/noop/invoke: the answer is the result
     (b) async, callback      submit (Prefer: respond-async + X-Callback-Url) -> the signed callback
@@ -21,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -174,7 +178,34 @@ def main() -> int:
     parser.add_argument("--latency-jobs", type=int, default=300, help="calls per latency run")
     parser.add_argument("--workers", type=int, default=4, help="[jobs] workers")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--store", choices=("sqlite", "redis", "both"), default="both")
     args = parser.parse_args()
+    stores = ("sqlite", "redis") if args.store == "both" else (args.store,)
+    if args.store == "both" and shutil.which("redis-server") is None:
+        print("redis-server is not installed: SQLite only", file=sys.stderr)
+        stores = ("sqlite",)
+    results = {store: run(store, args) for store in stores}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"{'':34} {'p50 ms':>8} {'p99 ms':>8} {'rate (16 in flight)':>22}")
+    for store, measured in results.items():
+        rows = [
+            ("(a) sync invoke", measured["sync"], "calls/s"),
+            ("(b) async, callback", measured["callback"], "jobs/s"),
+            ("(c) async, polling 2 ms", measured["polling"], "jobs/s"),
+        ]
+        for label, row, unit in rows:
+            p50, p99 = row["latency"]
+            print(f"{store + ': ' + label:34} {p50:8.2f} {p99:8.2f} {row['rate']:14.0f} {unit}")
+        print(f"{'':34} submits alone (202s): {measured['callback']['submit_rate']:.0f}/s")
+        ratio = measured["callback"]["latency"][0] / measured["sync"]["latency"][0]
+        print(f"{store}: async submit-to-callback p50 = {ratio:.1f}x the sync call's")
+    return 0
+
+
+def run(store: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One gateway with its jobs in `store`, measured."""
     with tempfile.TemporaryDirectory(prefix="tm-") as tmp:
         config = Path(tmp) / "toolmesh.toml"
         config.write_text(
@@ -185,39 +216,58 @@ def main() -> int:
             f'callback_secret_env = "{SECRET_ENV}"\ncallback_backoff = 0.05\n\n[router]\nenabled = false\n'
         )
         env = {**os.environ, SECRET_ENV: "bench-secret", "TMPDIR": tmp}
-        with open(Path(tmp) / "gateway.err", "w") as err:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "toolmesh", "up", "--config", str(config), "--log-level", "warning"],
-                stdout=subprocess.PIPE,
-                stderr=err,
-                text=True,
-                env=env,
-                cwd=ROOT,
+        redis = None
+        if store == "redis":
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            redis = subprocess.Popen(
+                [
+                    "redis-server",
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ],
+                stdout=subprocess.DEVNULL,
+                cwd=tmp,
             )
-            try:
-                assert process.stdout is not None
-                ready = json.loads(process.stdout.readline())
-                results = asyncio.run(bench(ready["http_port"], args))
-            finally:
-                process.terminate()
-                process.wait(30)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
-    rows = [
-        ("(a) sync invoke", results["sync"], "calls/s"),
-        ("(b) async, callback", results["callback"], "jobs/s"),
-        ("(c) async, polling 2 ms", results["polling"], "jobs/s"),
-    ]
-    print(f"{'':26} {'p50 ms':>8} {'p99 ms':>8} {'rate (16 in flight)':>22}")
-    for label, row, unit in rows:
-        p50, p99 = row["latency"]
-        print(f"{label:26} {p50:8.2f} {p99:8.2f} {row['rate']:14.0f} {unit}")
-    print(f"{'':26} submits alone (202s): {results['callback']['submit_rate']:.0f}/s")
-    sync_p50 = results["sync"]["latency"][0]
-    ratio = results["callback"]["latency"][0] / sync_p50
-    print(f"async submit-to-callback p50 = {ratio:.1f}x the sync call's")
-    return 0
+            time.sleep(0.5)
+            env["TOOLMESH_STATE_URL"] = f"redis://127.0.0.1:{port}/0"
+        try:
+            with open(Path(tmp) / "gateway.err", "w") as err:
+                process = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "toolmesh",
+                        "up",
+                        "--config",
+                        str(config),
+                        "--log-level",
+                        "warning",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env=env,
+                    cwd=ROOT,
+                )
+                try:
+                    assert process.stdout is not None
+                    ready = json.loads(process.stdout.readline())
+                    return asyncio.run(bench(ready["http_port"], args))
+                finally:
+                    process.terminate()
+                    process.wait(30)
+        finally:
+            if redis is not None:
+                redis.terminate()
+                redis.wait(30)
 
 
 if __name__ == "__main__":

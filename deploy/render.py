@@ -211,7 +211,7 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
             router[field] = _in_image(Path(router[field]), config.directory)
     if router:
         document["router"] = router
-    document["jobs"] = _cluster_jobs(config)
+    document["jobs"] = _cluster_jobs(config, options)
     header = (
         "toolmesh.toml for the gateway on Kubernetes, written by `toolmesh deploy render`.\n"
         "Runtimes with modules run as Deployments of their own, reached at their headless Services."
@@ -224,12 +224,16 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
 CLUSTER_JOBS_PATH = "/tmp/toolmesh/jobs.sqlite3"
 
 
-def _cluster_jobs(config: MeshConfig) -> dict[str, Any]:
-    """The `[jobs]` section in the cluster. SQLite jobs belong to one gateway replica, so a job
-    submitted through one replica is not found through another: they are off unless the
-    config turns them on (`enabled = true`, e.g. with one replica)."""
+def _cluster_jobs(config: MeshConfig, options: RenderOptions) -> dict[str, Any]:
+    """The `[jobs]` section in the cluster. With Redis (`[state] url`, or `--redis`) every
+    replica shares one queue, so jobs are on as anywhere else. SQLite jobs belong to one
+    gateway replica, so a job submitted through one replica is not found through another:
+    they are off unless the config turns them on (`enabled = true`, e.g. with one replica, or
+    with the Redis URL in the `toolmesh-state` Secret, which render cannot see)."""
     jobs = config.jobs.model_dump(mode="json", exclude_defaults=True)
     jobs.pop("path", None)
+    if config.state.url is not None or options.redis:
+        return jobs
     if "enabled" not in config.jobs.model_fields_set:
         return {**jobs, "enabled": False}
     return {**jobs, "path": CLUSTER_JOBS_PATH} if config.jobs.enabled else jobs

@@ -261,7 +261,8 @@ async def start_gateway(
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
     jobs = None
     if config.jobs.enabled:
-        jobs = JobService(mesh, config.jobs, environment.callback_secret)
+        store = None if state.jobs is None else state.jobs(config.jobs)
+        jobs = JobService(mesh, config.jobs, environment.callback_secret, store)
         try:
             await jobs.start()
         except BaseException:

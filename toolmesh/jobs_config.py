@@ -11,15 +11,16 @@ from toolmesh.directories import default_data_dir
 
 
 class JobsConfig(BaseModel):
-    """Asynchronous calls (`Prefer: respond-async`): a queue of jobs in a SQLite file, run by
-    workers in the gateway, with retries, a dead-letter list and signed result callbacks."""
+    """Asynchronous calls (`Prefer: respond-async`): a queue of jobs in a SQLite file (in Redis
+    when `[state]` points at one), run by workers in the gateway, with retries, a dead-letter
+    list and signed result callbacks."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Off: an asynchronous submit answers 400 and no jobs file is opened.
     enabled: bool = True
     #: The SQLite file; None: `jobs.sqlite3` in the data directory (~/.local/share/toolmesh).
-    #: Gateways that share a file share one queue: give each mesh its own.
+    #: Gateways that share a file share one queue: give each mesh its own. Unused with Redis.
     path: Path | None = None
     #: Jobs run at once by this gateway.
     workers: int = Field(defaults.DEFAULT_JOB_WORKERS, ge=1, le=256)

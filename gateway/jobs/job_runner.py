@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 
-from toolmesh.errors import InternalError
+from toolmesh.errors import InternalError, StateUnavailable
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
@@ -142,6 +142,8 @@ class JobRunner:
     async def _claim(self) -> Job | None:
         try:
             return await self.store.claim(self.worker, self.config.lease)
+        except StateUnavailable:
+            return None  # Redis is away: its outage is logged once, not at every poll
         except Exception:
             log.exception("cannot claim a job")
             return None
@@ -204,6 +206,8 @@ class JobRunner:
             try:
                 # Held past a whole POST, so no other worker on the same store sends it meanwhile.
                 jobs = await self.store.take_callbacks(room, self.config.callback_timeout + 5)
+            except StateUnavailable:
+                continue
             except Exception:
                 log.exception("cannot read the callbacks due")
                 continue
@@ -256,5 +260,7 @@ class JobRunner:
                 if now - last_purge >= min(60.0, self.config.ttl / 4):
                     last_purge = now
                     await self.store.purge(now - self.config.ttl)
+            except StateUnavailable:
+                pass
             except Exception:
                 log.exception("job upkeep failed")

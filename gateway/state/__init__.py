@@ -9,5 +9,6 @@ implementation each (`[state] url`, or TOOLMESH_STATE_URL):
     redis_client.py   the one client, and Redis errors -> StateUnavailable (fail closed)
     shared.py         `open_state`: all of it from the config
 
-Async jobs have their own store; what the router learns at run time stays per replica.
+Async jobs are in Redis too (gateway/jobs/redis_jobs.py); what the router learns at run time
+stays per replica.
 """

@@ -1,7 +1,9 @@
 """What the gateway shares with its other replicas, built from `[state]` once at start-up.
 
-    no url            LocalLimits, LocalFeed, the router's SQLite sessions   (one gateway)
-    url = redis://..  RedisLimits, RedisFeed, RedisSessions, on one client   (any number)
+    no url            LocalLimits, LocalFeed, the router's SQLite sessions,   (one gateway)
+                      SQLite jobs
+    url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisJobStore,  (any number)
+                      on one client
 
 Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
 """
@@ -15,14 +17,18 @@ from dataclasses import dataclass, field
 
 from toolmesh.config import RouterConfig, StateConfig
 from toolmesh.errors import StateUnavailable
+from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
+from toolmesh.jobs_config import JobsConfig
 from toolmesh.router.sessions import Sessions
 
 log = logging.getLogger("toolmesh.gateway")
 
 #: Builds the router's session store from its config (None: the router's own, SQLite).
 SessionsFactory = Callable[[RouterConfig], Sessions]
+#: Builds the job store from `[jobs]` (None: the SQLite file of `[jobs] path`).
+JobsFactory = Callable[[JobsConfig], JobStore]
 
 
 @dataclass
@@ -34,6 +40,7 @@ class SharedState:
     where: str = "local"
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
     _check: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+    jobs: JobsFactory | None = None
 
     async def check(self) -> None:
         """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
@@ -54,6 +61,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     refuses the rest with 503 until Redis is back (see redis_client.py)."""
     if url is None:
         return SharedState()
+    from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
     from toolmesh.gateway.state.redis_client import Outage, connect, redact
     from toolmesh.gateway.state.redis_feed import RedisFeed
     from toolmesh.gateway.state.redis_limits import RedisLimits
@@ -76,6 +84,9 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
             timeout=config.timeout,
         )
 
+    def jobs(config: JobsConfig) -> JobStore:
+        return RedisJobStore(client, prefix, outage, config.ttl, config.max_attempts)
+
     async def check() -> None:
         try:
             with outage.translated():
@@ -91,4 +102,5 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         redact(url),
         [client.aclose, feed.aclose],
         check,
+        jobs,
     )

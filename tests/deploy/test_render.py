@@ -334,6 +334,15 @@ def test_redis_comes_with_the_option_in_any_namespace() -> None:
     assert files["secret-toolmesh-state.yaml"]["stringData"] == {"url": "redis://toolmesh-redis:6379/0"}
 
 
+def test_jobs_are_on_in_the_cluster_when_the_replicas_share_redis() -> None:
+    runtimes = (RuntimeConfig(name="a", modules=("m",)),)
+    external = StateConfig(url="redis://redis.example:6379/0")
+    assert _toml(render(MeshConfig(runtimes=runtimes, state=external)))["jobs"] == {}
+    assert _toml(render(MeshConfig(runtimes=runtimes), RenderOptions(redis=True)))["jobs"] == {}
+    off = parse_config({"runtimes": [{"name": "a", "modules": ["m"]}], "jobs": {"enabled": False}})
+    assert _toml(render(off, RenderOptions(redis=True)))["jobs"] == {"enabled": False}
+
+
 def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() -> None:
     # Each gateway replica would hold its own SQLite queue: a job submitted through one replica
     # would not be found through another.

@@ -1,4 +1,5 @@
-"""The SQLite job store on a real file: claims, leases shared by two stores, bounds, purging."""
+"""The job stores' contract, each on the real thing (a SQLite file; a redis-server on loopback):
+claims, leases shared by two stores (two gateways), bounds, dead letters, purging."""
 
 from __future__ import annotations
 
@@ -10,20 +11,32 @@ from typing import Any
 
 import pytest
 
+from tests.gateway.state.conftest import RedisServer
 from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
+from toolmesh.gateway.jobs.job_store import JobStore
+from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
 from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
+from toolmesh.gateway.state.redis_client import Outage, connect
 
-OpenStore = Callable[[], Coroutine[Any, Any, SqliteJobStore]]
+OpenStore = Callable[[], Coroutine[Any, Any, JobStore]]
 
 
-@pytest.fixture
-async def open_store(tmp_path: Path) -> AsyncIterator[OpenStore]:
-    """Stores on one file, as gateways on one machine share it."""
-    opened: list[SqliteJobStore] = []
+@pytest.fixture(params=["sqlite", "redis"])
+async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OpenStore]:
+    """Stores on one file, or one Redis, as the gateways that share it; each its own client."""
+    opened: list[JobStore] = []
+    clients: list[Any] = []
+    url = request.getfixturevalue("redis_server").url if request.param == "redis" else ""
 
-    async def start() -> SqliteJobStore:
-        store = SqliteJobStore(tmp_path / "jobs" / "jobs.sqlite3")
+    async def start() -> JobStore:
+        store: JobStore
+        if url:
+            client = connect(url, 5.0)
+            clients.append(client)
+            store = RedisJobStore(client, "test:", Outage(url), ttl=3600, max_attempts=5)
+        else:
+            store = SqliteJobStore(tmp_path / "jobs" / "jobs.sqlite3")
         await store.open()
         opened.append(store)
         return store
@@ -31,6 +44,8 @@ async def open_store(tmp_path: Path) -> AsyncIterator[OpenStore]:
     yield start
     for store in opened:
         await store.close()
+    for client in clients:
+        await client.aclose()
 
 
 def _job(owner: str = "alice", callback: str | None = None) -> Job:
@@ -119,3 +134,55 @@ async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: O
     assert await store.purge(time.time() - 60) == 0
     assert await store.purge(time.time() + 1) == 2
     assert await store.list("alice", None, 10) == []
+
+
+async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore) -> None:
+    one, two = await open_store(), await open_store()
+    mine, theirs = _job("alice"), _job("bob")
+    for job in (mine, theirs):
+        await one.add(job, 10)
+        claimed = await one.claim("g", lease=5)
+        assert claimed is not None
+        claimed.status, claimed.error = JobStatus.DEAD, {"code": "unavailable", "message": "no pod"}
+        assert await one.settle(claimed, "g")
+    assert await two.count_active() == 0, "dead jobs leave the bound"
+    assert [j.id for j in await two.list("alice", JobStatus.DEAD, 10)] == [mine.id]
+    assert [j.id for j in await two.list("bob", None, 10)] == [theirs.id]
+    assert await two.requeue(mine.id, "bob", [JobStatus.DEAD]) is None, "only its owner retries it"
+    again = await two.requeue(mine.id, "alice", [JobStatus.DEAD])
+    assert again is not None and again.status is JobStatus.QUEUED and again.attempts == 0
+    assert again.error is None and again.result is None
+    assert await two.list("alice", JobStatus.DEAD, 10) == []
+    assert await two.count_active() == 1
+    claimed = await one.claim("g", lease=5)
+    assert claimed is not None and claimed.id == mine.id and claimed.attempts == 1
+
+
+async def test_redis_reclaims_an_idle_entry_with_xautoclaim_and_gives_back_a_live_one(
+    redis_server: RedisServer,
+) -> None:
+    clients = [connect(redis_server.url, 5.0) for _ in range(2)]
+    one, two = [RedisJobStore(c, "t:", Outage(redis_server.url), ttl=60, max_attempts=5) for c in clients]
+    try:
+        for store in (one, two):
+            await store.open()
+        lapsing, live = _job(), _job()
+        await one.add(lapsing, 10)
+        await one.add(live, 10)
+        first = await one.claim("g1", lease=0.2)
+        held = await one.claim("g1", lease=30)
+        assert first is not None and held is not None
+        await asyncio.sleep(0.3)
+        # No `recover` ran: the entry idle past the claimer's lease is taken by XAUTOCLAIM.
+        again = await two.claim("g2", lease=0.25)
+        assert again is not None and again.id == lapsing.id and again.attempts == 2
+        # `held` is idle past that lease too, but its own runs 30 s: given back, not taken.
+        assert await two.claim("g2", lease=0.25) is None
+        pending = await clients[0].xpending_range("t:jobs:queue", "workers", "-", "+", 10)
+        assert {p["consumer"] for p in pending} == {b"g1", b"g2"}
+        held.status = JobStatus.SUCCEEDED
+        assert await one.settle(held, "g1")
+        assert await two.count_active() == 1
+    finally:
+        for client in clients:
+            await client.aclose()

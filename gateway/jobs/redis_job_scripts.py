@@ -1,0 +1,259 @@
+"""The Lua scripts of the Redis job store (redis_jobs.py): each change to a job is one script,
+so its hash, the stream's pending entries, the indexes and the `max_queued` counter change
+together. Every script starts with COMMON (ARGV[1] is the key prefix) and its helpers.
+"""
+
+from __future__ import annotations
+
+#: The consumer group every gateway reads the queue in.
+GROUP = "workers"
+#: Jobs purged, or lapsed leases recovered, per script run (the next run does the rest).
+BATCH = 500
+
+COMMON = f"""
+local P = ARGV[1]
+local stream = P .. 'queue'
+local GROUP = '{GROUP}'
+local function release(job, id)
+  local entry = redis.call('HGET', job, 'entry')
+  if entry then
+    redis.call('XACK', stream, GROUP, entry)
+    redis.call('XDEL', stream, entry)
+  end
+  redis.call('ZREM', P .. 'running', id)
+  redis.call('HDEL', job, 'entry', 'worker', 'lease_until')
+end
+local function finish(job, id, now, ttl)
+  redis.call('DECR', P .. 'active')
+  redis.call('ZADD', P .. 'finished', now, id)
+  redis.call('EXPIRE', job, ttl)
+  local f = redis.call('HMGET', job, 'owner', 'status', 'callback_state', 'created')
+  if f[2] == 'dead' then redis.call('ZADD', P .. 'dead:' .. f[1], f[4], id) end
+  if f[3] == 'pending' then redis.call('ZADD', P .. 'callbacks', now, id) end
+end
+local function bury(job, id, now, ttl, lost)
+  local cb = redis.call('HGET', job, 'callback_state')
+  if cb ~= 'none' then cb = 'pending' end
+  redis.call('HSET', job, 'status', 'dead', 'error', lost, 'finished', now, 'updated', now,
+    'callback_state', cb)
+  release(job, id)
+  finish(job, id, now, ttl)
+end
+"""
+
+#: ARGV prefix, id, max_queued, owner, created, then the hash's fields and values.
+#: Returns -1 when queued, else the number of active jobs (the queue is full).
+ADD = """
+local active = tonumber(redis.call('GET', P .. 'active') or '0')
+if active >= tonumber(ARGV[3]) then return active end
+redis.call('INCR', P .. 'active')
+local job = P .. 'job:' .. ARGV[2]
+redis.call('HSET', job, unpack(ARGV, 6))
+redis.call('ZADD', P .. 'owner:' .. ARGV[4], ARGV[5], ARGV[2])
+redis.call('XADD', stream, '*', 'id', ARGV[2])
+return -1
+"""
+
+#: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms).
+CLAIM = """
+local worker, now, lease_until = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local max_attempts, lost, ttl = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', ARGV[3], 'LIMIT', 0, 100)
+for _, id in ipairs(due) do
+  redis.call('XADD', stream, '*', 'id', id)
+  redis.call('ZREM', P .. 'delayed', id)
+end
+local function drop(entry)
+  redis.call('XACK', stream, GROUP, entry)
+  redis.call('XDEL', stream, entry)
+end
+local function take(entry, id, reclaimed)
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'status', 'worker', 'lease_until', 'attempts')
+  local status = f[1]
+  if not status or (status ~= 'queued' and status ~= 'running') then
+    drop(entry)  -- purged, or cancelled while queued
+    return nil
+  end
+  if reclaimed and status == 'running' and tonumber(f[3]) >= now then
+    -- Idle past our lease but not past its holder's (a longer one): give it back.
+    redis.call('XCLAIM', stream, GROUP, f[2], 0, entry, 'JUSTID')
+    return nil
+  end
+  if reclaimed and tonumber(f[4]) >= max_attempts then
+    redis.call('HSET', job, 'entry', entry)
+    bury(job, id, ARGV[3], ttl, lost)
+    return nil
+  end
+  redis.call('HSET', job, 'status', 'running', 'worker', worker, 'lease_until', lease_until,
+    'updated', ARGV[3], 'entry', entry)
+  redis.call('HINCRBY', job, 'attempts', 1)
+  redis.call('ZADD', P .. 'running', lease_until, id)
+  return redis.call('HGETALL', job)
+end
+local cursor = '0-0'
+repeat
+  local r = redis.call('XAUTOCLAIM', stream, GROUP, worker, ARGV[8], cursor, 'COUNT', 1)
+  cursor = r[1]
+  local e = r[2][1]
+  if e then
+    local got = take(e[1], e[2][2], true)
+    if got then return got end
+  end
+until cursor == '0-0'
+for _ = 1, 100 do
+  local r = redis.call('XREADGROUP', 'GROUP', GROUP, worker, 'COUNT', 1, 'STREAMS', stream, '>')
+  if not r or not r[1] then return nil end
+  local e = r[1][2][1]
+  local got = take(e[1], e[2][2], false)
+  if got then return got end
+end
+return nil
+"""
+
+#: ARGV prefix, worker, lease_until, ids...
+RENEW = """
+for i = 4, #ARGV do
+  local job = P .. 'job:' .. ARGV[i]
+  local f = redis.call('HMGET', job, 'status', 'worker', 'entry')
+  if f[1] == 'running' and f[2] == ARGV[2] then
+    redis.call('HSET', job, 'lease_until', ARGV[3])
+    redis.call('ZADD', P .. 'running', ARGV[3], ARGV[i])
+    redis.call('XCLAIM', stream, GROUP, ARGV[2], 0, f[3], 'JUSTID')  -- idle from now
+  end
+end
+return 0
+"""
+
+#: ARGV prefix, id, worker, now, status, result, error ('' for none), run_after,
+#: callback_state, finished ttl. Returns 1 if settled, 0 if the worker no longer held it.
+SETTLE = """
+local id, now, status = ARGV[2], ARGV[4], ARGV[5]
+local job = P .. 'job:' .. id
+local f = redis.call('HMGET', job, 'status', 'worker')
+if f[1] ~= 'running' or f[2] ~= ARGV[3] then return 0 end
+redis.call('HSET', job, 'status', status, 'result', ARGV[6], 'updated', now, 'callback_state', ARGV[9])
+if ARGV[7] == '' then redis.call('HDEL', job, 'error') else redis.call('HSET', job, 'error', ARGV[7]) end
+release(job, id)
+if status == 'queued' then
+  redis.call('ZADD', P .. 'delayed', ARGV[8], id)
+else
+  redis.call('HSET', job, 'finished', now)
+  finish(job, id, now, ARGV[10])
+end
+return 1
+"""
+
+#: ARGV prefix, now, max_attempts, lost error, finished ttl. Returns the lapsed jobs.
+RECOVER = f"""
+local now, max_attempts = ARGV[2], tonumber(ARGV[3])
+local lapsed = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. now, 'LIMIT', 0, {BATCH})
+local n = 0
+for _, id in ipairs(lapsed) do
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'status', 'attempts', 'entry', 'worker')
+  if f[1] ~= 'running' then
+    redis.call('ZREM', P .. 'running', id)
+  else
+    n = n + 1
+    if tonumber(f[2]) >= max_attempts then
+      bury(job, id, now, ARGV[5], ARGV[4])
+    else
+      redis.call('HSET', job, 'status', 'queued', 'updated', now)
+      redis.call('HDEL', job, 'worker', 'lease_until')
+      redis.call('ZREM', P .. 'running', id)
+      -- Still pending, but idle far past any lease: the next XAUTOCLAIM anywhere takes it.
+      redis.call('XCLAIM', stream, GROUP, f[4], 0, f[3], 'IDLE', 86400000000, 'JUSTID')
+    end
+  end
+end
+return n
+"""
+
+#: ARGV prefix, id, owner, now, statuses...
+REQUEUE = """
+local id, owner, now = ARGV[2], ARGV[3], ARGV[4]
+local job = P .. 'job:' .. id
+local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state')
+if f[2] ~= owner then return nil end
+local allowed = false
+for i = 5, #ARGV do if ARGV[i] == f[1] then allowed = true end end
+if not allowed then return nil end
+local cb = 'pending'
+if f[3] == 'none' then cb = 'none' end
+redis.call('HSET', job, 'status', 'queued', 'attempts', 0, 'updated', now, 'callback_state', cb,
+  'callback_attempts', 0)
+redis.call('HDEL', job, 'result', 'error', 'finished')
+redis.call('PERSIST', job)
+redis.call('ZREM', P .. 'finished', id)
+redis.call('ZREM', P .. 'dead:' .. owner, id)
+redis.call('ZREM', P .. 'callbacks', id)
+redis.call('INCR', P .. 'active')
+redis.call('XADD', stream, '*', 'id', id)
+return redis.call('HGETALL', job)
+"""
+
+#: ARGV prefix, id, owner, now, finished ttl.
+CANCEL = """
+local id, now = ARGV[2], ARGV[4]
+local job = P .. 'job:' .. id
+local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state')
+if f[1] ~= 'queued' or f[2] ~= ARGV[3] then return nil end
+local cb = 'failed'
+if f[3] == 'none' then cb = 'none' end
+redis.call('HSET', job, 'status', 'cancelled', 'finished', now, 'updated', now, 'callback_state', cb)
+redis.call('ZREM', P .. 'delayed', id)
+release(job, id)  -- a recovered job's entry is still pending; a fresh one is skipped at claim
+finish(job, id, now, ARGV[5])
+return redis.call('HGETALL', job)
+"""
+
+#: ARGV prefix, now, hold until, limit.
+TAKE_CALLBACKS = """
+local ids = redis.call('ZRANGEBYSCORE', P .. 'callbacks', '-inf', ARGV[2], 'LIMIT', 0, ARGV[4])
+local out = {}
+for _, id in ipairs(ids) do
+  local job = P .. 'job:' .. id
+  if redis.call('HGET', job, 'callback_state') == 'pending' then
+    redis.call('ZADD', P .. 'callbacks', ARGV[3], id)
+    out[#out + 1] = redis.call('HGETALL', job)
+  else
+    redis.call('ZREM', P .. 'callbacks', id)
+  end
+end
+return out
+"""
+
+#: ARGV prefix, id, state, attempts, due.
+CALLBACK_DONE = """
+local job = P .. 'job:' .. ARGV[2]
+if redis.call('EXISTS', job) == 0 then return 0 end
+redis.call('HSET', job, 'callback_state', ARGV[3], 'callback_attempts', ARGV[4])
+if ARGV[3] == 'pending' then
+  redis.call('ZADD', P .. 'callbacks', ARGV[5], ARGV[2])
+else
+  redis.call('ZREM', P .. 'callbacks', ARGV[2])
+end
+return 1
+"""
+
+#: ARGV prefix, finished before.
+PURGE = f"""
+local ids = redis.call('ZRANGEBYSCORE', P .. 'finished', '-inf', '(' .. ARGV[2], 'LIMIT', 0, {BATCH})
+local n = 0
+for _, id in ipairs(ids) do
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'owner', 'callback_state')
+  if not f[1] then
+    redis.call('ZREM', P .. 'finished', id)  -- expired already
+  elseif f[2] ~= 'pending' then
+    redis.call('DEL', job)
+    redis.call('ZREM', P .. 'finished', id)
+    redis.call('ZREM', P .. 'owner:' .. f[1], id)
+    redis.call('ZREM', P .. 'dead:' .. f[1], id)
+    redis.call('ZREM', P .. 'callbacks', id)
+    n = n + 1
+  end
+end
+return n
+"""
