@@ -102,6 +102,14 @@ EXAMPLE_MODULES = (
 
 
 _RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+#: A Kubernetes CPU quantity: cores ("0.5", "2") or millicores ("250m").
+_CPU = re.compile(r"^(\d+(\.\d{1,3})?|\d+m)$")
+
+
+def cpu_cores(quantity: str) -> float:
+    return int(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -179,6 +187,21 @@ class RuntimeConfig(_Section):
     #: reserves, not what it uses: an idle pod reserves about 200 MiB, each busy worker thread
     #: 8 MiB more, so it is at least 512 and a pod refuses to start below its own need.
     max_memory_mb: int | None = Field(DEFAULT_MAX_MEMORY_MB, ge=MIN_MAX_MEMORY_MB)
+    #: On Kubernetes, each pod's requests (what the scheduler reserves: `cpu` in cores or
+    #: millicores, "250m"; `memory_mb` in MiB) and CPU limit (`max_cpu`; "none" for no limit,
+    #: so a pod may burst onto idle cores). Unset: the manifests' defaults (100m and 128 MiB
+    #: requested, 1 core at most). Pods on one machine take what they need; the memory limit
+    #: there is `max_memory_mb`.
+    cpu: str | None = None
+    max_cpu: str | None = None
+    memory_mb: int | None = Field(None, ge=1)
+
+    @field_validator("cpu", "max_cpu", mode="before")
+    @classmethod
+    def _quantity(cls, value: object) -> object:
+        # TOML numbers (cpu = 0.5) are the same quantity as strings.
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
     #: Largest result a call may return, in bytes (content plus structured JSON); a larger one
     #: is a `resource_exhausted` error for that call only. At most 63 MiB (the wire takes 64).
     max_result_bytes: int = Field(DEFAULT_MAX_RESULT_BYTES, ge=1024, le=MAX_RESULT_BYTES_CEILING)
@@ -221,7 +244,19 @@ class RuntimeConfig(_Section):
             )
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
+        self._check_resources()
         return self
+
+    def _check_resources(self) -> None:
+        for field, value in (("cpu", self.cpu), ("max_cpu", self.max_cpu)):
+            if value is not None and not (_CPU.match(value) or (field == "max_cpu" and value == "none")):
+                raise ValueError(f'{field} {value!r} must be cores ("0.5", "2") or millicores ("500m")')
+        limit = None if self.max_cpu in (None, "none") else self.max_cpu
+        if self.cpu is not None and limit is not None and cpu_cores(self.cpu) > cpu_cores(limit):
+            raise ValueError(f"cpu ({self.cpu}) exceeds max_cpu ({limit})")
+        memory, most = self.memory_mb, self.max_memory_mb
+        if memory is not None and most is not None and memory > most:
+            raise ValueError(f"memory_mb ({memory}) exceeds max_memory_mb ({most})")
 
 
 class KeyConfig(_Section):
