@@ -28,7 +28,9 @@ The native gRPC client is `toolmesh.client.grpc.GrpcClient`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections.abc import AsyncGenerator, Generator, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -36,14 +38,30 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from toolmesh.client import http_requests as requests
+from toolmesh.client import jobs
+from toolmesh.client.jobs import Job
 from toolmesh.client.sse_parser import EventParser
+from toolmesh.errors import FunctionTimeout
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
 #: Seconds a client waits for the gateway to answer one request.
 DEFAULT_TIMEOUT = 30.0
 
+#: Seconds between two looks at a job that `wait_job` waits for.
+POLL = 0.25
+
 T = TypeVar("T")
+
+
+def _pause(poll: float, deadline: float | None, job_id: str) -> float:
+    """How long to sleep before looking at the job again; FunctionTimeout past the deadline."""
+    if deadline is None:
+        return poll
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise FunctionTimeout(f"job {job_id} had not finished when the wait's timeout ran out")
+    return min(poll, left)
 
 
 class Client:
@@ -141,6 +159,43 @@ class Client:
         """
         return self._send(requests.tool_calls(message_or_items))
 
+    def submit(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        callback_url: str | None = None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Job:
+        """Queue a call and return its job at once (`Prefer: respond-async`); refused like
+        `invoke` would be. `callback_url`: where the gateway POSTs the finished job, signed."""
+        return self._send(jobs.submit(name, arguments, callback_url, request_id, session_id))
+
+    def get_job(self, job_id: str) -> Job:
+        """A job of this key's, as it is now; JobNotFound for another key's or an unknown one."""
+        return self._send(jobs.get_job(job_id))
+
+    def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> Job:
+        """The job once it has finished, polling every `poll` seconds; FunctionTimeout after
+        `timeout` seconds (None: no bound)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not (found := self.get_job(job_id)).finished:
+            time.sleep(_pause(poll, deadline, job_id))
+        return found
+
+    def cancel_job(self, job_id: str) -> Job:
+        """Cancel a queued job (one already running or finished is answered as it is)."""
+        return self._send(jobs.cancel_job(job_id))
+
+    def retry_job(self, job_id: str) -> Job:
+        """Queue a dead, failed or cancelled job again."""
+        return self._send(jobs.retry_job(job_id))
+
+    def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
+        """This key's jobs, newest first; `status="dead"` is its dead-letter list."""
+        return self._send(jobs.list_jobs(status, limit))
+
     def close(self) -> None:
         """Close the connections."""
         self._http.close()
@@ -234,6 +289,45 @@ class AsyncClient:
     async def execute_tool_calls(self, message_or_items: Any) -> dict[str, Any]:
         """Run a model's tool calls and return the answer in the model's format (see `Client`)."""
         return await self._send(requests.tool_calls(message_or_items))
+
+    async def submit(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        callback_url: str | None = None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Job:
+        """Queue a call and return its job at once (`Prefer: respond-async`); refused like
+        `invoke` would be. `callback_url`: where the gateway POSTs the finished job, signed."""
+        return await self._send(jobs.submit(name, arguments, callback_url, request_id, session_id))
+
+    async def get_job(self, job_id: str) -> Job:
+        """A job of this key's, as it is now; JobNotFound for another key's or an unknown one."""
+        return await self._send(jobs.get_job(job_id))
+
+    async def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> Job:
+        """The job once it has finished, polling every `poll` seconds; FunctionTimeout after
+        `timeout` seconds (None: no bound)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # polling a remote job: there is no local event to wait on
+            found = await self.get_job(job_id)
+            if found.finished:
+                return found
+            await asyncio.sleep(_pause(poll, deadline, job_id))
+
+    async def cancel_job(self, job_id: str) -> Job:
+        """Cancel a queued job (one already running or finished is answered as it is)."""
+        return await self._send(jobs.cancel_job(job_id))
+
+    async def retry_job(self, job_id: str) -> Job:
+        """Queue a dead, failed or cancelled job again."""
+        return await self._send(jobs.retry_job(job_id))
+
+    async def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
+        """This key's jobs, newest first; `status="dead"` is its dead-letter list."""
+        return await self._send(jobs.list_jobs(status, limit))
 
     async def close(self) -> None:
         """Close the connections."""

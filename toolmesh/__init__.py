@@ -66,6 +66,7 @@ from toolmesh.runtimes import (
 if _TYPE_CHECKING:
     from toolmesh.client.grpc import GrpcClient
     from toolmesh.client.http import AsyncClient, Client
+    from toolmesh.client.jobs import Job
 
 __version__ = "0.1.0"
 
@@ -86,6 +87,7 @@ __all__ = [
     "InternalError",
     "InvalidArguments",
     "InvalidRequest",
+    "Job",
     "JobNotFound",
     "Json",
     "Overloaded",
@@ -115,6 +117,7 @@ __getattr__, __dir__ = _lazy_attributes(
         "AsyncClient": "toolmesh.client",
         "Client": "toolmesh.client",
         "GrpcClient": "toolmesh.client",
+        "Job": "toolmesh.client",
     },
     globals(),
 )
