@@ -39,6 +39,9 @@ class JobsConfig(BaseModel):
     path: Path | None = None
     #: Jobs run at once by this gateway.
     workers: int = Field(defaults.DEFAULT_JOB_WORKERS, ge=1, le=256)
+    #: Seconds one attempt of a job may run; None: `[gateway] call_timeout`, as a direct call.
+    #: The function's own timeout (its runtime's `timeout`, or the decorator's) still applies.
+    call_timeout: float | None = Field(None, gt=0)
     #: Attempts a job gets while its runtime is unavailable or overloaded; then it is dead.
     max_attempts: int = Field(defaults.DEFAULT_JOB_MAX_ATTEMPTS, ge=1, le=100)
     #: Seconds before a job's first retry, doubled each time up to `backoff_max`.

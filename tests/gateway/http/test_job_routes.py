@@ -301,3 +301,14 @@ async def test_a_callback_that_keeps_failing_is_given_up_and_the_result_kept(
         assert done["status"] == "succeeded" and done["result"]["structured"] == 2
         await asyncio.sleep(0.5)
         assert receiver.attempts == 2 and receiver.deliveries == []
+
+
+async def test_a_job_may_run_longer_than_a_direct_call(gateway_factory: StartGateway, tmp_path: Any) -> None:
+    jobs = JobsConfig(path=tmp_path / "long.sqlite3", call_timeout=10)
+    gateway = await gateway_factory(jobs=jobs, call_timeout=0.5)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        direct = await http.post("/v1/functions/block/invoke", json={"seconds": 1.5})
+        assert direct.status_code == 504, "a direct call is held to [gateway] call_timeout"
+        job = (await http.post("/v1/functions/block/invoke", json={"seconds": 1.5}, headers=ASYNC)).json()
+        done = await wait_job(http, job["id"], finished)
+    assert done["status"] == "succeeded", done
