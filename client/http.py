@@ -39,7 +39,7 @@ import httpx
 
 from toolmesh.client import http_requests as requests
 from toolmesh.client import jobs
-from toolmesh.client.jobs import Job
+from toolmesh.client.jobs import RemoteJob
 from toolmesh.client.sse_parser import EventParser
 from toolmesh.errors import FunctionTimeout
 from toolmesh.runtimes.functions.results import Content, Result
@@ -167,16 +167,16 @@ class Client:
         callback_url: str | None = None,
         request_id: str | None = None,
         session_id: str | None = None,
-    ) -> Job:
+    ) -> RemoteJob:
         """Queue a call and return its job at once (`Prefer: respond-async`); refused like
         `invoke` would be. `callback_url`: where the gateway POSTs the finished job, signed."""
         return self._send(jobs.submit(name, arguments, callback_url, request_id, session_id))
 
-    def get_job(self, job_id: str) -> Job:
+    def get_job(self, job_id: str) -> RemoteJob:
         """A job of this key's, as it is now; JobNotFound for another key's or an unknown one."""
         return self._send(jobs.get_job(job_id))
 
-    def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> Job:
+    def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> RemoteJob:
         """The job once it has finished, polling every `poll` seconds; FunctionTimeout after
         `timeout` seconds (None: no bound)."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -184,15 +184,15 @@ class Client:
             time.sleep(_pause(poll, deadline, job_id))
         return found
 
-    def cancel_job(self, job_id: str) -> Job:
+    def cancel_job(self, job_id: str) -> RemoteJob:
         """Cancel a queued job (one already running or finished is answered as it is)."""
         return self._send(jobs.cancel_job(job_id))
 
-    def retry_job(self, job_id: str) -> Job:
+    def retry_job(self, job_id: str) -> RemoteJob:
         """Queue a dead, failed or cancelled job again."""
         return self._send(jobs.retry_job(job_id))
 
-    def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
+    def list_jobs(self, status: str | None = None, limit: int = 100) -> list[RemoteJob]:
         """This key's jobs, newest first; `status="dead"` is its dead-letter list."""
         return self._send(jobs.list_jobs(status, limit))
 
@@ -298,16 +298,16 @@ class AsyncClient:
         callback_url: str | None = None,
         request_id: str | None = None,
         session_id: str | None = None,
-    ) -> Job:
+    ) -> RemoteJob:
         """Queue a call and return its job at once (`Prefer: respond-async`); refused like
         `invoke` would be. `callback_url`: where the gateway POSTs the finished job, signed."""
         return await self._send(jobs.submit(name, arguments, callback_url, request_id, session_id))
 
-    async def get_job(self, job_id: str) -> Job:
+    async def get_job(self, job_id: str) -> RemoteJob:
         """A job of this key's, as it is now; JobNotFound for another key's or an unknown one."""
         return await self._send(jobs.get_job(job_id))
 
-    async def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> Job:
+    async def wait_job(self, job_id: str, timeout: float | None = None, poll: float = POLL) -> RemoteJob:
         """The job once it has finished, polling every `poll` seconds; FunctionTimeout after
         `timeout` seconds (None: no bound)."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -317,15 +317,15 @@ class AsyncClient:
                 return found
             await asyncio.sleep(_pause(poll, deadline, job_id))
 
-    async def cancel_job(self, job_id: str) -> Job:
+    async def cancel_job(self, job_id: str) -> RemoteJob:
         """Cancel a queued job (one already running or finished is answered as it is)."""
         return await self._send(jobs.cancel_job(job_id))
 
-    async def retry_job(self, job_id: str) -> Job:
+    async def retry_job(self, job_id: str) -> RemoteJob:
         """Queue a dead, failed or cancelled job again."""
         return await self._send(jobs.retry_job(job_id))
 
-    async def list_jobs(self, status: str | None = None, limit: int = 100) -> list[Job]:
+    async def list_jobs(self, status: str | None = None, limit: int = 100) -> list[RemoteJob]:
         """This key's jobs, newest first; `status="dead"` is its dead-letter list."""
         return await self._send(jobs.list_jobs(status, limit))
 

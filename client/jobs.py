@@ -1,4 +1,4 @@
-"""Asynchronous calls from the HTTP clients: `Job`, and what `submit`, `get_job`, `cancel_job`,
+"""Asynchronous calls from the HTTP clients: `RemoteJob`, and what `submit`, `get_job`, `cancel_job`,
 `retry_job` and `list_jobs` send (see `http_requests` for how the two clients share them)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ FINISHED = frozenset({"succeeded", "failed", "dead", "cancelled"})
 
 
 @dataclass(frozen=True)
-class Job:
+class RemoteJob:
     """One asynchronous call, as the gateway last reported it."""
 
     id: str
@@ -36,9 +36,9 @@ class Job:
         return self.status in FINISHED
 
 
-def job(document: Mapping[str, Any]) -> Job:
+def job(document: Mapping[str, Any]) -> RemoteJob:
     found = document.get("result")
-    return Job(
+    return RemoteJob(
         id=str(document["id"]),
         function=str(document["function"]),
         status=str(document["status"]),
@@ -58,7 +58,7 @@ def submit(
     callback_url: str | None,
     request_id: str | None,
     session_id: str | None,
-) -> Request[Job]:
+) -> Request[RemoteJob]:
     headers = {"content-type": "application/json", "prefer": "respond-async"}
     if callback_url is not None:
         headers["x-callback-url"] = callback_url
@@ -70,19 +70,19 @@ def submit(
     return Request("POST", function_path(name) + "/invoke", job, content=body, headers=headers)
 
 
-def get_job(job_id: str) -> Request[Job]:
+def get_job(job_id: str) -> Request[RemoteJob]:
     return Request("GET", _job_path(job_id), job)
 
 
-def cancel_job(job_id: str) -> Request[Job]:
+def cancel_job(job_id: str) -> Request[RemoteJob]:
     return Request("DELETE", _job_path(job_id), job)
 
 
-def retry_job(job_id: str) -> Request[Job]:
+def retry_job(job_id: str) -> Request[RemoteJob]:
     return Request("POST", _job_path(job_id) + "/retry", job)
 
 
-def list_jobs(status: str | None, limit: int) -> Request[list[Job]]:
+def list_jobs(status: str | None, limit: int) -> Request[list[RemoteJob]]:
     params = {"limit": str(limit)}
     if status is not None:
         params["status"] = status

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig, cpu_cores
+from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
 from toolmesh.deploy import toml_writer
 from toolmesh.deploy.names import (
     CONFIG_CHECKSUM,
@@ -45,6 +45,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
+from toolmesh.runtime_config import cpu_cores
 from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV, POD_TOKEN_ENV
 
 Manifest = dict[str, Any]

@@ -66,7 +66,7 @@ from toolmesh.runtimes import (
 if _TYPE_CHECKING:
     from toolmesh.client.grpc import GrpcClient
     from toolmesh.client.http import AsyncClient, Client
-    from toolmesh.client.jobs import Job
+    from toolmesh.client.jobs import RemoteJob
 
 __version__ = "0.1.0"
 
@@ -87,7 +87,6 @@ __all__ = [
     "InternalError",
     "InvalidArguments",
     "InvalidRequest",
-    "Job",
     "JobNotFound",
     "Json",
     "Overloaded",
@@ -95,6 +94,7 @@ __all__ = [
     "PayloadTooLarge",
     "PermissionDenied",
     "RateLimited",
+    "RemoteJob",
     "ResourceExhausted",
     "Result",
     "StateUnavailable",
@@ -117,7 +117,7 @@ __getattr__, __dir__ = _lazy_attributes(
         "AsyncClient": "toolmesh.client",
         "Client": "toolmesh.client",
         "GrpcClient": "toolmesh.client",
-        "Job": "toolmesh.client",
+        "RemoteJob": "toolmesh.client",
     },
     globals(),
 )

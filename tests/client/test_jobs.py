@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from tests.client.conftest import Connect, raises
 from tests.gateway.conftest import runtime
-from toolmesh import FunctionNotFound, FunctionTimeout, InvalidArguments, Job, JobNotFound
+from toolmesh import FunctionNotFound, FunctionTimeout, InvalidArguments, JobNotFound, RemoteJob
 from toolmesh.config import GatewayConfig, MeshConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.jobs_config import JobsConfig
@@ -36,7 +36,7 @@ async def gateway() -> AsyncIterator[Gateway]:
 async def test_a_submitted_call_is_waited_for_and_read_back(connect: Connect, gateway: Gateway) -> None:
     mesh = connect(gateway.url)
     job = await mesh.submit("add", {"a": 40, "b": 2}, request_id="req-jobs-1")
-    assert isinstance(job, Job) and job.function == "add" and job.status in ("queued", "running")
+    assert isinstance(job, RemoteJob) and job.function == "add" and job.status in ("queued", "running")
     done = await mesh.wait_job(job.id, timeout=30)
     assert done.status == "succeeded" and done.finished and done.attempts == 1
     assert done.result is not None and done.result.structured == 42
