@@ -294,7 +294,7 @@ GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
     grpc.StatusCode.ALREADY_EXISTS: InvalidRequest,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
-    grpc.StatusCode.FAILED_PRECONDITION: InvalidRequest,
+    grpc.StatusCode.FAILED_PRECONDITION: InputRequired,
     grpc.StatusCode.ABORTED: Unavailable,
     grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
     grpc.StatusCode.UNIMPLEMENTED: InternalError,
