@@ -256,9 +256,7 @@ class McpConfig(_Section):
     allowed_origins: tuple[str, ...] = ()
     #: Tools per tools/list page.
     page_size: int = Field(defaults.DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
-    #: Environment variable holding the secret (32+ bytes) that seals the 2026-07-28 `requestState`
-    #: of calls that ask their caller (ctx.elicit...). Replicas must share it; None: a random key
-    #: per process, so a retry must reach the replica that asked (and a restart forgets).
+    #: Env var with the secret (32+ bytes) sealing `requestState` (ctx.elicit...); None: per process.
     state_secret_env: str | None = None
     #: Seconds a `requestState` stays valid.
     state_ttl: float = Field(defaults.DEFAULT_MCP_STATE_TTL, gt=0)

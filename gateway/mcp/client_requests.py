@@ -55,28 +55,29 @@ class ClientRequests:
     def __init__(self, max_body: int, timeout: float = ANSWER_TIMEOUT) -> None:
         self._max_body = max_body
         self._timeout = timeout
-        self._waiting: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
+        #: Each request's future and the API key it was asked of: only that key's POST settles it.
+        self._waiting: dict[str, tuple[asyncio.Future[Mapping[str, Any]], str]] = {}
 
     async def next_round(
-        self, ctx: ServerRequestContext[Any, Any], asked: Round, asks: list[Ask], max_rounds: int
+        self, ctx: ServerRequestContext[Any, Any], caller: str, asked: Round, asks: list[Ask], max_rounds: int
     ) -> Round | Result:
         """The round after `asked`, with the client's answers to `asks`; an error result when the
         client refuses, does not answer in time, or the call asked too many rounds."""
         if (too_many := too_many_rounds(asked, max_rounds)) is not None:
             return too_many
         try:
-            answers = await self.ask(ctx, asks)
+            answers = await self.ask(ctx, asks, caller)
         except ClientAnswerError as exc:
             return Result.failure(ErrorInfo(InputRequired.code, str(exc)))
         return Round({**asked.answers, **answers}, asked.number + 1, asked.can, modern=False)
 
-    async def ask(self, ctx: ServerRequestContext[Any, Any], asks: list[Ask]) -> dict[str, Any]:
-        """Send `asks` to the client on the call's stream; their answers by ask key."""
+    async def ask(self, ctx: ServerRequestContext[Any, Any], asks: list[Ask], caller: str) -> dict[str, Any]:
+        """Send `asks` to the client (API key `caller`) on the call's stream; answers by ask key."""
         loop = asyncio.get_running_loop()
         ids = {ask.key: f"{_PREFIX}{secrets.token_urlsafe(12)}" for ask in asks}
         futures = {key: loop.create_future() for key in ids}
         for key, rid in ids.items():
-            self._waiting[rid] = futures[key]
+            self._waiting[rid] = (futures[key], caller)
         try:
             for ask in asks:
                 await _write_request(ctx, ids[ask.key], METHODS[ask.kind], ask.params)
@@ -95,7 +96,7 @@ class ClientRequests:
             answers[key] = outcome.get("result")
         return answers
 
-    async def intercept(self, receive: Receive, send: Send) -> Receive | None:
+    async def intercept(self, caller: str, receive: Receive, send: Send) -> Receive | None:
         """None when this POST was a client's response to one of our requests (answered 202);
         otherwise a `receive` that gives the SDK the request unchanged."""
         if not self._waiting:
@@ -110,7 +111,7 @@ class ClientRequests:
             size += len(message.get("body", b""))
             if size > self._max_body or not message.get("more_body", False):
                 break
-        if size <= self._max_body and self._settle(b"".join(m.get("body", b"") for m in messages)):
+        if size <= self._max_body and self._settle(caller, b"".join(m.get("body", b"") for m in messages)):
             await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
             await send({"type": "http.response.body", "body": b""})
             return None
@@ -121,16 +122,17 @@ class ClientRequests:
 
         return replayed
 
-    def _settle(self, body: bytes) -> bool:
+    def _settle(self, caller: str, body: bytes) -> bool:
         try:
             data = json.loads(body)
         except ValueError:
             return False
         if not isinstance(data, dict) or "method" in data or not ("result" in data or "error" in data):
             return False
-        future = self._waiting.get(str(data.get("id")))
-        if future is None:
+        waiting = self._waiting.get(str(data.get("id")))
+        if waiting is None or waiting[1] != caller:
             return False
+        future = waiting[0]
         if not future.done():
             future.set_result(data)
         return True

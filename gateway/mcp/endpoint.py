@@ -201,7 +201,7 @@ class McpEndpoint:
         state = scope.setdefault("state", {})
         state[_PRINCIPAL] = principal
         state[_NAMESPACE] = namespace
-        forwarded = await self._client_requests.intercept(receive, send)
+        forwarded = await self._client_requests.intercept(principal.name, receive, send)
         if forwarded is None:  # a client's answer to a request of the server's
             return
         token = _CALLER.set(principal)
@@ -308,7 +308,8 @@ class McpEndpoint:
         rounds = self.config.max_input_rounds
         if asked.modern:
             return input_required(asked, asks, unable, rounds)
-        return await self._client_requests.next_round(ctx, asked, asks, rounds)
+        principal, _ = self._caller(ctx)
+        return await self._client_requests.next_round(ctx, principal.name, asked, asks, rounds)
 
     def _notifier(
         self, ctx: ServerRequestContext[Any, Any], principal: Principal, session: str, streams: bool

@@ -20,7 +20,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from tests.gateway.conftest import StartGateway, runtime
+from toolmesh.client.grpc import GrpcClient
 from toolmesh.config import McpConfig
+from toolmesh.errors import InputRequired
 from toolmesh.gateway.mcp.input_requests import Round, state_boundary, too_many_rounds
 from toolmesh.runtimes.functions.asking import ANSWERS_KEY, CAN_ANSWER_KEY
 
@@ -336,3 +338,11 @@ def test_round_metadata_and_the_round_limit() -> None:
     refused = too_many_rounds(asked, 2)
     assert refused is not None and refused.error is not None
     assert refused.error.code == "input_required"
+
+
+async def test_grpc_callers_get_input_required(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(runtime("tools", "asking_tools"))
+    async with GrpcClient(f"127.0.0.1:{gateway.grpc_port}") as client:
+        with pytest.raises(InputRequired) as raised:
+            await client.invoke("plan", {})
+    assert "MCP client" in raised.value.message
