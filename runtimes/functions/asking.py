@@ -11,7 +11,8 @@ MCP endpoint) gets the answers from its client and runs the call again with them
 - every ask has a stable key: the one you give, else its kind and position in the call
   (``elicit-0``, ``sample-1``...): asks must come in the same order on every run;
 - `ask_all` asks several things in one round (a client answers them together);
-- do not catch `InputRequired` (or a bare ``Exception`` around an ask): it is how the call ends.
+- `InputRequired` is how the call ends; a function that catches it (say, with a broad
+  ``except Exception``) still ends input-required when it returns (the executor checks).
 
 Which kinds the caller can answer travels as `CAN_ANSWER_KEY` (a comma-separated list of
 "elicitation", "sampling", "roots"); a caller that sends neither key (HTTP, gRPC, OpenAI
@@ -162,11 +163,13 @@ def _messages(messages: str | Sequence[Mapping[str, Any] | str]) -> list[dict[st
 class Asker:
     """One call's asks: numbers them, finds their answers, and says what is missing."""
 
-    __slots__ = ("_answers", "_can", "_count", "function")
+    __slots__ = ("_answers", "_can", "_count", "function", "unanswered")
 
     def __init__(self, function: str, metadata: Mapping[str, str]) -> None:
         self.function = function
         self._count = 0
+        #: The last ask left without an answer: the call's outcome even if the function caught it.
+        self.unanswered: InputRequired | None = None
         raw = metadata.get(ANSWERS_KEY, "")
         try:
             answers = json.loads(raw) if raw else {}
@@ -187,7 +190,8 @@ class Asker:
             self._count += 1
         missing = [a for a in asks if a.key not in self._answers]
         if missing:
-            raise self._required(missing)
+            self.unanswered = self._required(missing)
+            raise self.unanswered
         return [_answer(a.kind, self._answers[a.key]) for a in asks]
 
     def _required(self, missing: list[Ask]) -> InputRequired:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable, Generator, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
+from toolmesh.errors import InputRequired
 from toolmesh.runtimes.functions import asking
 from toolmesh.runtimes.functions.asking import Asker, Elicited, Root, Sampled
 from toolmesh.runtimes.functions.call_events import EventChannel
@@ -193,6 +194,10 @@ class Context:
         return future.result()
 
     # -- asking the caller (see asking.py: the replay contract) ----------------------------------
+
+    def unanswered(self) -> InputRequired | None:
+        """What the call asked and got no answer for (the runtime's business, not the function's)."""
+        return self._asker.unanswered
 
     def can_ask(self, kind: str) -> bool:
         """Whether the caller declared it can answer asks of `kind` ("elicitation", "sampling",

@@ -380,6 +380,8 @@ class Executor:
         finally:
             if channel is not None:
                 channel.close()
+        if ctx is not None and (unanswered := ctx.unanswered()) is not None:
+            return input_required_result(unanswered)  # it caught its InputRequired: see asking.py
         try:
             content, structured = normalise(value)
         except TypeError as exc:

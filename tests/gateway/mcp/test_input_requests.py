@@ -130,6 +130,16 @@ async def test_several_asks_in_one_round_then_another_round(gateway_factory: Sta
 
 
 @pytest.mark.parametrize("mode", ERAS)
+async def test_a_function_that_catches_its_ask_still_waits_for_the_answer(
+    gateway_factory: StartGateway, mode: str
+) -> None:
+    url = await start(gateway_factory)
+    async with connect(url, mode, Answers(content={"name": "Ada"})) as client:
+        result = await client.call_tool("stubborn", {})
+    assert text(result) == "got Ada"
+
+
+@pytest.mark.parametrize("mode", ERAS)
 async def test_rounds_are_bounded(gateway_factory: StartGateway, mode: str) -> None:
     url = await start(gateway_factory, max_input_rounds=3)
     answers = Answers(content={"answer": "yes"})
