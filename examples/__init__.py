@@ -14,4 +14,6 @@ repository root), or list their schemas with ``toolmesh functions --module ...``
 - `examples.knowledge`: search and question answering over the shop's bundled
   help-centre documents with a small BM25 index.
 - `examples.streaming`: generator functions whose items are streamed as they are made.
+- `examples.mcp_conformance_asking`: the MCP conformance suite's tools that ask their caller
+  (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`); not in the default config.
 """

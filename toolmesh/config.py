@@ -169,6 +169,12 @@ class McpConfig(_Section):
     allowed_origins: tuple[str, ...] = ()
     #: Tools per tools/list page.
     page_size: int = Field(defaults.DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
+    #: Env var with the secret (32+ bytes) sealing `requestState` (ctx.elicit...); None: per process.
+    state_secret_env: str | None = None
+    #: Seconds a `requestState` stays valid.
+    state_ttl: float = Field(defaults.DEFAULT_MCP_STATE_TTL, gt=0)
+    #: Most rounds of asks (elicitation, sampling, roots) one call may take.
+    max_input_rounds: int = Field(defaults.DEFAULT_MCP_MAX_INPUT_ROUNDS, ge=1, le=100)
 
 
 class ChatConfig(_Section):
