@@ -53,14 +53,19 @@ from toolmesh.runtimes import (
     Annotations,
     Binary,
     Context,
+    Embedded,
     FunctionDefinition,
     FunctionSpec,
     Json,
+    Message,
     Parameter,
     Result,
     Text,
     Toolset,
+    completion,
     function,
+    prompt,
+    resource,
 )
 
 if _TYPE_CHECKING:
@@ -77,6 +82,7 @@ __all__ = [
     "Client",
     "Context",
     "DefinitionError",
+    "Embedded",
     "FunctionDefinition",
     "FunctionError",
     "FunctionNotFound",
@@ -88,6 +94,7 @@ __all__ = [
     "InvalidRequest",
     "JobNotFound",
     "Json",
+    "Message",
     "Overloaded",
     "Parameter",
     "PayloadTooLarge",
@@ -104,7 +111,10 @@ __all__ = [
     "UnsupportedMediaType",
     "Violation",
     "__version__",
+    "completion",
     "function",
+    "prompt",
+    "resource",
 ]
 
 # Every runtime pod imports toolmesh, and pods need neither httpx nor the gateway:

@@ -84,10 +84,15 @@ class Mesh:
     def functions(self, principal: Principal) -> list[FunctionSpec]:
         return [spec for spec in self.catalog.specs() if principal.allows(spec.qualified_name)]
 
-    def function(self, name: str, principal: Principal) -> FunctionSpec:
+    def function(self, name: str, principal: Principal, *, feature: bool = False) -> FunctionSpec:
         """The function `name` if `principal` may call it; a name outside its scopes is not found,
-        exactly like one that does not exist (and suggestions only name what it may call)."""
-        return self.catalog.resolve(name, principal.allows)
+        exactly like one that does not exist (and suggestions only name what it may call).
+        With `feature`, the resource, prompt or completion of that name instead of a tool."""
+        return self.catalog.resolve(name, principal.allows, feature=feature)
+
+    def features(self, principal: Principal) -> list[FunctionSpec]:
+        """The MCP resources, prompts and completions `principal` may use (see catalog.py)."""
+        return [spec for spec in self.catalog.features() if principal.allows(spec.qualified_name)]
 
     def namespaces(self, principal: Principal) -> list[Namespace]:
         visible = []
@@ -150,7 +155,7 @@ class Mesh:
         request_id = ""
         try:
             await principal.spend()
-            spec = self.function(request.name, principal)
+            spec = self.function(request.name, principal, feature=request.feature)
             call, timeout = self._call(spec, request)
             request_id = call.request_id
             with self.drain.track():

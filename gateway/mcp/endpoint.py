@@ -22,6 +22,10 @@ from its pod and sends each as `notifications/progress` (progress = items so far
 the item in short) on the call's response stream; the result holds every item, as without a
 token. Without a token the call runs like any other.
 
+Resources, prompts and completion are served by resources.py, prompts.py and completion.py
+over functions marked `@toolmesh.resource`, `@toolmesh.prompt` and `@toolmesh.completion`;
+list results carry the 2026 caching hints (cache_hints.py).
+
 `notifications/tools/list_changed`: a stateless server has no session to push
 to, so the notification travels where the protocol allows it without one. On
 2026-07-28 a client opens a `subscriptions/listen` request, whose response is a
@@ -50,8 +54,14 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
@@ -59,39 +69,31 @@ from starlette.types import Receive, Scope, Send
 
 from toolmesh import __version__
 from toolmesh.config import McpConfig
-from toolmesh.error_shapes import http_error, jsonrpc_error
-from toolmesh.errors import (
-    FunctionNotFound,
-    ResourceExhausted,
-    ToolmeshError,
-    Unauthenticated,
-)
+from toolmesh.error_shapes import http_error
+from toolmesh.errors import FunctionNotFound, ResourceExhausted, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
-from toolmesh.gateway.mcp.convert import call_result, page, progress_message, tool
+from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
+from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
+from toolmesh.gateway.mcp.completion import Completions
+from toolmesh.gateway.mcp.convert import call_result, progress_message, tool
 from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
+from toolmesh.gateway.mcp.prompts import Prompts
+from toolmesh.gateway.mcp.resources import Resources
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
-from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 
 log = logging.getLogger("toolmesh.gateway")
 
 SERVER_NAME = "toolmesh"
-#: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
-_PRINCIPAL = "toolmesh_principal"
-_NAMESPACE = "toolmesh_namespace"
 #: Most bytes of items a streamed call may gather for its result: what the largest result a pod
 #: can send holds (a generator's items are limited one by one on the way, not in total).
 MAX_STREAMED_BYTES = WIRE_LIMIT_BYTES
 #: The caller of the request being handled, for SDK callbacks that are given no request.
 _CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("mcp_caller", default=None)
-
-
-def _refusal(error: ToolmeshError) -> MCPError:
-    return MCPError(**jsonrpc_error(error))
 
 
 class McpEndpoint:
@@ -105,6 +107,8 @@ class McpEndpoint:
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._session_levels = SessionLevels()
+        resources = Resources(mesh, config.page_size)
+        prompts = Prompts(mesh, config.page_size)
         with warnings.catch_warnings():
             # Logging is deprecated from 2026-07-28 on (SEP-2577), and still what 2025 clients speak.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -115,6 +119,14 @@ class McpEndpoint:
                 on_call_tool=self._call_tool,
                 on_set_logging_level=self._set_level,
                 on_subscriptions_listen=self._listen,
+                on_list_resources=resources.list_resources,
+                on_list_resource_templates=resources.list_templates,
+                on_read_resource=resources.read,
+                on_subscribe_resource=resources.subscribe,
+                on_unsubscribe_resource=resources.unsubscribe,
+                on_list_prompts=prompts.list_prompts,
+                on_get_prompt=prompts.get,
+                on_completion=Completions(mesh).complete,
                 get_tool_input_schema=self._input_schema,
             )
         self._manager = StreamableHTTPSessionManager(
@@ -183,9 +195,15 @@ class McpEndpoint:
         except ToolmeshError as exc:
             await self._refuse(exc, send)
             return
+        # RFC 9110 §5.5: a field's value excludes surrounding whitespace, which httptools keeps;
+        # the SDK compares Mcp-Name/Mcp-Method/Mcp-Param-* values with the body as they are.
+        scope["headers"] = [
+            (name, value.strip(b" \t")) if name.startswith(b"mcp-") else (name, value)
+            for name, value in scope["headers"]
+        ]
         state = scope.setdefault("state", {})
-        state[_PRINCIPAL] = principal
-        state[_NAMESPACE] = namespace
+        state[PRINCIPAL] = principal
+        state[NAMESPACE] = namespace
         token = _CALLER.set(principal)
         try:
             await self._manager.handle_request(scope, receive, send)
@@ -208,40 +226,29 @@ class McpEndpoint:
 
     # -- protocol handlers ----------------------------------------------------------------
 
-    @staticmethod
-    def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
-        state: Mapping[str, Any] = ctx.request.scope["state"] if ctx.request is not None else {}
-        principal = state.get(_PRINCIPAL)
-        if not isinstance(principal, Principal):  # only reachable if the SDK is served without this app
-            raise _refusal(Unauthenticated("the MCP endpoint received a request it did not authenticate"))
-        return principal, str(state.get(_NAMESPACE, ""))
-
-    def _visible(self, principal: Principal, namespace: str) -> list[FunctionSpec]:
-        specs = self.mesh.functions(principal)
-        return [s for s in specs if s.namespace == namespace] if namespace else specs
-
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        principal, namespace = self._caller(ctx)
-        try:
-            chunk, cursor = page(
-                self._visible(principal, namespace), params.cursor if params else None, self.config.page_size
-            )
-        except ToolmeshError as exc:
-            raise _refusal(exc) from None
-        return types.ListToolsResult(tools=[tool(spec) for spec in chunk], next_cursor=cursor)
+        principal, namespace = caller(ctx)
+        specs = in_namespace(self.mesh.functions(principal), namespace)
+        chunk, cursor = paged(specs, params, self.config.page_size)
+        return types.ListToolsResult(
+            tools=[tool(spec) for spec in chunk],
+            next_cursor=cursor,
+            ttl_ms=LIST_TTL_MS,
+            cache_scope=cache_scope(self.mesh.auth.open),
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        principal, namespace = self._caller(ctx)
+        principal, namespace = caller(ctx)
         try:
             spec = self.mesh.function(params.name, principal)
             if namespace and spec.namespace != namespace:
                 raise FunctionNotFound(f"no function {params.name!r} in namespace {namespace!r}")
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
         arguments = json.dumps(params.arguments or {}).encode()
         options = CallOptions.from_headers(headers)
@@ -257,7 +264,7 @@ class McpEndpoint:
             if notifier is not None:
                 await notifier.finish()
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         finally:
             if notifier is not None:
                 notifier.cancel()
@@ -279,12 +286,12 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         # Stateless: the level holds for later calls only under the same X-Session-Id (and key).
-        principal, _ = self._caller(ctx)
+        principal, _ = caller(ctx)
         headers = ctx.request.headers if ctx.request is not None else {}
         try:
             session = CallOptions.from_headers(headers).session_id
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         if session:
             self._session_levels.set(principal.name, session, params.level)
         return types.EmptyResult()
@@ -328,7 +335,9 @@ class McpEndpoint:
         self._later(self._feed.publish())
 
     def _notify_streams(self) -> None:
-        self._later(self._bus.publish(ToolsListChanged()))
+        # A catalog change may change any of the three lists; each stream hears only what it asked for.
+        for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
+            self._later(self._bus.publish(event))
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
