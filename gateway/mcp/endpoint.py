@@ -59,6 +59,7 @@ from mcp.server.subscriptions import (
     ListenHandler,
     PromptsListChanged,
     ResourcesListChanged,
+    ResourceUpdated,
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -138,13 +139,16 @@ class McpEndpoint:
         self._task: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
         self._unsubscribe = mesh.catalog.subscribe(self._catalog_changed)
+        self._unannounce = mesh.on_resource_updated(self._feed.publish_update)
         self._unlisten: Callable[[], None] | None = None
+        self._unlisten_updates: Callable[[], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Run the session manager, whose task group serves every request, until `stop`."""
         self._unlisten = self._feed.listen(self._notify_streams)
+        self._unlisten_updates = self._feed.listen_updates(self._notify_updated)
         started = asyncio.Event()
 
         async def run() -> None:
@@ -165,8 +169,10 @@ class McpEndpoint:
 
     async def stop(self) -> None:
         self._unsubscribe()
-        if self._unlisten is not None:
-            self._unlisten()
+        self._unannounce()
+        for unlisten in (self._unlisten, self._unlisten_updates):
+            if unlisten is not None:
+                unlisten()
         self.close_streams()
         self._stop.set()
         if self._task is not None:
@@ -338,6 +344,10 @@ class McpEndpoint:
         # A catalog change may change any of the three lists; each stream hears only what it asked for.
         for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
             self._later(self._bus.publish(event))
+
+    def _notify_updated(self, uri: str) -> None:
+        # Only listen streams that subscribed to `uri` hear it (the SDK's ListenHandler filters).
+        self._later(self._bus.publish(ResourceUpdated(uri=uri)))
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -17,7 +17,6 @@ updates on: those clients re-read.
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
 import mcp_types as types
@@ -27,22 +26,12 @@ from toolmesh.errors import FunctionNotFound
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, READ_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import call_feature, caller, in_namespace, paged, refusal
-from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE, template_variables
+from toolmesh.runtimes.functions.features import template_variables
 from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
 from toolmesh.runtimes.functions.spec import RESOURCE, FunctionSpec, tool_name
 
 TEXT = "text/plain"
 JSON = "application/json"
-
-
-def template_pattern(template: str) -> re.Pattern[str]:
-    """A regular expression matching the URIs of `template`; a variable is one path segment."""
-    parts = TEMPLATE_VARIABLE.split(template)
-    # split() alternates literal text and variable names.
-    pattern = "".join(
-        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)" for index, part in enumerate(parts)
-    )
-    return re.compile(pattern + r"\Z")
 
 
 def is_template(spec: FunctionSpec) -> bool:
@@ -128,16 +117,11 @@ class Resources:
 
     def find(self, ctx: ServerRequestContext[Any, Any], uri: str) -> tuple[FunctionSpec, dict[str, str]]:
         """The resource serving `uri` and the arguments to read it with; -32602 when none does."""
-        specs = sorted(self._resources(ctx), key=lambda s: s.qualified_name)
-        for spec in specs:
-            if spec.feature is not None and spec.feature.uri == uri:
-                return spec, {}
-        for spec in specs:
-            if spec.feature is not None and is_template(spec):
-                match = template_pattern(spec.feature.uri).match(uri)
-                if match is not None:
-                    return spec, match.groupdict()
-        raise refusal(FunctionNotFound("Resource not found", details={"uri": uri}))
+        principal, namespace = caller(ctx)
+        try:
+            return self.mesh.resource(principal, uri, namespace)
+        except FunctionNotFound as exc:
+            raise refusal(exc) from None
 
     async def read(
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams

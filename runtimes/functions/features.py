@@ -135,6 +135,18 @@ def template_variables(uri: str) -> list[str]:
     return TEMPLATE_VARIABLE.findall(uri)
 
 
+def match_uri(template: str, uri: str) -> dict[str, str] | None:
+    """The variables that make `template` read `uri` (each one path segment), or None when it
+    cannot; ``{}`` for a plain URI equal to `uri`."""
+    parts = TEMPLATE_VARIABLE.split(template)
+    # split() alternates literal text and variable names.
+    pattern = "".join(
+        re.escape(part) if index % 2 == 0 else f"(?P<{part}>[^/?#]+)" for index, part in enumerate(parts)
+    )
+    match = re.fullmatch(pattern, uri)
+    return None if match is None else match.groupdict()
+
+
 def check_feature(spec: FunctionSpec, fn: Callable[..., Any]) -> None:
     """Raise DefinitionError when a feature's function cannot serve it."""
     feature = spec.feature

@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import warnings
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.mcp.test_endpoint import ERAS, connect
@@ -30,7 +32,7 @@ async def test_resources_are_listed_and_read(gateway_factory: StartGateway, mode
         binary = await client.read_resource("mem://blob")
         templated = await client.read_resource("mem://users/ada/profile")
         method = await client.read_resource("library://catalogue")
-    assert tools == {"echo", "library__count"}  # features are not tools
+    assert tools == {"echo", "touch", "touch_sync", "library__count"}  # features are not tools
     by_uri = {str(r.uri): r for r in listed.resources}
     assert set(by_uri) == {"mem://greeting", "mem://blob", "library://catalogue"}
     assert by_uri["mem://greeting"].title == "Greeting"
@@ -145,3 +147,20 @@ async def test_completion(gateway_factory: StartGateway, mode: str) -> None:
     assert tones.completion.values == ["formal"]  # a Literal argument completes from its values
     assert len(users.completion.values) == 100
     assert (users.completion.total, users.completion.has_more) == (150, True)
+
+
+async def test_resource_updates_reach_listen_streams_subscribed_to_them(
+    gateway_factory: StartGateway,
+) -> None:
+    url = await start(gateway_factory)
+    async with connect(url) as client:
+        assert client.server_capabilities.resources is not None
+        assert client.server_capabilities.resources.subscribe
+        async with client.listen(resource_subscriptions=["mem://users/ada/profile"]) as subscription:
+            assert not (await client.call_tool("touch", {"user": "bob"})).is_error  # not subscribed to
+            assert not (await client.call_tool("touch_sync", {"uri": "mem://users/ada/profile"})).is_error
+            with anyio.fail_after(10):
+                event = await anext(aiter(subscription))
+        unknown = await client.call_tool("touch_sync", {"uri": "mem://nothing"})
+    assert event == ResourceUpdated(uri="mem://users/ada/profile")
+    assert unknown.is_error and "Resource not found" in unknown.content[0].text  # type: ignore[union-attr]
