@@ -24,7 +24,10 @@ token. Without a token the call runs like any other.
 
 Resources, prompts and completion are served by resources.py, prompts.py and completion.py
 over functions marked `@toolmesh.resource`, `@toolmesh.prompt` and `@toolmesh.completion`;
-list results carry the 2026 caching hints (cache_hints.py).
+list results carry the 2026 caching hints (cache_hints.py). A function's
+`ctx.resource_updated(uri)` reaches `Mesh.resource_updated`, which this endpoint hands to the
+feed (every replica, with Redis) and the feed back to the listen streams subscribed to that URI
+as `notifications/resources/updated`.
 
 `notifications/tools/list_changed`: a stateless server has no session to push
 to, so the notification travels where the protocol allows it without one. On
