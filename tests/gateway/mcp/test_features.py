@@ -3,10 +3,13 @@ client against a real gateway and real pods, in both protocol eras."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import warnings
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -164,3 +167,45 @@ async def test_resource_updates_reach_listen_streams_subscribed_to_them(
         unknown = await client.call_tool("touch_sync", {"uri": "mem://nothing"})
     assert event == ResourceUpdated(uri="mem://users/ada/profile")
     assert unknown.is_error and "Resource not found" in unknown.content[0].text  # type: ignore[union-attr]
+
+
+async def raw_post(url: str, headers: dict[str, str], body: bytes) -> tuple[int, str]:
+    """POST as bytes on a socket: HTTP clients refuse header values with surrounding whitespace,
+    which RFC 9110 lets a server receive (and tells it to strip)."""
+    parsed = httpx2.URL(url)
+    reader, writer = await asyncio.open_connection(parsed.host, parsed.port)
+    head = f"POST {parsed.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+    head += "".join(f"{key}: {value}\r\n" for key, value in headers.items())
+    writer.write(head.encode() + b"\r\n" + body)
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    status_line, _, rest = answer.decode().partition("\r\n")
+    return int(status_line.split()[1]), rest
+
+
+@pytest.mark.parametrize(("name", "status"), [("  echo\t", 200), ("echo", 200), ("ech o", 400)])
+async def test_mcp_header_values_are_compared_without_surrounding_whitespace(
+    gateway_factory: StartGateway, name: str, status: int
+) -> None:
+    url = await start(gateway_factory)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": meta},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    code, text = await raw_post(url, headers, json.dumps(body).encode())
+    assert code == status, text
+    assert ('"code":-32020' in text.replace(" ", "")) == (status == 400)
