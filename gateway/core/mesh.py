@@ -104,13 +104,7 @@ class Mesh:
         arguments that read it: a resource of that exact URI first, else the first template (by
         name) that matches. FunctionNotFound, with the URI in its details, when none does."""
         specs = sorted(
-            (
-                s
-                for s in self.features(principal)
-                if s.feature is not None
-                and s.feature.kind == RESOURCE
-                and (not namespace or s.namespace == namespace)
-            ),
+            (s for s in self.resources(principal) if not namespace or s.namespace == namespace),
             key=lambda s: s.qualified_name,
         )
         for spec in specs:
@@ -121,6 +115,17 @@ class Mesh:
             if found is not None:
                 return spec, found
         raise FunctionNotFound("Resource not found", details={"uri": uri})
+
+    def resources(self, principal: Principal) -> list[FunctionSpec]:
+        """The functions serving MCP resources (URIs and templates) `principal` may read."""
+        return [s for s in self.features(principal) if s.feature is not None and s.feature.kind == RESOURCE]
+
+    async def read_resource(self, principal: Principal, uri: str, options: CallOptions) -> Result:
+        """Read the resource at `uri`: call the function serving it with the template's variables
+        as arguments. What happened inside it is the Result, as for `invoke`."""
+        spec, arguments = self.resource(principal, uri)
+        request = InvokeRequest(spec.qualified_name, json.dumps(arguments).encode(), options, feature=True)
+        return await self.invoke(principal, request)
 
     def on_resource_updated(self, listener: Callable[[str], Awaitable[None]]) -> Callable[[], None]:
         """Call `listener` with the URI of each `resource_updated`; returns an unsubscribe."""

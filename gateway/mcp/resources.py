@@ -127,7 +127,7 @@ class Resources:
         self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        spec, arguments = self.find(ctx, uri)
+        spec, arguments = self.find(ctx, uri)  # on this path (/mcp/{namespace}) only
         result = await call_feature(self.mesh, ctx, spec, arguments)
         return types.ReadResourceResult(
             contents=contents(spec, uri, result), ttl_ms=READ_TTL_MS, cache_scope=self._scope()
