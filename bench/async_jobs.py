@@ -213,7 +213,9 @@ def run(store: str, args: argparse.Namespace) -> dict[str, Any]:
             '[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
             f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n\n'
             f'[jobs]\npath = "{tmp}/jobs.sqlite3"\nworkers = {args.workers}\n'
-            f'callback_secret_env = "{SECRET_ENV}"\ncallback_backoff = 0.05\n\n[router]\nenabled = false\n'
+            f'callback_secret_env = "{SECRET_ENV}"\ncallback_backoff = 0.05\n'
+            'callback_hosts = ["127.0.0.1"]\n\n'
+            "[router]\nenabled = false\n"
         )
         env = {**os.environ, SECRET_ENV: "bench-secret", "TMPDIR": tmp}
         redis = None

@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from toolmesh.client.grpc import GrpcClient
 from toolmesh.client.http import AsyncClient, Client
+from toolmesh.client.jobs import RemoteJob
 
-__all__ = ["AsyncClient", "Client", "GrpcClient"]
+__all__ = ["AsyncClient", "Client", "GrpcClient", "RemoteJob"]

@@ -45,6 +45,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
+from toolmesh.runtime_config import cpu_cores
 from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV, POD_TOKEN_ENV
 
 Manifest = dict[str, Any]
@@ -317,6 +318,7 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
         # container's limit is the kernel's backstop for memory outside its address space.
         args.append(f"--max-memory-mb={runtime.max_memory_mb}")
         container["resources"]["limits"]["memory"] = f"{runtime.max_memory_mb}Mi"
+    _resources(runtime, container["resources"])
     container["args"] = args + [f"--module={module}" for module in runtime.modules]
     mesh = f"{service_host(GATEWAY, options.namespace, options.cluster_domain)}:{config.gateway.grpc_port}"
     env = [{**item, "value": mesh} if item["name"] == MESH_ADDRESS_ENV else item for item in container["env"]]
@@ -326,6 +328,28 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     pod["terminationGracePeriodSeconds"] = pre_stop + math.ceil(runtime.drain_grace) + SHUTDOWN_MARGIN
     return deployment
+
+
+def _resources(runtime: RuntimeConfig, resources: Manifest) -> None:
+    """A runtime's own CPU and memory requests and CPU limit over the template's."""
+    requests, limits = resources["requests"], resources["limits"]
+    if runtime.memory_mb is not None:
+        requests["memory"] = f"{runtime.memory_mb}Mi"
+        if runtime.max_memory_mb is None and runtime.memory_mb > _mebibytes(str(limits["memory"])):
+            limits["memory"] = requests["memory"]
+    if runtime.cpu is not None:
+        requests["cpu"] = runtime.cpu
+    if runtime.max_cpu == "none":
+        limits.pop("cpu", None)
+    elif runtime.max_cpu is not None:
+        limits["cpu"] = runtime.max_cpu
+    elif runtime.cpu is not None and cpu_cores(runtime.cpu) > cpu_cores(str(limits["cpu"])):
+        limits["cpu"] = runtime.cpu  # a request above the template's limit raises the limit with it
+
+
+def _mebibytes(quantity: str) -> int:
+    """The template's memory quantities, which are all in Mi or Gi."""
+    return int(quantity[:-2]) * (1024 if quantity.endswith("Gi") else 1)
 
 
 def _runtime(runtime: RuntimeConfig, config: MeshConfig, options: RenderOptions) -> dict[str, Manifest]:

@@ -147,6 +147,14 @@ def test_prompt_with_image() -> list[object]:
     return [toolmesh.Binary(PNG, "image/png"), "Please analyze the image above."]
 
 
+@toolmesh.prompt(title="Prompt That Asks")
+async def test_input_required_result_prompt(ctx: toolmesh.Context) -> str:
+    """A prompt that asks its caller first (2026-07-28: an input-required result)."""
+    schema = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
+    answer = await ctx.elicit("What context should the prompt use?", schema, key="user_context")
+    return f"Write with this context: {(answer.content or {}).get('context', '')}"
+
+
 # -- completion --------------------------------------------------------------------------
 
 

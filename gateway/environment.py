@@ -5,6 +5,7 @@
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
+    mcp.state_secret_env           the secret that seals MCP `requestState` (calls that ask)
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
     KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
     OTEL_*                         whether to trace, and as which service (toolmesh/tracing.py)
@@ -47,6 +48,8 @@ class GatewayEnvironment:
     state_url: str | None = field(default=None, repr=False)
     #: The secret that signs job callbacks; None: callbacks are refused.
     callback_secret: str | None = field(default=None, repr=False)
+    #: The secret that seals MCP `requestState`; None: a random key of this process.
+    mcp_state_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -69,7 +72,24 @@ class GatewayEnvironment:
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
             state_url=_state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
+            mcp_state_secret=_mcp_state_secret(config, environ),
         )
+
+
+#: Fewest characters of `[mcp] state_secret_env`'s secret (the SDK's AES-256-GCM key derivation).
+MIN_STATE_SECRET = 32
+
+
+def _mcp_state_secret(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+    name = config.mcp.state_secret_env
+    if name is None:
+        return None
+    value = env.get(name)
+    if not value:
+        raise ConfigError(f"mcp: environment variable {name} is not set")
+    if len(value.encode()) < MIN_STATE_SECRET:
+        raise ConfigError(f"mcp: the secret in {name} must be at least {MIN_STATE_SECRET} bytes")
+    return value
 
 
 def _callback_secret(config: MeshConfig, env: Mapping[str, str]) -> str | None:

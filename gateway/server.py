@@ -285,7 +285,9 @@ async def start_gateway(
         await health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
     await grpc_server.start()
 
-    mcp = McpEndpoint(mesh, config.mcp, state.feed) if config.mcp.enabled else None
+    mcp = None
+    if config.mcp.enabled:
+        mcp = McpEndpoint(mesh, config.mcp, state.feed, environment.mcp_state_secret)
     if mcp is not None:
         await mcp.start()
     chat = None

@@ -33,6 +33,7 @@ from toolmesh.errors import (
     FunctionError,
     FunctionNotFound,
     FunctionTimeout,
+    InputRequired,
     InternalError,
     InvalidArguments,
     InvalidRequest,
@@ -71,6 +72,7 @@ from toolmesh.runtimes import (
 if _TYPE_CHECKING:
     from toolmesh.client.grpc import GrpcClient
     from toolmesh.client.http import AsyncClient, Client
+    from toolmesh.client.jobs import RemoteJob
 
 __version__ = "0.1.0"
 
@@ -89,6 +91,7 @@ __all__ = [
     "FunctionSpec",
     "FunctionTimeout",
     "GrpcClient",
+    "InputRequired",
     "InternalError",
     "InvalidArguments",
     "InvalidRequest",
@@ -100,6 +103,7 @@ __all__ = [
     "PayloadTooLarge",
     "PermissionDenied",
     "RateLimited",
+    "RemoteJob",
     "ResourceExhausted",
     "Result",
     "StateUnavailable",
@@ -125,6 +129,7 @@ __getattr__, __dir__ = _lazy_attributes(
         "AsyncClient": "toolmesh.client",
         "Client": "toolmesh.client",
         "GrpcClient": "toolmesh.client",
+        "RemoteJob": "toolmesh.client",
     },
     globals(),
 )

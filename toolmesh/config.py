@@ -62,7 +62,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -70,19 +70,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_cache_dir, default_data_dir
 from toolmesh.jobs_config import JobsConfig
-from toolmesh.runtimes.pod.defaults import (
-    DEFAULT_DRAIN_GRACE,
-    DEFAULT_LOG_LEVEL,
-    DEFAULT_MAX_INFLIGHT,
-    DEFAULT_MAX_MEMORY_MB,
-    DEFAULT_MAX_RESULT_BYTES,
-    DEFAULT_TIMEOUT,
-    DEFAULT_WORKERS,
-    MAX_RESULT_BYTES_CEILING,
-    MIN_MAX_MEMORY_MB,
-    LogLevel,
-    TemplateMode,
-)
+from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
 
 #: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -101,7 +89,6 @@ EXAMPLE_MODULES = (
 )
 
 
-_RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -150,80 +137,6 @@ class GatewayConfig(_Section):
     access_log: bool = defaults.DEFAULT_ACCESS_LOG
 
 
-class RuntimeConfig(_Section):
-    """One runtime: modules the gateway starts pods for, or the address of pods someone else runs."""
-
-    name: str
-    #: The modules the runtime serves. Without `address` the gateway runs pods for them; with
-    #: one, it only reads their functions (in a child process, never serving them itself),
-    #: so it knows the catalog while the pods at `address` are scaled to zero.
-    modules: tuple[str, ...] = ()
-    #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
-    #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
-    address: str | None = None
-    #: With `address`: the environment variable holding the token its pods check
-    #: (their TOOLMESH_POD_TOKEN), sent on every call to them.
-    token_env: str | None = None
-    #: Extra environment variables for the runtime's pods.
-    env: dict[str, str] = Field(default_factory=dict)
-    #: Default per-call timeout inside the pod, in seconds.
-    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
-    #: Calls running at once in one pod before new ones are turned away.
-    max_inflight: int = Field(DEFAULT_MAX_INFLIGHT, ge=1)
-    #: Threads for sync functions in each pod.
-    workers: int = Field(DEFAULT_WORKERS, ge=1)
-    #: Each pod's memory limit in MiB, as an address-space limit (RLIMIT_AS) set in the pod
-    #: after it starts, never in the template; on Kubernetes also the container's memory limit.
-    #: A call that passes it gets a `resource_exhausted` error naming the limit, and at worst
-    #: its own pod dies. None (the default): no limit. Address space counts what a pod
-    #: reserves, not what it uses: an idle pod reserves about 200 MiB, each busy worker thread
-    #: 8 MiB more, so it is at least 512 and a pod refuses to start below its own need.
-    max_memory_mb: int | None = Field(DEFAULT_MAX_MEMORY_MB, ge=MIN_MAX_MEMORY_MB)
-    #: Largest result a call may return, in bytes (content plus structured JSON); a larger one
-    #: is a `resource_exhausted` error for that call only. At most 63 MiB (the wire takes 64).
-    max_result_bytes: int = Field(DEFAULT_MAX_RESULT_BYTES, ge=1024, le=MAX_RESULT_BYTES_CEILING)
-    #: Seconds a pod's in-flight calls get to finish when it stops.
-    drain_grace: float = Field(DEFAULT_DRAIN_GRACE, ge=0)
-    #: Pods kept running with no calls at all (0: scale to zero when idle).
-    min_replicas: int = Field(defaults.DEFAULT_MIN_REPLICAS, ge=0)
-    #: Most pods at once, however many calls arrive.
-    max_replicas: int = Field(defaults.DEFAULT_MAX_REPLICAS, ge=1)
-    #: Calls in flight per pod above which another pod starts.
-    target_concurrency: int = Field(defaults.DEFAULT_TARGET_CONCURRENCY, ge=1)
-    #: Seconds a pod may sit without calls before it is stopped (down to min_replicas).
-    idle_timeout: float = Field(defaults.DEFAULT_IDLE_TIMEOUT, gt=0)
-    #: Seconds a new pod may take to serve; also the longest a call is held waiting for one.
-    startup_timeout: float = Field(defaults.DEFAULT_STARTUP_TIMEOUT, gt=0)
-    #: Calls held waiting for a pod before new ones are turned away (503).
-    max_queue: int = Field(defaults.DEFAULT_MAX_QUEUE, ge=0)
-    #: How pods start: "fork" from a template process that has the modules loaded
-    #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
-    #: cannot survive a fork, e.g. ones that start threads at import).
-    spawn: TemplateMode = "fork"
-    #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
-    #: same messages, see runtimes/pod/socket_protocol.py) or over gRPC like everyone else.
-    transport: Literal["socket", "grpc"] = "socket"
-    #: The pods' log level; "warning" silences their per-call log lines.
-    log_level: LogLevel = DEFAULT_LOG_LEVEL
-    #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh
-    #: functions --module ... --format json`); without either, the gateway asks the pods at start.
-    catalog: str | None = None
-
-    @model_validator(mode="after")
-    def _check(self) -> RuntimeConfig:
-        if not _RUNTIME_NAME.match(self.name):
-            raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
-        if not self.modules and not self.address:
-            raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
-        if self.catalog is not None and (self.address is None or self.modules):
-            raise ValueError(
-                "`catalog` goes with `address` alone; with `modules` the functions are read from them"
-            )
-        if self.min_replicas > self.max_replicas:
-            raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
-        return self
-
-
 class KeyConfig(_Section):
     """An API key: who holds it, what it may call, how fast."""
 
@@ -256,6 +169,12 @@ class McpConfig(_Section):
     allowed_origins: tuple[str, ...] = ()
     #: Tools per tools/list page.
     page_size: int = Field(defaults.DEFAULT_MCP_PAGE_SIZE, ge=1, le=1000)
+    #: Env var with the secret (32+ bytes) sealing `requestState` (ctx.elicit...); None: per process.
+    state_secret_env: str | None = None
+    #: Seconds a `requestState` stays valid.
+    state_ttl: float = Field(defaults.DEFAULT_MCP_STATE_TTL, gt=0)
+    #: Most rounds of asks (elicitation, sampling, roots) one call may take.
+    max_input_rounds: int = Field(defaults.DEFAULT_MCP_MAX_INPUT_ROUNDS, ge=1, le=100)
 
 
 class ChatConfig(_Section):

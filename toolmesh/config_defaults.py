@@ -25,6 +25,10 @@ DEFAULT_IDLE_TIMEOUT = 120.0
 DEFAULT_STARTUP_TIMEOUT = 10.0
 DEFAULT_MAX_QUEUE = 256
 DEFAULT_MCP_PAGE_SIZE = 100
+#: Seconds a sealed MCP `requestState` (a call that asks its caller) stays valid.
+DEFAULT_MCP_STATE_TTL = 600.0
+#: Most rounds of asks one MCP tool call may take before it is refused.
+DEFAULT_MCP_MAX_INPUT_ROUNDS = 10
 DEFAULT_CHAT_MAX_ROUNDS = 4
 DEFAULT_CHAT_TIMEOUT = 120.0
 DEFAULT_CHAT_NARROW_ABOVE = 128

@@ -7,7 +7,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolmesh.config import _RUNTIME_NAME, ConfigError, MeshConfig, RuntimeConfig
+from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
+from toolmesh.runtime_config import RUNTIME_NAME
 
 #: The file `toolmesh up`, `deploy render` and `router` read when given no --config, if it exists
 #: in the current directory.
@@ -28,7 +29,7 @@ def find_config(path: str | Path | None, cwd: Path | None = None) -> Path | None
 def runtime_name(module: str) -> str:
     """A runtime name (a DNS label) for a module: its last part, "my_tools" -> "my-tools"."""
     name = re.sub(r"[^a-z0-9]+", "-", module.rsplit(".", 1)[-1].lower()).strip("-")[:63].strip("-")
-    return name if _RUNTIME_NAME.match(name) else LOCAL_RUNTIME
+    return name if RUNTIME_NAME.match(name) else LOCAL_RUNTIME
 
 
 def modules_config(modules: Sequence[str], directory: Path) -> MeshConfig:

@@ -22,6 +22,8 @@ own::
     ├── FunctionTimeout        504  DEADLINE_EXCEEDED   the call ran out of time
     ├── Cancelled              499  CANCELLED           the caller went away
     ├── FunctionError          502  UNKNOWN             the function raised (raised by clients/ctx.invoke)
+    ├── InputRequired          409  FAILED_PRECONDITION the function asks its caller (ctx.elicit...) and
+    │                                                   the caller cannot answer (only MCP clients can)
     └── InternalError          500  INTERNAL            a bug in toolmesh, never a client's mistake
 
 `code` is the stable machine-readable name of each class; it travels in result
@@ -241,6 +243,19 @@ class FunctionError(ToolmeshError):
     grpc_status = grpc.StatusCode.UNKNOWN
 
 
+class InputRequired(ToolmeshError):
+    """The function asked its caller something (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`) and
+    the caller cannot answer: HTTP, gRPC and the OpenAI formats have no channel back, and an MCP
+    client may not have declared the capability. The call ran up to the question; nothing else
+    happened. Call it through an MCP client that answers elicitation/sampling/roots requests."""
+
+    code = "input_required"
+    http_status = 409
+    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32600
+
+
 class InternalError(ToolmeshError):
     """Something inside toolmesh went wrong; never caused by client input."""
 
@@ -264,6 +279,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     FunctionTimeout,
     Cancelled,
     FunctionError,
+    InputRequired,
     InternalError,
 )
 _BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}
@@ -278,7 +294,7 @@ GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
     grpc.StatusCode.ALREADY_EXISTS: InvalidRequest,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
-    grpc.StatusCode.FAILED_PRECONDITION: InvalidRequest,
+    grpc.StatusCode.FAILED_PRECONDITION: InputRequired,
     grpc.StatusCode.ABORTED: Unavailable,
     grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
     grpc.StatusCode.UNIMPLEMENTED: InternalError,

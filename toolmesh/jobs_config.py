@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_data_dir
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_rule(rule: str) -> Network | str:
+    """A `callback_hosts` entry: a network (an address is a network of one) or a host glob."""
+    try:
+        return ipaddress.ip_network(rule, strict=False)
+    except ValueError:
+        pass
+    glob = rule.strip().lower().rstrip(".")
+    if not glob or not glob.isascii() or not all(c.isalnum() or c in "-.*" for c in glob):
+        raise ValueError(f"callback_hosts entry {rule!r} is neither a network nor a host name or glob")
+    return glob
 
 
 class JobsConfig(BaseModel):
@@ -24,6 +39,9 @@ class JobsConfig(BaseModel):
     path: Path | None = None
     #: Jobs run at once by this gateway.
     workers: int = Field(defaults.DEFAULT_JOB_WORKERS, ge=1, le=256)
+    #: Seconds one attempt of a job may run; None: `[gateway] call_timeout`, as a direct call.
+    #: The function's own timeout (its runtime's `timeout`, or the decorator's) still applies.
+    call_timeout: float | None = Field(None, gt=0)
     #: Attempts a job gets while its runtime is unavailable or overloaded; then it is dead.
     max_attempts: int = Field(defaults.DEFAULT_JOB_MAX_ATTEMPTS, ge=1, le=100)
     #: Seconds before a job's first retry, doubled each time up to `backoff_max`.
@@ -44,6 +62,17 @@ class JobsConfig(BaseModel):
     callback_attempts: int = Field(defaults.DEFAULT_CALLBACK_ATTEMPTS, ge=1, le=100)
     callback_backoff: float = Field(defaults.DEFAULT_CALLBACK_BACKOFF, ge=0)
     callback_timeout: float = Field(defaults.DEFAULT_CALLBACK_TIMEOUT, gt=0)
+    #: Hosts (globs: "hooks.internal.example", "*.svc.cluster.local") and networks
+    #: ("10.0.0.0/8", "127.0.0.1") callbacks may reach besides public addresses; loopback,
+    #: private, link-local (cloud metadata) and other non-public addresses are refused otherwise.
+    callback_hosts: tuple[str, ...] = ()
+
+    @field_validator("callback_hosts")
+    @classmethod
+    def _rules(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        for rule in rules:
+            parse_rule(rule)
+        return rules
 
     @field_validator("path")
     @classmethod

@@ -175,9 +175,12 @@ class Mesh:
 
     # -- calling --------------------------------------------------------------------------
 
-    def _call(self, spec: FunctionSpec, request: InvokeRequest) -> tuple[Call, float]:
+    def _call(
+        self, spec: FunctionSpec, request: InvokeRequest, longest: float | None = None
+    ) -> tuple[Call, float]:
         options = request.options
-        timeout = min(options.timeout or self.config.call_timeout, self.config.call_timeout)
+        longest = longest or self.config.call_timeout
+        timeout = min(options.timeout or longest, longest)
         call = Call(
             function=spec.qualified_name,
             arguments=request.arguments,
@@ -191,10 +194,15 @@ class Mesh:
         return call, timeout
 
     async def invoke(
-        self, principal: Principal, request: InvokeRequest, surface: Surface = Surface.DIRECT
+        self,
+        principal: Principal,
+        request: InvokeRequest,
+        surface: Surface = Surface.DIRECT,
+        longest: float | None = None,
     ) -> Result:
         """Call a function. What happened inside it is the Result; what `surface` refuses
-        (see surfaces.py) raises instead."""
+        (see surfaces.py) raises instead. `longest`: the most seconds the call may take, for
+        callers the gateway trusts (a job's worker); None: `[gateway] call_timeout`."""
         refusals = REFUSALS[surface]
         started = time.perf_counter()
         spec: FunctionSpec | None = None
@@ -203,7 +211,7 @@ class Mesh:
         try:
             await principal.spend()
             spec = self.function(request.name, principal, feature=request.feature)
-            call, timeout = self._call(spec, request)
+            call, timeout = self._call(spec, request, longest)
             request_id = call.request_id
             with self.drain.track():
                 result = await self.pool.invoke(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from toolmesh.errors import (
     FunctionNotFound,
     FunctionTimeout,
+    InputRequired,
     InvalidArguments,
     PermissionDenied,
     RateLimited,
@@ -55,7 +56,8 @@ class Refusals:
 
 REFUSALS: dict[Surface, Refusals] = {
     Surface.DIRECT: Refusals(
-        (ToolmeshError,), frozenset({InvalidArguments.code, FunctionTimeout.code, ResourceExhausted.code})
+        (ToolmeshError,),
+        frozenset({InvalidArguments.code, FunctionTimeout.code, ResourceExhausted.code, InputRequired.code}),
     ),
     Surface.MCP: Refusals((FunctionNotFound, PermissionDenied, RateLimited, Unauthenticated), frozenset()),
     Surface.BATCH: Refusals((), frozenset()),

@@ -9,9 +9,10 @@
     redis_job_scripts.py  its Lua scripts: each change to a job is one, atomically
     argument_check.py what can be checked of the arguments at submit, before any pod runs
     callbacks.py      signed result callbacks (HMAC-SHA256) and their delivery
+    destinations.py   where callbacks may go: public addresses and `[jobs] callback_hosts`
     job_runner.py     the workers: claim, call through the core, retry, dead-letter, purge
     job_service.py    JobService: submit, get, list, retry, cancel for a principal
 
-Like the core, nothing here knows a transport: HTTP (and later gRPC and MCP) adapt to
+Like the core, nothing here knows a transport: HTTP and gRPC (and later MCP) adapt to
 `JobService`.
 """

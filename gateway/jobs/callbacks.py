@@ -25,14 +25,16 @@ from urllib.parse import urlsplit
 import httpx
 
 from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.jobs.destinations import DestinationRefused, Destinations
 
 SIGNATURE_HEADER = "X-Toolmesh-Signature"
 #: Longest callback URL accepted.
 MAX_URL = 2048
 
 
-def check_callback_url(url: object, secret: str | None) -> str:
-    """The callback URL a caller gave, checked: absolute http(s) with a host."""
+def check_callback_url(url: object, secret: str | None, destinations: Destinations) -> str:
+    """The callback URL a caller gave, checked: absolute http(s) with a host the gateway may
+    send to (see `destinations`)."""
     if not isinstance(url, str) or not url:
         raise InvalidRequest("callback_url must be a non-empty string", param="callback_url")
     if len(url) > MAX_URL or not (url.isascii() and url.isprintable()):
@@ -53,6 +55,7 @@ def check_callback_url(url: object, secret: str | None) -> str:
             "this gateway sends no callbacks: it has no signing secret ([jobs] callback_secret_env)",
             param="callback_url",
         )
+    destinations.check_url(url)
     return url
 
 
@@ -77,8 +80,9 @@ def verify_signature(secret: str, body: bytes, header: str, tolerance: float = 3
 class CallbackSender:
     """POSTs signed callbacks; one connection pool for all of them."""
 
-    def __init__(self, secret: str | None, timeout: float) -> None:
+    def __init__(self, secret: str | None, timeout: float, destinations: Destinations) -> None:
         self._secret = secret
+        self.destinations = destinations
         self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
 
     async def send(self, url: str, job_id: str, key: str, body: bytes) -> str | None:
@@ -92,7 +96,16 @@ class CallbackSender:
             SIGNATURE_HEADER: signature(self._secret, body, int(time.time())),
         }
         try:
-            response = await self._client.post(url, content=body, headers=headers)
+            target = await self.destinations.target(url)
+        except DestinationRefused as exc:
+            return f"refused: {exc}"
+        if target.host_header is not None:
+            headers["Host"] = target.host_header
+        extensions = {"sni_hostname": target.server_name} if target.server_name else None
+        try:
+            response = await self._client.post(
+                target.url, content=body, headers=headers, extensions=extensions
+            )
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}"
         if 200 <= response.status_code < 300:

@@ -156,7 +156,7 @@ class JobRunner:
             job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id)
         )
         try:
-            result = await self.mesh.invoke(principal, request, Surface.BATCH)
+            result = await self.mesh.invoke(principal, request, Surface.BATCH, self.config.call_timeout)
         except Exception:
             # A bug, not the call's fault: counted as an attempt that another may get past.
             log.exception("job attempt failed unexpectedly", extra={"job": job.id})

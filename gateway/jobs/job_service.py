@@ -18,6 +18,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import InvokeRequest
 from toolmesh.gateway.jobs.argument_check import check_arguments
 from toolmesh.gateway.jobs.callbacks import CallbackSender, check_callback_url
+from toolmesh.gateway.jobs.destinations import Destinations
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
 from toolmesh.gateway.jobs.job_runner import JobRunner
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -39,7 +40,10 @@ class JobService:
         self._secret = callback_secret
         self.store: JobStore = store or SqliteJobStore(config.file())
         self.runner = JobRunner(
-            mesh, self.store, config, CallbackSender(callback_secret, config.callback_timeout)
+            mesh,
+            self.store,
+            config,
+            CallbackSender(callback_secret, config.callback_timeout, Destinations(config.callback_hosts)),
         )
 
     async def start(self) -> None:
@@ -66,7 +70,7 @@ class JobService:
         spec = self.mesh.function(request.name, principal)
         check_arguments(spec.input_schema, request.arguments)
         if callback_url is not None:
-            callback_url = check_callback_url(callback_url, self._secret)
+            callback_url = check_callback_url(callback_url, self._secret, self.runner.sender.destinations)
         job = Job(
             id=new_job_id(),
             owner=principal.name,

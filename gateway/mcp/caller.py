@@ -21,6 +21,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import page
+from toolmesh.runtimes.functions.asking import pending_asks
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
@@ -57,18 +58,27 @@ def in_namespace(specs: list[FunctionSpec], namespace: str) -> list[FunctionSpec
 
 
 async def call_feature(
-    mesh: Mesh, ctx: ServerRequestContext[Any, Any], spec: FunctionSpec, arguments: Mapping[str, Any]
+    mesh: Mesh,
+    ctx: ServerRequestContext[Any, Any],
+    spec: FunctionSpec,
+    arguments: Mapping[str, Any],
+    options: CallOptions | None = None,
+    *,
+    asking: bool = False,
 ) -> Result:
     """Call the resource, prompt or completion function `spec`; its failure is a JSON-RPC error
-    (bad arguments: -32602), since these methods have no error result as tools/call has."""
+    (bad arguments: -32602), since these methods have no error result as tools/call has. With
+    `asking`, a result that asks the caller is returned as it is, for the caller to handle."""
     principal, _ = caller(ctx)
     request = InvokeRequest(
-        spec.qualified_name, json.dumps(arguments).encode(), call_options(ctx), feature=True
+        spec.qualified_name, json.dumps(arguments).encode(), options or call_options(ctx), feature=True
     )
     try:
         result = await mesh.invoke(principal, request, Surface.MCP)
     except ToolmeshError as exc:
         raise refusal(exc) from None
+    if asking and pending_asks(result) is not None:
+        return result
     if result.is_error:
         error = result.error.to_exception() if result.error is not None else InternalError(result.text)
         raise refusal(error)

@@ -17,6 +17,10 @@ is found in each era) and its `ctx.report_progress` reports as `notifications/pr
 client sent a progress token, all on the call's response stream, before the result.
 `logging/setLevel` is served and the `logging` capability advertised.
 
+Asking the caller (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`): on 2026-07-28 a call that asks
+answers with an input-required result and a sealed `requestState` (input_requests.py); in the
+handshake era its asks go to the client as requests on the call's stream (client_requests.py).
+
 Generators: a tools/call that carries `_meta.progressToken` streams the function's items
 from its pod and sends each as `notifications/progress` (progress = items so far, message =
 the item in short) on the call's response stream; the result holds every item, as without a
@@ -48,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import json
 import logging
 import warnings
@@ -81,12 +86,15 @@ from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
+from toolmesh.gateway.mcp.client_requests import ClientRequests
 from toolmesh.gateway.mcp.completion import Completions
 from toolmesh.gateway.mcp.convert import call_result, progress_message, tool
+from toolmesh.gateway.mcp.input_requests import Round, input_required, read_round, state_boundary
 from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
 from toolmesh.gateway.mcp.prompts import Prompts
 from toolmesh.gateway.mcp.resources import Resources
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
+from toolmesh.runtimes.functions.asking import Ask, pending_asks
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 
@@ -103,7 +111,9 @@ _CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("mcp_
 class McpEndpoint:
     """The SDK server over `mesh`, its stateless session manager, and the ASGI app in front."""
 
-    def __init__(self, mesh: Mesh, config: McpConfig, feed: ChangeFeed | None = None) -> None:
+    def __init__(
+        self, mesh: Mesh, config: McpConfig, feed: ChangeFeed | None = None, state_secret: str | None = None
+    ) -> None:
         self.mesh = mesh
         self.config = config
         #: Where catalog changes go and come from: this process, or every replica (Redis).
@@ -112,7 +122,8 @@ class McpEndpoint:
         self._listen = ListenHandler(self._bus)
         self._session_levels = SessionLevels()
         resources = Resources(mesh, config.page_size)
-        prompts = Prompts(mesh, config.page_size)
+        prompts = Prompts(mesh, config.page_size, config.max_input_rounds)
+        self._client_requests = ClientRequests(mesh.config.max_body_bytes)
         with warnings.catch_warnings():
             # Logging is deprecated from 2026-07-28 on (SEP-2577), and still what 2025 clients speak.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -133,6 +144,10 @@ class McpEndpoint:
                 on_completion=Completions(mesh).complete,
                 get_tool_input_schema=self._input_schema,
             )
+        # Seals the requestState of calls that ask their caller (input_requests.py).
+        self.server.middleware.append(
+            state_boundary(state_secret, config.state_ttl, SERVER_NAME, self._principal_name)
+        )
         self._manager = StreamableHTTPSessionManager(
             self.server,
             stateless=True,
@@ -213,9 +228,12 @@ class McpEndpoint:
         state = scope.setdefault("state", {})
         state[PRINCIPAL] = principal
         state[NAMESPACE] = namespace
+        forwarded = await self._client_requests.intercept(principal.name, receive, send)
+        if forwarded is None:  # a client's answer to a request of the server's
+            return
         token = _CALLER.set(principal)
         try:
-            await self._manager.handle_request(scope, receive, send)
+            await self._manager.handle_request(scope, forwarded, send)
         finally:
             _CALLER.reset(token)
 
@@ -235,6 +253,12 @@ class McpEndpoint:
 
     # -- protocol handlers ----------------------------------------------------------------
 
+    @staticmethod
+    def _principal_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+        # What a sealed requestState is bound to: a state minted for one key is refused to another.
+        principal = ctx.request.scope["state"].get(PRINCIPAL) if ctx.request is not None else None
+        return principal.name if isinstance(principal, Principal) else None
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -250,7 +274,7 @@ class McpEndpoint:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         principal, namespace = caller(ctx)
         try:
             spec = self.mesh.function(params.name, principal)
@@ -260,16 +284,25 @@ class McpEndpoint:
             raise refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
         arguments = json.dumps(params.arguments or {}).encode()
+        asked = read_round(ctx)
         options = CallOptions.from_headers(headers)
         streams = spec.streaming and progress_token_from_params(ctx.params) is not None
         notifier = self._notifier(ctx, principal, options.session_id, streams)
         events = notifier.listener if notifier is not None else None
-        call = InvokeRequest(spec.qualified_name, arguments, options, events)
+        call = InvokeRequest(spec.qualified_name, arguments, asked.apply(options), events)
         try:
-            if streams:
-                result = await self._stream(ctx, principal, call)
-            else:
-                result = await self.mesh.invoke(principal, call, Surface.MCP)
+            while True:  # once, or once per round of asks in the handshake era (client_requests.py)
+                if streams:
+                    result = await self._stream(ctx, principal, call)
+                else:
+                    result = await self.mesh.invoke(principal, call, Surface.MCP)
+                if (pending := pending_asks(result)) is None:
+                    break
+                answered = await self._answer(ctx, asked, *pending)
+                if not isinstance(answered, Round):
+                    break
+                asked = answered
+                call = dataclasses.replace(call, options=asked.apply(options))
             if notifier is not None:
                 await notifier.finish()
         except ToolmeshError as exc:
@@ -277,7 +310,22 @@ class McpEndpoint:
         finally:
             if notifier is not None:
                 notifier.cancel()
+        if pending is not None and not isinstance(answered, Round):
+            if isinstance(answered, types.InputRequiredResult):
+                return answered
+            result = answered
         return call_result(spec, result)
+
+    async def _answer(
+        self, ctx: ServerRequestContext[Any, Any], asked: Round, asks: list[Ask], unable: list[str]
+    ) -> Round | types.InputRequiredResult | Result:
+        """What follows a run that asked: the next round (its answers got from the client on the
+        call's stream, 2025 era), an input-required result (2026-07-28), or an error result."""
+        rounds = self.config.max_input_rounds
+        if asked.modern:
+            return input_required(asked, asks, unable, rounds)
+        principal, _ = caller(ctx)
+        return await self._client_requests.next_round(ctx, principal.name, asked, asks, rounds)
 
     def _notifier(
         self, ctx: ServerRequestContext[Any, Any], principal: Principal, session: str, streams: bool

@@ -14,10 +14,12 @@ import mcp_types as types
 import pydantic
 from mcp.server import ServerRequestContext
 
-from toolmesh.errors import FunctionNotFound, InternalError, ToolmeshError
+from toolmesh.errors import FunctionNotFound, InputRequired, InternalError, ToolmeshError
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
-from toolmesh.gateway.mcp.caller import call_feature, caller, in_namespace, paged, refusal
+from toolmesh.gateway.mcp.caller import call_feature, call_options, caller, in_namespace, paged, refusal
+from toolmesh.gateway.mcp.input_requests import input_required, read_round
+from toolmesh.runtimes.functions.asking import pending_asks
 from toolmesh.runtimes.functions.spec import PROMPT, FunctionSpec, tool_name
 
 _MESSAGES = pydantic.TypeAdapter(list[types.PromptMessage])
@@ -52,9 +54,11 @@ def is_prompt(spec: FunctionSpec) -> bool:
 class Prompts:
     """The prompt methods' handlers, for the SDK's low-level `Server`."""
 
-    def __init__(self, mesh: Mesh, page_size: int) -> None:
+    def __init__(self, mesh: Mesh, page_size: int, max_rounds: int) -> None:
         self.mesh = mesh
         self.page_size = page_size
+        #: Most rounds of questions a prompt that asks its caller may take ([mcp] max_input_rounds).
+        self.max_rounds = max_rounds
 
     def find(self, ctx: ServerRequestContext[Any, Any], name: str) -> FunctionSpec:
         """The prompt `name` the caller may use on this path; -32602 otherwise."""
@@ -82,9 +86,24 @@ class Prompts:
 
     async def get(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         spec = self.find(ctx, params.name)
-        result = await call_feature(self.mesh, ctx, spec, dict(params.arguments or {}))
+        asked = read_round(ctx)
+        options = asked.apply(call_options(ctx))
+        result = await call_feature(self.mesh, ctx, spec, dict(params.arguments or {}), options, asking=True)
+        if (pending := pending_asks(result)) is not None:
+            # A prompt that asks its caller (ctx.elicit...): on 2026-07-28 an input-required result
+            # the client answers by asking again; the handshake era's server-to-client requests
+            # are served for tools/call only.
+            if not asked.modern:
+                message = (
+                    "this prompt asks its caller, which needs a 2026-07-28 client (input-required results)"
+                )
+                raise refusal(InputRequired(message))
+            answer = input_required(asked, *pending, self.max_rounds)
+            if isinstance(answer, types.InputRequiredResult):
+                return answer
+            raise refusal(InputRequired(answer.error.message if answer.error is not None else answer.text))
         try:
             messages = _MESSAGES.validate_python(result.structured)
         except pydantic.ValidationError as exc:

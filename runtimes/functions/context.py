@@ -6,9 +6,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Generator, Mapping, MutableMapping
+from collections.abc import Awaitable, Generator, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
+from toolmesh.errors import InputRequired
+from toolmesh.runtimes.functions import asking
+from toolmesh.runtimes.functions.asking import Asker, Elicited, Root, Sampled
 from toolmesh.runtimes.functions.call_events import EventChannel
 from toolmesh.runtimes.functions.results import Result
 
@@ -81,9 +84,18 @@ class Context:
     caller's ``log_level``/``progress``), `ctx.logger`'s records at or above its level and
     `report_progress`'s reports reach it while the call runs; see `call_events.py` for the
     bounds. Otherwise they cost nothing.
+
+    `elicit`, `sample` and `list_roots` ask the caller (an MCP client) and return its answer;
+    the call is *replayed* with the answers, so the code before an ask must be safe to run
+    again (see `asking.py`)::
+
+        answer = await ctx.elicit("Which city?", {"city": str})
+        if answer.accepted:
+            reply = await ctx.sample(f"One line about {answer.content['city']}", max_tokens=60)
     """
 
     __slots__ = (
+        "_asker",
         "_cancelled",
         "_events",
         "_invoker",
@@ -128,6 +140,7 @@ class Context:
         self._invoker = invoker
         self._loop = loop
         self._cancelled = False
+        self._asker = Asker(function, self.metadata)
 
     @property
     def depth(self) -> int:
@@ -195,3 +208,74 @@ class Context:
             raise RuntimeError("invoke_sync is only available inside a running call")
         future = asyncio.run_coroutine_threadsafe(self.invoke(name, arguments), self._loop)
         return future.result()
+
+    # -- asking the caller (see asking.py: the replay contract) ----------------------------------
+
+    def unanswered(self) -> InputRequired | None:
+        """What the call asked and got no answer for (the runtime's business, not the function's)."""
+        return self._asker.unanswered
+
+    def can_ask(self, kind: str) -> bool:
+        """Whether the caller declared it can answer asks of `kind` ("elicitation", "sampling",
+        "roots"). Asking anyway ends the call with `InputRequired` when it cannot."""
+        return self._asker.can_answer(kind)
+
+    async def elicit(self, message: str, schema: Any = None, *, key: str | None = None) -> Elicited:
+        """Ask the user to fill a form: `schema` is a JSON-schema object, a ``{"field": type}``
+        dict, a dataclass or a TypedDict (flat: strings, numbers, booleans, enums). Returns the
+        action ("accept", "decline", "cancel") and, when accepted, the content."""
+        return self.elicit_sync(message, schema, key=key)
+
+    def elicit_sync(self, message: str, schema: Any = None, *, key: str | None = None) -> Elicited:
+        """`elicit` for sync functions."""
+        answer: Elicited = self._asker.ask([asking.elicitation(message, schema, key=key)])[0]
+        return answer
+
+    async def sample(
+        self,
+        messages: str | Sequence[Mapping[str, Any] | str],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        key: str | None = None,
+    ) -> Sampled:
+        """Ask the caller's model: `messages` is a prompt string or a list of strings (user
+        turns) and ``{"role", "content"}`` messages. Returns the model's message."""
+        return self.sample_sync(
+            messages, max_tokens=max_tokens, system_prompt=system_prompt, temperature=temperature, key=key
+        )
+
+    def sample_sync(
+        self,
+        messages: str | Sequence[Mapping[str, Any] | str],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        key: str | None = None,
+    ) -> Sampled:
+        """`sample` for sync functions."""
+        parts = asking.sampling(
+            messages, max_tokens=max_tokens, system_prompt=system_prompt, temperature=temperature, key=key
+        )
+        answer: Sampled = self._asker.ask([parts])[0]
+        return answer
+
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The client's roots (``file://`` URIs it lets the server see)."""
+        return self.list_roots_sync(key=key)
+
+    def list_roots_sync(self, *, key: str | None = None) -> list[Root]:
+        """`list_roots` for sync functions."""
+        answer: list[Root] = self._asker.ask([asking.roots(key=key)])[0]
+        return answer
+
+    async def ask_all(self, *parts: tuple[asking.Kind, str | None, dict[str, Any]]) -> list[Any]:
+        """Several asks in one round, answered together: build each with `toolmesh.asking`'s
+        `elicitation(...)`, `sampling(...)`, `roots()`; returns their answers in order."""
+        return self.ask_all_sync(*parts)
+
+    def ask_all_sync(self, *parts: tuple[asking.Kind, str | None, dict[str, Any]]) -> list[Any]:
+        """`ask_all` for sync functions."""
+        return self._asker.ask(parts)

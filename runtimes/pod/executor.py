@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from toolmesh import tracing
 from toolmesh.errors import (
     FunctionTimeout,
+    InputRequired,
     InvalidArguments,
     InvalidRequest,
     Overloaded,
@@ -36,6 +37,7 @@ from toolmesh.errors import (
     ToolmeshError,
     Unavailable,
 )
+from toolmesh.runtimes.functions.asking import input_required_result
 from toolmesh.runtimes.functions.call_events import EventChannel, Listener
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
@@ -386,6 +388,8 @@ class Executor:
         finally:
             if channel is not None:
                 channel.close()
+        if ctx is not None and (unanswered := ctx.unanswered()) is not None:
+            return input_required_result(unanswered)  # it caught its InputRequired: see asking.py
         try:
             content, structured = normalise(value)
         except TypeError as exc:
@@ -417,6 +421,8 @@ class Executor:
         )
 
     def _function_error(self, exc: BaseException) -> Result:
+        if isinstance(exc, InputRequired):  # ctx.elicit & co. with no answer yet: see asking.py
+            return input_required_result(exc)
         if isinstance(exc, ToolmeshError):
             # Raised through ctx.invoke: pass the inner message on instead of nesting class names.
             message = exc.message

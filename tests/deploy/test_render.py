@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ max_inflight = 64
 workers = 8
 drain_grace = 42
 max_memory_mb = 1536
+memory_mb = 768
+cpu = 0.25
+max_cpu = "2"
 log_level = "debug"
 max_result_bytes = 4096
 
@@ -157,7 +161,10 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
         "--module=examples.weather",
     ):
         assert flag in runtime["args"]
-    assert runtime["resources"]["limits"]["memory"] == "1536Mi", "the container's limit is the pod's"
+    assert runtime["resources"] == {
+        "requests": {"cpu": "0.25", "memory": "768Mi"},
+        "limits": {"cpu": "2", "memory": "1536Mi"},  # the container's memory limit is the pod's
+    }
     assert [a for a in runtime["args"] if a.startswith("--module")] == ["--module=examples.weather"]
     env = {e["name"]: e.get("value") for e in runtime["env"]}
     assert env["WEATHER_API"] == "offline"
@@ -183,6 +190,47 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
         "query"
     ]
     assert 'toolmesh_pending_requests{namespace="tools",runtime="weather"}' in query
+
+
+@pytest.mark.parametrize(
+    ("settings", "resources"),
+    [
+        ({}, {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}),
+        (
+            {"max_cpu": "none"},
+            {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        ),
+        (
+            {"cpu": "1500m"},
+            {"requests": {"cpu": "1500m", "memory": "128Mi"}, "limits": {"cpu": "1500m", "memory": "512Mi"}},
+        ),
+        (
+            {"memory_mb": 1024},
+            {"requests": {"cpu": "100m", "memory": "1024Mi"}, "limits": {"cpu": "1", "memory": "1024Mi"}},
+        ),
+    ],
+)
+def test_a_runtimes_resources_replace_the_manifests_defaults(
+    settings: dict[str, str], resources: dict[str, dict[str, str]]
+) -> None:
+    config = MeshConfig(runtimes=(RuntimeConfig(name="tools", modules=("examples.text",), **settings),))
+    deployment = render(config, RenderOptions())["deployment-runtime-tools.yaml"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == resources
+
+
+@pytest.mark.parametrize(
+    ("settings", "problem"),
+    [
+        ({"cpu": "lots"}, "cpu 'lots' must be cores"),
+        ({"max_cpu": "-1"}, "max_cpu '-1' must be cores"),
+        ({"cpu": "2", "max_cpu": "500m"}, "cpu (2) exceeds max_cpu (500m)"),
+        ({"memory_mb": 2048, "max_memory_mb": 1024}, "memory_mb (2048) exceeds max_memory_mb (1024)"),
+    ],
+)
+def test_impossible_resources_are_refused(settings: dict[str, object], problem: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        RuntimeConfig(name="tools", modules=("examples.text",), **settings)
 
 
 def test_the_checksum_follows_the_config() -> None:

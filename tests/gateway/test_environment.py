@@ -64,3 +64,16 @@ def test_a_bad_state_url_in_the_environment_is_named_without_its_password() -> N
     with pytest.raises(ConfigError) as error:
         GatewayEnvironment.read(parse_config({}), {"TOOLMESH_STATE_URL": "mysql://u:secret@db/0"})
     assert str(error.value).startswith("TOOLMESH_STATE_URL: 'db/0' is not a Redis URL")
+
+
+def test_the_mcp_state_secret_is_read_checked_and_never_shown() -> None:
+    config = parse_config({"mcp": {"state_secret_env": "MCP_STATE"}})
+    secret = "x" * 40
+    environment = GatewayEnvironment.read(config, {"MCP_STATE": secret})
+    assert environment.mcp_state_secret == secret
+    assert secret not in repr(environment)
+    assert GatewayEnvironment.read(parse_config({}), {"MCP_STATE": secret}).mcp_state_secret is None
+    with pytest.raises(ConfigError, match="mcp: environment variable MCP_STATE is not set"):
+        GatewayEnvironment.read(config, {})
+    with pytest.raises(ConfigError, match="at least 32 bytes"):
+        GatewayEnvironment.read(config, {"MCP_STATE": "short"})

@@ -63,7 +63,12 @@ with tracing.span("request", {"path": "/x"}, parent=caller, server=True):
         pass
 with tracing.span("unsampled", parent=(("traceparent", "00-%(trace)s-%(caller)s-00"),)):
     unsampled = tracing.carrier()
-print(json.dumps([sent_on, unsampled]))
+with tracing.span("second", parent=caller):
+    manual = trace.get_tracer("user").start_span("started-not-current")
+    with trace.use_span(manual, end_on_exit=True):
+        via_use_span = tracing.carrier()
+    after_it = tracing.carrier()
+print(json.dumps([sent_on, unsampled, via_use_span, after_it]))
 tracing.shutdown()
 """
 
@@ -81,7 +86,7 @@ def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
             check=True,
         )
     spans = {span.name: span for span in receiver.spans}
-    assert set(spans) == {"request", "users-own", "inside-users", "raises"}
+    assert set(spans) == {"request", "users-own", "inside-users", "raises", "second", "started-not-current"}
     assert {span.trace_id for span in spans.values()} == {trace_id}
     assert spans["request"].parent_id == caller and spans["request"].kind == 2
     assert spans["request"].trace_state == "v=1" and spans["request"].attributes == {"path": "/x"}
@@ -89,8 +94,14 @@ def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
     assert spans["inside-users"].parent_id == spans["users-own"].span_id
     assert spans["inside-users"].status == (2, "no") and spans["raises"].status == (2, "KeyError")
     # What is sent on names the innermost span, whoever made it; an unsampled trace stays unsampled.
-    sent_on, unsampled = json.loads(done.stdout)
+    sent_on, unsampled, via_use_span, after_it = json.loads(done.stdout)
     users_own = f"00-{trace_id}-{spans['users-own'].span_id}-01"
     assert sent_on == [["traceparent", users_own], ["tracestate", "v=1"]]
     [[_, traceparent]] = unsampled
     assert traceparent.startswith(f"00-{trace_id}-") and traceparent.endswith("-00")
+    # An API span started (not made current) inside one of toolmesh's is its child, and once
+    # someone makes it current, it is what is sent on; when it ends, toolmesh's again.
+    manual, second = spans["started-not-current"], spans["second"]
+    assert manual.parent_id == second.span_id
+    assert via_use_span == [["traceparent", f"00-{trace_id}-{manual.span_id}-01"], ["tracestate", "v=1"]]
+    assert after_it == [["traceparent", f"00-{trace_id}-{second.span_id}-01"], ["tracestate", "v=1"]]

@@ -12,9 +12,9 @@ Two kinds of span go out, to the same OTLP/HTTP endpoint:
   append, so tracing costs a no-op call a few percent rather than the SDK's ~100 µs a span.
 - spans that other code makes through the OpenTelemetry API (a function's own, the MCP SDK's)
   go through the SDK's tracer provider, set as the global one, and its standard OTLP exporter.
-They nest both ways: while one of toolmesh's spans is current, the OpenTelemetry context holds
-its span context (as a non-recording span), so API spans made inside are its children, and
-`carrier` sends on whichever span is current.
+They nest both ways (`scope`, `bridge`): toolmesh's spans are current in a context variable of
+their own, the global provider's tracers make API spans opened inside one its children, and
+`carrier` sends on whichever span is innermost.
 
 Off, nothing here imports OpenTelemetry and every call below is one global lookup: `span`
 returns a shared null context and `carrier` an empty tuple. The trace context travels as a
@@ -33,11 +33,11 @@ import logging
 import os
 import random
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, FinishedSpan
+from toolmesh.tracing.scope import Scope, innermost
 from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, format_carrier, parse
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
@@ -78,19 +78,19 @@ class _Tracing:
     """The started tracing: toolmesh's exporter and sampler, and the SDK for everyone else's spans."""
 
     def __init__(self, service: str, environ: Mapping[str, str]) -> None:
-        from opentelemetry import context, trace
+        from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-        from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         from toolmesh import __version__
+        from toolmesh.tracing.bridge import NestingTracerProvider
         from toolmesh.tracing.otlp_batch import BatchExporter, ExportSettings
         from toolmesh.tracing.sampling import sampler_from
 
         resource = Resource.create({SERVICE_NAME: service})
         # No shutdown at exit: `shutdown` below bounds it, which the SDK's own handler would not.
-        self.provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        self.provider = NestingTracerProvider(resource=resource, shutdown_on_exit=False)
         self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         # Global, so that spans a function (or the MCP SDK) makes nest under the current call's.
         trace.set_tracer_provider(self.provider)
@@ -98,35 +98,27 @@ class _Tracing:
             ExportSettings.from_environ(environ), resource.attributes, ("toolmesh", __version__)
         )
         self.sample = sampler_from(environ)
-        self.current_span = trace.get_current_span
-        self.in_context = trace.set_span_in_context
-        self.non_recording = trace.NonRecordingSpan
-        self.span_context = trace.SpanContext
-        self.flags = (trace.TraceFlags(0), trace.TraceFlags(1))
-        self.trace_state = trace.TraceState
-        self.attach = context.attach
-        self.detach = context.detach
+        self.current_api_span = trace.get_current_span
 
     def open(
         self, name: str, attributes: Mapping[str, Any] | None, parent: Carrier | None, server: bool
-    ) -> _Scope:
+    ) -> Scope:
         state = ""
-        if parent is None:
-            current = self.current_span().get_span_context()
-            if current.is_valid:
-                trace_id, parent_id, sampled = current.trace_id, current.span_id, current.trace_flags.sampled
-                state = current.trace_state.to_header() if current.trace_state else ""
+        found = parse(parent) if parent is not None else None
+        if found is not None:
+            trace_id, parent_id, state = found.trace_id, found.span_id, found.state
+            sampled = self.sample(trace_id, found.sampled)
+        elif parent is None and (inner := innermost(self.current_api_span)) is not None:
+            if isinstance(inner, Scope):
+                trace_id, parent_id, state = inner.span.trace_id, inner.span.span_id, inner.span.state
+                sampled = inner.sampled
             else:
-                trace_id, parent_id = random.getrandbits(128) or 1, 0
-                sampled = self.sample(trace_id, None)
+                trace_id, parent_id, sampled = inner.trace_id, inner.span_id, inner.trace_flags.sampled
+                state = inner.trace_state.to_header() if inner.trace_state else ""
         else:
-            found = parse(parent)
-            if found is None:
-                trace_id, parent_id = random.getrandbits(128) or 1, 0
-                sampled = self.sample(trace_id, None)
-            else:
-                trace_id, parent_id, state = found.trace_id, found.span_id, found.state
-                sampled = self.sample(trace_id, found.sampled)
+            # No parent, or a carrier that names none properly: a new trace.
+            trace_id, parent_id = random.getrandbits(128) or 1, 0
+            sampled = self.sample(trace_id, None)
         span = FinishedSpan(
             name,
             SPAN_KIND_SERVER if server else SPAN_KIND_INTERNAL,
@@ -136,37 +128,7 @@ class _Tracing:
             state,
             dict(attributes) if attributes else {},
         )
-        return _Scope(self, span, sampled)
-
-
-class _Scope:
-    """One of toolmesh's spans made current for a block (in the OpenTelemetry context too, so
-    spans made through the API inside it are its children), then ended and queued for export."""
-
-    __slots__ = ("_sampled", "_span", "_token", "_tracing")
-
-    def __init__(self, tracing: _Tracing, span: FinishedSpan, sampled: bool) -> None:
-        self._tracing = tracing
-        self._span = span
-        self._sampled = sampled
-
-    def __enter__(self) -> FinishedSpan:
-        tracing, span = self._tracing, self._span
-        state = tracing.trace_state.from_header([span.state]) if span.state else None
-        context = tracing.span_context(
-            span.trace_id, span.span_id, False, tracing.flags[self._sampled], state
-        )
-        self._token = tracing.attach(tracing.in_context(tracing.non_recording(context)))
-        return span
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
-        self._tracing.detach(self._token)
-        span = self._span
-        if error is not None and kind is not None:
-            span.error = kind.__name__
-        span.end = time.time_ns()
-        if self._sampled:
-            self._tracing.exporter.add(span)
+        return Scope(span, sampled, self.exporter, self.current_api_span())
 
 
 _active: _Tracing | None = None
@@ -229,11 +191,13 @@ def carrier() -> Carrier:
     tracing is off or no span is current)."""
     if _active is None:
         return ()
-    current = _active.current_span().get_span_context()
-    if not current.is_valid:
+    inner = innermost(_active.current_api_span)
+    if inner is None:
         return ()
-    state = current.trace_state.to_header() if current.trace_state else ""
-    return format_carrier(current.trace_id, current.span_id, current.trace_flags.sampled, state)
+    if isinstance(inner, Scope):
+        return inner.carrier()
+    state = inner.trace_state.to_header() if inner.trace_state else ""
+    return format_carrier(inner.trace_id, inner.span_id, inner.trace_flags.sampled, state)
 
 
 def carrier_from(pairs: Any) -> Carrier:

@@ -37,7 +37,10 @@ def parse(carrier: Carrier) -> Parent | None:
             traceparent = value
         elif name == TRACESTATE:
             state = value
-    found = _TRACEPARENT.match(traceparent.strip().lower()) if traceparent else None
+    if not traceparent:
+        return None
+    # Callers nearly always send it already trimmed and in lower case.
+    found = _TRACEPARENT.match(traceparent) or _TRACEPARENT.match(traceparent.strip().lower())
     if found is None:
         return None
     version, trace_hex, span_hex, flags, rest = found.groups()

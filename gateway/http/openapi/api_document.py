@@ -86,7 +86,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
                             },
                         },
                     },
-                    **errors(*COMMON_ERRORS, 404, 413, 422, 503, 504),
+                    **errors(*COMMON_ERRORS, 404, 409, 413, 422, 503, 504),
                 },
             }
         },

@@ -81,7 +81,7 @@ def free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
                     "200": json_body(
                         {"type": "object"}, "function, arguments, argument_sources, result, code"
                     ),
-                    **errors(400, 401, 403, 404, 413, 422, 429, 503, 504),
+                    **errors(400, 401, 403, 404, 409, 413, 422, 429, 503, 504),
                 },
             }
         },

@@ -123,11 +123,55 @@ async def test_callback_urls_are_checked(gateway_factory: StartGateway) -> None:
         environ={"HOOK_SECRET": "s3cret"}, jobs=jobs.model_copy(update={"path": None})
     )
     async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
-        for url in ("ftp://example.com/x", "not a url", "http://", "http://h:99999/", "http://\u00e9.com/"):
+        for url in (
+            "ftp://example.com/x",
+            "not a url",
+            "http://",
+            "http://h:99999/",
+            "http://\u00e9.com/",
+            # Not public, and not in [jobs] callback_hosts: loopback, cloud metadata, private.
+            "http://127.0.0.1:8080/hook",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[::ffff:10.0.0.1]/x",
+            "https://192.168.1.10/x",
+        ):
             response = await http.post(
                 "/v1/jobs", json={"function": "add", "arguments": {"a": 1}, "callback_url": url}
             )
             assert response.status_code == 400 and error_of(response)["param"] == "callback_url", url
+
+
+async def test_a_callback_to_a_name_that_resolves_inside_is_not_sent(
+    gateway_factory: StartGateway, receiver: Receiver, tmp_path: Any
+) -> None:
+    # "localhost" passes the submit (a name), but resolves to loopback when the callback is due.
+    jobs = JobsConfig(
+        path=tmp_path / "inside.sqlite3",
+        callback_secret_env="HOOK_SECRET",
+        callback_backoff=0.05,
+        callback_attempts=2,
+    )
+    gateway = await gateway_factory(environ={"HOOK_SECRET": "s3cret"}, jobs=jobs)
+    url = receiver.url.replace("127.0.0.1", "localhost")
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        headers = {**ASYNC, "X-Callback-Url": url}
+        job = (await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=headers)).json()
+        done = await wait_job(http, job["id"], lambda d: d["callback"]["state"] != "pending")
+    assert done["callback"] == {"url": url, "state": "failed", "attempts": 2}
+    assert done["status"] == "succeeded", "the result is kept"
+    assert receiver.attempts == 0, "nothing reached the loopback receiver"
+
+    # Allowed by network, the same name is sent to the address that was checked, named in Host.
+    allowed = jobs.model_copy(
+        update={"path": tmp_path / "allowed.sqlite3", "callback_hosts": ("127.0.0.0/8", "::1")}
+    )
+    gateway = await gateway_factory(environ={"HOOK_SECRET": "s3cret"}, jobs=allowed)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        headers = {**ASYNC, "X-Callback-Url": url}
+        job = (await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=headers)).json()
+        (delivery,) = await receiver.wait_for(1)
+    assert delivery.headers["host"] == url.split("/")[2]
+    assert json.loads(delivery.body)["id"] == job["id"]
 
 
 async def test_the_queue_is_bounded_and_queued_jobs_can_be_cancelled(
@@ -204,7 +248,10 @@ async def test_callbacks_arrive_once_signed_and_are_retried(
 ) -> None:
     receiver.statuses = [500]  # the first delivery fails
     jobs = JobsConfig(
-        path=tmp_path / "hooks.sqlite3", callback_secret_env="HOOK_SECRET", callback_backoff=0.05
+        path=tmp_path / "hooks.sqlite3",
+        callback_secret_env="HOOK_SECRET",
+        callback_backoff=0.05,
+        callback_hosts=("127.0.0.1",),
     )
     gateway = await gateway_factory(environ={"HOOK_SECRET": "s3cret"}, jobs=jobs)
     async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
@@ -243,6 +290,7 @@ async def test_a_callback_that_keeps_failing_is_given_up_and_the_result_kept(
         callback_secret_env="HOOK_SECRET",
         callback_backoff=0.05,
         callback_attempts=2,
+        callback_hosts=("127.0.0.1",),
     )
     gateway = await gateway_factory(environ={"HOOK_SECRET": "s3cret"}, jobs=jobs)
     async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
@@ -253,3 +301,14 @@ async def test_a_callback_that_keeps_failing_is_given_up_and_the_result_kept(
         assert done["status"] == "succeeded" and done["result"]["structured"] == 2
         await asyncio.sleep(0.5)
         assert receiver.attempts == 2 and receiver.deliveries == []
+
+
+async def test_a_job_may_run_longer_than_a_direct_call(gateway_factory: StartGateway, tmp_path: Any) -> None:
+    jobs = JobsConfig(path=tmp_path / "long.sqlite3", call_timeout=10)
+    gateway = await gateway_factory(jobs=jobs, call_timeout=0.5)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        direct = await http.post("/v1/functions/block/invoke", json={"seconds": 1.5})
+        assert direct.status_code == 504, "a direct call is held to [gateway] call_timeout"
+        job = (await http.post("/v1/functions/block/invoke", json={"seconds": 1.5}, headers=ASYNC)).json()
+        done = await wait_job(http, job["id"], finished)
+    assert done["status"] == "succeeded", done

@@ -1,0 +1,137 @@
+"""`toolmesh.toml`'s `[[runtimes]]` entries; `toolmesh.config` reads them with the rest."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from toolmesh import config_defaults as defaults
+from toolmesh.runtimes.pod.defaults import (
+    DEFAULT_DRAIN_GRACE,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_MEMORY_MB,
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+    MAX_RESULT_BYTES_CEILING,
+    MIN_MAX_MEMORY_MB,
+    LogLevel,
+    TemplateMode,
+)
+
+RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+#: A Kubernetes CPU quantity: cores ("0.5", "2") or millicores ("250m").
+_CPU = re.compile(r"^(\d+(\.\d{1,3})?|\d+m)$")
+
+
+def cpu_cores(quantity: str) -> float:
+    return int(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
+
+
+class RuntimeConfig(BaseModel):
+    """One runtime: modules the gateway starts pods for, or the address of pods someone else runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    #: The modules the runtime serves. Without `address` the gateway runs pods for them; with
+    #: one, it only reads their functions (in a child process, never serving them itself),
+    #: so it knows the catalog while the pods at `address` are scaled to zero.
+    modules: tuple[str, ...] = ()
+    #: Pods someone else runs: a pod's "host:port", or any gRPC target, e.g. the headless
+    #: Service of a runtime on Kubernetes: "dns:///<service>.<namespace>.svc.cluster.local:<port>".
+    address: str | None = None
+    #: With `address`: the environment variable holding the token its pods check
+    #: (their TOOLMESH_POD_TOKEN), sent on every call to them.
+    token_env: str | None = None
+    #: Extra environment variables for the runtime's pods.
+    env: dict[str, str] = Field(default_factory=dict)
+    #: Default per-call timeout inside the pod, in seconds.
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
+    #: Calls running at once in one pod before new ones are turned away.
+    max_inflight: int = Field(DEFAULT_MAX_INFLIGHT, ge=1)
+    #: Threads for sync functions in each pod.
+    workers: int = Field(DEFAULT_WORKERS, ge=1)
+    #: Each pod's memory limit in MiB, as an address-space limit (RLIMIT_AS) set in the pod
+    #: after it starts, never in the template; on Kubernetes also the container's memory limit.
+    #: A call that passes it gets a `resource_exhausted` error naming the limit, and at worst
+    #: its own pod dies. None (the default): no limit. Address space counts what a pod
+    #: reserves, not what it uses: an idle pod reserves about 200 MiB, each busy worker thread
+    #: 8 MiB more, so it is at least 512 and a pod refuses to start below its own need.
+    max_memory_mb: int | None = Field(DEFAULT_MAX_MEMORY_MB, ge=MIN_MAX_MEMORY_MB)
+    #: On Kubernetes, each pod's requests (what the scheduler reserves: `cpu` in cores or
+    #: millicores, "250m"; `memory_mb` in MiB) and CPU limit (`max_cpu`; "none" for no limit,
+    #: so a pod may burst onto idle cores). Unset: the manifests' defaults (100m and 128 MiB
+    #: requested, 1 core at most). Pods on one machine take what they need; the memory limit
+    #: there is `max_memory_mb`.
+    cpu: str | None = None
+    max_cpu: str | None = None
+    memory_mb: int | None = Field(None, ge=1)
+
+    @field_validator("cpu", "max_cpu", mode="before")
+    @classmethod
+    def _quantity(cls, value: object) -> object:
+        # TOML numbers (cpu = 0.5) are the same quantity as strings.
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    #: Largest result a call may return, in bytes (content plus structured JSON); a larger one
+    #: is a `resource_exhausted` error for that call only. At most 63 MiB (the wire takes 64).
+    max_result_bytes: int = Field(DEFAULT_MAX_RESULT_BYTES, ge=1024, le=MAX_RESULT_BYTES_CEILING)
+    #: Seconds a pod's in-flight calls get to finish when it stops.
+    drain_grace: float = Field(DEFAULT_DRAIN_GRACE, ge=0)
+    #: Pods kept running with no calls at all (0: scale to zero when idle).
+    min_replicas: int = Field(defaults.DEFAULT_MIN_REPLICAS, ge=0)
+    #: Most pods at once, however many calls arrive.
+    max_replicas: int = Field(defaults.DEFAULT_MAX_REPLICAS, ge=1)
+    #: Calls in flight per pod above which another pod starts.
+    target_concurrency: int = Field(defaults.DEFAULT_TARGET_CONCURRENCY, ge=1)
+    #: Seconds a pod may sit without calls before it is stopped (down to min_replicas).
+    idle_timeout: float = Field(defaults.DEFAULT_IDLE_TIMEOUT, gt=0)
+    #: Seconds a new pod may take to serve; also the longest a call is held waiting for one.
+    startup_timeout: float = Field(defaults.DEFAULT_STARTUP_TIMEOUT, gt=0)
+    #: Calls held waiting for a pod before new ones are turned away (503).
+    max_queue: int = Field(defaults.DEFAULT_MAX_QUEUE, ge=0)
+    #: How pods start: "fork" from a template process that has the modules loaded
+    #: (fast), or "exec" a fresh interpreter each time (slow; for modules that
+    #: cannot survive a fork, e.g. ones that start threads at import).
+    spawn: TemplateMode = "fork"
+    #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
+    #: same messages, see runtimes/pod/socket_protocol.py) or over gRPC like everyone else.
+    transport: Literal["socket", "grpc"] = "socket"
+    #: The pods' log level; "warning" silences their per-call log lines.
+    log_level: LogLevel = DEFAULT_LOG_LEVEL
+    #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh
+    #: functions --module ... --format json`); without either, the gateway asks the pods at start.
+    catalog: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> RuntimeConfig:
+        if not RUNTIME_NAME.match(self.name):
+            raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
+        if not self.modules and not self.address:
+            raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
+        if self.catalog is not None and (self.address is None or self.modules):
+            raise ValueError(
+                "`catalog` goes with `address` alone; with `modules` the functions are read from them"
+            )
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
+        self._check_resources()
+        return self
+
+    def _check_resources(self) -> None:
+        for field, value in (("cpu", self.cpu), ("max_cpu", self.max_cpu)):
+            if value is not None and not (_CPU.match(value) or (field == "max_cpu" and value == "none")):
+                raise ValueError(f'{field} {value!r} must be cores ("0.5", "2") or millicores ("500m")')
+        limit = None if self.max_cpu in (None, "none") else self.max_cpu
+        if self.cpu is not None and limit is not None and cpu_cores(self.cpu) > cpu_cores(limit):
+            raise ValueError(f"cpu ({self.cpu}) exceeds max_cpu ({limit})")
+        memory, most = self.memory_mb, self.max_memory_mb
+        if memory is not None and most is not None and memory > most:
+            raise ValueError(f"memory_mb ({memory}) exceeds max_memory_mb ({most})")
+
+
+__all__ = ["RUNTIME_NAME", "RuntimeConfig", "cpu_cores"]

@@ -1,0 +1,52 @@
+"""Spans made through the OpenTelemetry API (a function's own, the MCP SDK's) nest under
+toolmesh's: the tracer provider set as the global one hands out tracers that, when no parent
+context is given, pass the innermost current span (see `scope`) as the parent.
+
+Imported only once tracing is on (it imports the SDK).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import TracerProvider
+
+from toolmesh.tracing.scope import Scope, innermost
+
+_FLAGS = (trace.TraceFlags(0), trace.TraceFlags(1))
+
+
+def parent_context(context: Context | None) -> Context | None:
+    """`context` if the caller gave one, else one holding toolmesh's current span when that is
+    the innermost (None lets OpenTelemetry use its own current context)."""
+    if context is not None:
+        return context
+    found = innermost(trace.get_current_span)
+    if not isinstance(found, Scope):
+        return None
+    span = found.span
+    state = trace.TraceState.from_header([span.state]) if span.state else None
+    parent = trace.SpanContext(span.trace_id, span.span_id, False, _FLAGS[found.sampled], state)
+    return trace.set_span_in_context(trace.NonRecordingSpan(parent))
+
+
+class NestingTracer(trace.Tracer):
+    """An SDK tracer whose spans without an explicit parent nest under toolmesh's current span."""
+
+    def __init__(self, tracer: trace.Tracer) -> None:
+        self._tracer = tracer
+
+    def start_span(self, name: str, context: Context | None = None, *args: Any, **kwargs: Any) -> trace.Span:
+        return self._tracer.start_span(name, parent_context(context), *args, **kwargs)
+
+    def start_as_current_span(
+        self, name: str, context: Context | None = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        return self._tracer.start_as_current_span(name, parent_context(context), *args, **kwargs)
+
+
+class NestingTracerProvider(TracerProvider):
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return NestingTracer(super().get_tracer(*args, **kwargs))
