@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMPS := .make
 
-.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench fuzz clean
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench fuzz conformance clean
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
@@ -15,6 +15,7 @@ help:
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
 	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
 	@echo "make bench        run the benchmarks in bench/ (chaos and adversarial included)"
+	@echo "make conformance  the official MCP conformance suite (pinned in .conformance/) against toolmesh up"
 	@echo "make fuzz         the long fuzz run of the HTTP API and gRPC Mesh (FUZZ_EXAMPLES=2000 per operation)"
 	@echo "make bench-router route latency vs sentence-transformers (torch in .venv-bench), gateway RSS"
 
@@ -82,6 +83,17 @@ FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMPS)/dev $(STAMPS)/model
 	TOOLMESH_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q --timeout 0 \
 		tests/gateway/http/test_fuzz.py tests/gateway/grpc/test_fuzz.py
+
+# The official MCP conformance suite and Node 22 (an npm package: the machine's Node may be older),
+# pinned by .conformance/package-lock.json, against `toolmesh up` serving examples/mcp_conformance.toml.
+CONFORMANCE := .conformance/node_modules/.package-lock.json
+
+$(CONFORMANCE): .conformance/package-lock.json
+	npm ci --prefix .conformance --no-audit --no-fund
+	@touch $@
+
+conformance: $(STAMPS)/mesh $(CONFORMANCE)
+	$(BIN)/python .conformance/run.py
 
 # The router against sentence-transformers needs torch, which must never enter .venv:
 # it gets a venv of its own (toolmesh[bench]).

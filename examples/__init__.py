@@ -14,6 +14,8 @@ repository root), or list their schemas with ``toolmesh functions --module ...``
 - `examples.knowledge`: search and question answering over the shop's bundled
   help-centre documents with a small BM25 index.
 - `examples.streaming`: generator functions whose items are streamed as they are made.
-- `examples.mcp_conformance_asking`: the MCP conformance suite's tools that ask their caller
-  (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`); not in the default config.
+- `examples.mcp_conformance`: the MCP conformance suite's fixture (tools, resources, prompts,
+  completion), and `examples.mcp_conformance_asking`, its tools that ask their caller
+  (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`); served by `make conformance`
+  (`examples/mcp_conformance.toml`), not in the default config.
 """

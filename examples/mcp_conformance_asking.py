@@ -197,3 +197,21 @@ async def test_input_required_result_capabilities(ctx: toolmesh.Context) -> str:
         parts.append(asking.sampling("Sample request", max_tokens=50, key="sample_input"))
     await ctx.ask_all(*parts)
     return "capabilities-ok: received " + ",".join(key for _, key, _ in parts if key)
+
+
+# -- 2026-07-28: server-stateless diagnostics -----------------------------------------------------
+
+
+@toolmesh.function
+async def test_missing_capability(ctx: toolmesh.Context) -> str:
+    """Test tool requiring sampling: a client that did not declare it gets -32021 (HTTP 400)."""
+    reply = await ctx.sample("Say hello.", max_tokens=20, key="hello")
+    return f"LLM response: {reply.text}"
+
+
+@toolmesh.function
+async def test_streaming_elicitation(ctx: toolmesh.Context) -> str:
+    """Diagnostic tool validating response streams: it asks through an input-required result,
+    never an independent request on the call's stream."""
+    answer = await ctx.elicit("What is your name?", _NAME, key="user_name")
+    return f"Hello, {answer.content.get('name')}!"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from toolmesh.runtimes.functions.context import Context
 from toolmesh.runtimes.functions.decorators import Toolset, function
 from toolmesh.runtimes.functions.definition import FunctionDefinition, Parameter
+from toolmesh.runtimes.functions.features import Embedded, Message, completion, prompt, resource
 from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
 
@@ -17,12 +18,17 @@ __all__ = [
     "Annotations",
     "Binary",
     "Context",
+    "Embedded",
     "FunctionDefinition",
     "FunctionSpec",
     "Json",
+    "Message",
     "Parameter",
     "Result",
     "Text",
     "Toolset",
+    "completion",
     "function",
+    "prompt",
+    "resource",
 ]

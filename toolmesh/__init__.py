@@ -54,14 +54,19 @@ from toolmesh.runtimes import (
     Annotations,
     Binary,
     Context,
+    Embedded,
     FunctionDefinition,
     FunctionSpec,
     Json,
+    Message,
     Parameter,
     Result,
     Text,
     Toolset,
+    completion,
     function,
+    prompt,
+    resource,
 )
 
 if _TYPE_CHECKING:
@@ -79,6 +84,7 @@ __all__ = [
     "Client",
     "Context",
     "DefinitionError",
+    "Embedded",
     "FunctionDefinition",
     "FunctionError",
     "FunctionNotFound",
@@ -91,6 +97,7 @@ __all__ = [
     "InvalidRequest",
     "JobNotFound",
     "Json",
+    "Message",
     "Overloaded",
     "Parameter",
     "PayloadTooLarge",
@@ -108,7 +115,10 @@ __all__ = [
     "UnsupportedMediaType",
     "Violation",
     "__version__",
+    "completion",
     "function",
+    "prompt",
+    "resource",
 ]
 
 # Every runtime pod imports toolmesh, and pods need neither httpx nor the gateway:

@@ -199,7 +199,11 @@ def _functions(args: argparse.Namespace) -> int:
     except DefinitionError as exc:
         print(f"toolmesh functions: {exc}", file=sys.stderr)
         return 2
-    _print_specs(registry.specs(), args.format, args.strict)
+    specs = registry.specs()
+    if args.format != "json":
+        # Resources, prompts and completions are not tools; the JSON (a remote runtime's catalog) keeps them.
+        specs = [spec for spec in specs if spec.feature is None]
+    _print_specs(specs, args.format, args.strict)
     return 0
 
 

@@ -3,6 +3,10 @@
 The catalog can be replaced while the gateway runs (`replace`, `reload`); whoever
 keeps something derived from it (the MCP endpoint's list_changed notifications,
 a router's index) registers a listener with `subscribe`.
+
+Functions that serve an MCP resource, prompt or completion (`spec.feature`) share the name
+space but are not tools: `specs`, `names` and `resolve` see tools only, `features` and
+`resolve(..., feature=True)` the others.
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ class Catalog:
 
     def __init__(self, specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec] = ()) -> None:
         self._listeners: dict[object, Callable[[], None]] = {}
-        self._specs, self.namespaces = self._build(specs, namespaces)
+        specs_by_name, self.namespaces = self._build(specs, namespaces)
+        self._set(specs_by_name)
+
+    def _set(self, specs: dict[str, FunctionSpec]) -> None:
+        # Tools and features apart, computed once per change: lookups on the call path stay one get.
+        self._specs = specs
+        self._tools = {name: spec for name, spec in specs.items() if spec.feature is None}
+        self._features = {name: spec for name, spec in specs.items() if spec.feature is not None}
 
     @staticmethod
     def _build(
@@ -48,7 +59,7 @@ class Catalog:
         descriptions = {ns.name: ns.description for ns in namespaces}
         grouped: dict[str, list[str]] = {}
         for spec in by_name.values():
-            if spec.namespace:
+            if spec.namespace and spec.feature is None:
                 grouped.setdefault(spec.namespace, []).append(spec.qualified_name)
         listed = [Namespace(name, descriptions.get(name, ""), tuple(fns)) for name, fns in grouped.items()]
         return by_name, listed
@@ -80,7 +91,8 @@ class Catalog:
         new_specs, new_namespaces = self._build(specs, namespaces)
         if new_specs == self._specs and new_namespaces == self.namespaces:
             return False
-        self._specs, self.namespaces = new_specs, new_namespaces
+        self._set(new_specs)
+        self.namespaces = new_namespaces
         for listener in list(self._listeners.values()):
             try:
                 listener()
@@ -99,24 +111,33 @@ class Catalog:
         return unsubscribe
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._tools)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._specs
+        return name in self._tools
 
     def specs(self) -> Sequence[FunctionSpec]:
-        return list(self._specs.values())
+        """The tools."""
+        return list(self._tools.values())
+
+    def features(self) -> Sequence[FunctionSpec]:
+        """The functions that serve MCP resources, prompts and completions."""
+        return list(self._features.values())
 
     def names(self) -> frozenset[str]:
-        return frozenset(self._specs)
+        return frozenset(self._tools)
 
-    def resolve(self, name: str, visible: Callable[[str], bool] | None = None) -> FunctionSpec:
-        """The function called `name` (qualified or tool-name form); FunctionNotFound otherwise.
-        With `visible`, names it rejects are treated as absent, in the answer and the suggestions."""
-        spec = self._specs.get(name)
+    def resolve(
+        self, name: str, visible: Callable[[str], bool] | None = None, *, feature: bool = False
+    ) -> FunctionSpec:
+        """The tool (with `feature`: the feature) called `name` (qualified or tool-name form);
+        FunctionNotFound otherwise. With `visible`, names it rejects are treated as absent, in the
+        answer and the suggestions."""
+        specs = self._features if feature else self._tools
+        spec = specs.get(name)
         if spec is None and NAMESPACE_SEPARATOR not in name:
-            spec = self._specs.get(from_tool_name(name))
+            spec = specs.get(from_tool_name(name))
         if spec is None or (visible is not None and not visible(spec.qualified_name)):
-            known = self._specs if visible is None else [n for n in self._specs if visible(n)]
+            known = specs if visible is None else [n for n in specs if visible(n)]
             raise not_found(name, known)
         return spec

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from toolmesh import tracing
 from toolmesh.config import GatewayConfig, RouterConfig
-from toolmesh.errors import ToolmeshError
+from toolmesh.errors import FunctionNotFound, ToolmeshError
 from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import ADMIN, Authenticator, Principal
 from toolmesh.gateway.core.backend import RuntimePool
@@ -43,8 +43,9 @@ from toolmesh.gateway.core.tool_formats import tool_definition
 from toolmesh.router.extraction.execution import Execution
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
+from toolmesh.runtimes.functions.features import match_uri
 from toolmesh.runtimes.functions.results import Content, Result
-from toolmesh.runtimes.functions.spec import FunctionSpec
+from toolmesh.runtimes.functions.spec import RESOURCE, FunctionSpec
 from toolmesh.runtimes.pod.executor import Call, new_request_id
 
 
@@ -71,6 +72,8 @@ class Mesh:
         self.reloader = Reloader(catalog, pool, self.router)
         #: The last calls, for the console's live view (`recent_invocations`).
         self.recent = RecentInvocations()
+        #: Who hears of resource updates (`on_resource_updated`).
+        self._update_listeners: dict[object, Callable[[str], Awaitable[None]]] = {}
 
     # -- who is calling -------------------------------------------------------------------
 
@@ -84,10 +87,59 @@ class Mesh:
     def functions(self, principal: Principal) -> list[FunctionSpec]:
         return [spec for spec in self.catalog.specs() if principal.allows(spec.qualified_name)]
 
-    def function(self, name: str, principal: Principal) -> FunctionSpec:
+    def function(self, name: str, principal: Principal, *, feature: bool = False) -> FunctionSpec:
         """The function `name` if `principal` may call it; a name outside its scopes is not found,
-        exactly like one that does not exist (and suggestions only name what it may call)."""
-        return self.catalog.resolve(name, principal.allows)
+        exactly like one that does not exist (and suggestions only name what it may call).
+        With `feature`, the resource, prompt or completion of that name instead of a tool."""
+        return self.catalog.resolve(name, principal.allows, feature=feature)
+
+    def features(self, principal: Principal) -> list[FunctionSpec]:
+        """The MCP resources, prompts and completions `principal` may use (see catalog.py)."""
+        return [spec for spec in self.catalog.features() if principal.allows(spec.qualified_name)]
+
+    def resource(
+        self, principal: Principal, uri: str, namespace: str = ""
+    ) -> tuple[FunctionSpec, dict[str, str]]:
+        """The resource function serving `uri` for `principal` (in `namespace` when given) and the
+        arguments that read it: a resource of that exact URI first, else the first template (by
+        name) that matches. FunctionNotFound, with the URI in its details, when none does."""
+        specs = sorted(
+            (s for s in self.resources(principal) if not namespace or s.namespace == namespace),
+            key=lambda s: s.qualified_name,
+        )
+        for spec in specs:
+            if spec.feature is not None and spec.feature.uri == uri:
+                return spec, {}
+        for spec in specs:
+            found = match_uri(spec.feature.uri, uri) if spec.feature is not None else None
+            if found is not None:
+                return spec, found
+        raise FunctionNotFound("Resource not found", details={"uri": uri})
+
+    def resources(self, principal: Principal) -> list[FunctionSpec]:
+        """The functions serving MCP resources (URIs and templates) `principal` may read."""
+        return [s for s in self.features(principal) if s.feature is not None and s.feature.kind == RESOURCE]
+
+    async def read_resource(self, principal: Principal, uri: str, options: CallOptions) -> Result:
+        """Read the resource at `uri`: call the function serving it with the template's variables
+        as arguments. What happened inside it is the Result, as for `invoke`."""
+        spec, arguments = self.resource(principal, uri)
+        request = InvokeRequest(spec.qualified_name, json.dumps(arguments).encode(), options, feature=True)
+        return await self.invoke(principal, request)
+
+    def on_resource_updated(self, listener: Callable[[str], Awaitable[None]]) -> Callable[[], None]:
+        """Call `listener` with the URI of each `resource_updated`; returns an unsubscribe."""
+        token = object()
+        self._update_listeners[token] = listener
+        return lambda: self._update_listeners.pop(token, None) and None
+
+    async def resource_updated(self, principal: Principal, uri: str) -> None:
+        """Announce that the resource at `uri` changed (a function's `ctx.resource_updated`): the
+        listeners (the MCP endpoint's subscriptions) hear it. FunctionNotFound when no resource
+        `principal` may read serves it."""
+        self.resource(principal, uri)
+        for listener in list(self._update_listeners.values()):
+            await listener(uri)
 
     def namespaces(self, principal: Principal) -> list[Namespace]:
         visible = []
@@ -158,7 +210,7 @@ class Mesh:
         request_id = ""
         try:
             await principal.spend()
-            spec = self.function(request.name, principal)
+            spec = self.function(request.name, principal, feature=request.feature)
             call, timeout = self._call(spec, request, longest)
             request_id = call.request_id
             with self.drain.track():

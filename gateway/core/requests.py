@@ -75,6 +75,8 @@ class InvokeRequest:
     #: The function's log records and progress reports the caller wants while it runs, and
     #: where they go (see runtimes/functions/call_events.py); None for none.
     events: Listener | None = None
+    #: Call a resource, prompt or completion function (MCP only), not a tool.
+    feature: bool = False
 
 
 def parse_k(value: object) -> int | None:

@@ -142,6 +142,16 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             raise
         return _job(job)
 
+    async def ResourceUpdated(
+        self, request: mesh_pb2.ResourceUpdatedRequest, context: Context
+    ) -> mesh_pb2.ResourceUpdatedResponse:
+        try:
+            await self._mesh.resource_updated(self._principal(context), request.uri)
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return mesh_pb2.ResourceUpdatedResponse()
+
     async def GetJob(self, request: mesh_pb2.GetJobRequest, context: Context) -> mesh_pb2.Job:
         try:
             job = await self._job_service().get(self._principal(context), request.id)

@@ -10,6 +10,8 @@ GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&quer
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
 GET  /v1/namespaces                   namespaces plus a ready-made system message
+GET  /v1/resources                    the MCP resources and templates the key may read
+GET  /v1/resources/read?uri=          read one: the Result of its function (as .../invoke answers)
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
@@ -52,9 +54,22 @@ from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
-from toolmesh.runtimes.functions.spec import spec_to_dict
+from toolmesh.runtimes.functions.spec import FunctionSpec, spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
+
+
+def resource_dict(spec: FunctionSpec) -> dict[str, Any]:
+    """A resource as `GET /v1/resources` lists it; `uri` may be a template (``{name}`` parts)."""
+    assert spec.feature is not None
+    return {
+        "uri": spec.feature.uri,
+        "function": spec.qualified_name,
+        "title": spec.feature.title,
+        "description": spec.description,
+        "mime_type": spec.feature.mime_type,
+        "template": "{" in spec.feature.uri,
+    }
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -85,6 +100,18 @@ def create_app(
     async def get_function(request: Request) -> Response:
         spec = mesh.function(request.path_params["name"], caller(mesh, request))
         return json_response(spec_to_dict(spec))
+
+    async def list_resources(request: Request) -> Response:
+        specs = mesh.resources(caller(mesh, request))
+        return json_response({"resources": [resource_dict(spec) for spec in specs]})
+
+    async def read_resource(request: Request) -> Response:
+        principal = caller(mesh, request)
+        uri = request.query_params.get("uri")
+        if not uri:
+            raise InvalidRequest("give the resource's URI as ?uri=", param="uri")
+        result = await mesh.read_resource(principal, uri, CallOptions.from_headers(request.headers))
+        return Response(result_json(result), media_type=JSON)
 
     async def invoke(request: Request) -> Response:
         principal = caller(mesh, request)
@@ -197,6 +224,8 @@ def create_app(
         Route("/v1/tools", tools, methods=["GET"]),
         Route("/v1/tool_calls", tool_calls, methods=["POST"]),
         Route("/v1/namespaces", namespaces, methods=["GET"]),
+        Route("/v1/resources", list_resources, methods=["GET"]),
+        Route("/v1/resources/read", read_resource, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

@@ -26,6 +26,13 @@ from its pod and sends each as `notifications/progress` (progress = items so far
 the item in short) on the call's response stream; the result holds every item, as without a
 token. Without a token the call runs like any other.
 
+Resources, prompts and completion are served by resources.py, prompts.py and completion.py
+over functions marked `@toolmesh.resource`, `@toolmesh.prompt` and `@toolmesh.completion`;
+list results carry the 2026 caching hints (cache_hints.py). A function's
+`ctx.resource_updated(uri)` reaches `Mesh.resource_updated`, which this endpoint hands to the
+feed (every replica, with Redis) and the feed back to the listen streams subscribed to that URI
+as `notifications/resources/updated`.
+
 `notifications/tools/list_changed`: a stateless server has no session to push
 to, so the notification travels where the protocol allows it without one. On
 2026-07-28 a client opens a `subscriptions/listen` request, whose response is a
@@ -55,8 +62,15 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
@@ -64,42 +78,34 @@ from starlette.types import Receive, Scope, Send
 
 from toolmesh import __version__
 from toolmesh.config import McpConfig
-from toolmesh.error_shapes import http_error, jsonrpc_error
-from toolmesh.errors import (
-    FunctionNotFound,
-    ResourceExhausted,
-    ToolmeshError,
-    Unauthenticated,
-)
+from toolmesh.error_shapes import http_error
+from toolmesh.errors import FunctionNotFound, ResourceExhausted, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
+from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
 from toolmesh.gateway.mcp.client_requests import ClientRequests
-from toolmesh.gateway.mcp.convert import call_result, page, progress_message, tool
+from toolmesh.gateway.mcp.completion import Completions
+from toolmesh.gateway.mcp.convert import call_result, progress_message, tool
 from toolmesh.gateway.mcp.input_requests import Round, input_required, read_round, state_boundary
 from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
+from toolmesh.gateway.mcp.prompts import Prompts
+from toolmesh.gateway.mcp.resources import Resources
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.runtimes.functions.asking import Ask, pending_asks
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
-from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 
 log = logging.getLogger("toolmesh.gateway")
 
 SERVER_NAME = "toolmesh"
-#: Where the endpoint keeps the caller and the namespace in the ASGI scope's state.
-_PRINCIPAL = "toolmesh_principal"
-_NAMESPACE = "toolmesh_namespace"
 #: Most bytes of items a streamed call may gather for its result: what the largest result a pod
 #: can send holds (a generator's items are limited one by one on the way, not in total).
 MAX_STREAMED_BYTES = WIRE_LIMIT_BYTES
 #: The caller of the request being handled, for SDK callbacks that are given no request.
 _CALLER: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("mcp_caller", default=None)
-
-
-def _refusal(error: ToolmeshError) -> MCPError:
-    return MCPError(**jsonrpc_error(error))
 
 
 class McpEndpoint:
@@ -115,6 +121,8 @@ class McpEndpoint:
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
         self._session_levels = SessionLevels()
+        resources = Resources(mesh, config.page_size)
+        prompts = Prompts(mesh, config.page_size, config.max_input_rounds)
         self._client_requests = ClientRequests(mesh.config.max_body_bytes)
         with warnings.catch_warnings():
             # Logging is deprecated from 2026-07-28 on (SEP-2577), and still what 2025 clients speak.
@@ -126,6 +134,14 @@ class McpEndpoint:
                 on_call_tool=self._call_tool,
                 on_set_logging_level=self._set_level,
                 on_subscriptions_listen=self._listen,
+                on_list_resources=resources.list_resources,
+                on_list_resource_templates=resources.list_templates,
+                on_read_resource=resources.read,
+                on_subscribe_resource=resources.subscribe,
+                on_unsubscribe_resource=resources.unsubscribe,
+                on_list_prompts=prompts.list_prompts,
+                on_get_prompt=prompts.get,
+                on_completion=Completions(mesh).complete,
                 get_tool_input_schema=self._input_schema,
             )
         # Seals the requestState of calls that ask their caller (input_requests.py).
@@ -141,13 +157,16 @@ class McpEndpoint:
         self._task: asyncio.Task[None] | None = None
         self._publishing: set[asyncio.Task[None]] = set()
         self._unsubscribe = mesh.catalog.subscribe(self._catalog_changed)
+        self._unannounce = mesh.on_resource_updated(self._feed.publish_update)
         self._unlisten: Callable[[], None] | None = None
+        self._unlisten_updates: Callable[[], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Run the session manager, whose task group serves every request, until `stop`."""
         self._unlisten = self._feed.listen(self._notify_streams)
+        self._unlisten_updates = self._feed.listen_updates(self._notify_updated)
         started = asyncio.Event()
 
         async def run() -> None:
@@ -168,8 +187,10 @@ class McpEndpoint:
 
     async def stop(self) -> None:
         self._unsubscribe()
-        if self._unlisten is not None:
-            self._unlisten()
+        self._unannounce()
+        for unlisten in (self._unlisten, self._unlisten_updates):
+            if unlisten is not None:
+                unlisten()
         self.close_streams()
         self._stop.set()
         if self._task is not None:
@@ -198,9 +219,15 @@ class McpEndpoint:
         except ToolmeshError as exc:
             await self._refuse(exc, send)
             return
+        # RFC 9110 §5.5: a field's value excludes surrounding whitespace, which httptools keeps;
+        # the SDK compares Mcp-Name/Mcp-Method/Mcp-Param-* values with the body as they are.
+        scope["headers"] = [
+            (name, value.strip(b" \t")) if name.startswith(b"mcp-") else (name, value)
+            for name, value in scope["headers"]
+        ]
         state = scope.setdefault("state", {})
-        state[_PRINCIPAL] = principal
-        state[_NAMESPACE] = namespace
+        state[PRINCIPAL] = principal
+        state[NAMESPACE] = namespace
         forwarded = await self._client_requests.intercept(principal.name, receive, send)
         if forwarded is None:  # a client's answer to a request of the server's
             return
@@ -227,45 +254,34 @@ class McpEndpoint:
     # -- protocol handlers ----------------------------------------------------------------
 
     @staticmethod
-    def _caller(ctx: ServerRequestContext[Any, Any]) -> tuple[Principal, str]:
-        state: Mapping[str, Any] = ctx.request.scope["state"] if ctx.request is not None else {}
-        principal = state.get(_PRINCIPAL)
-        if not isinstance(principal, Principal):  # only reachable if the SDK is served without this app
-            raise _refusal(Unauthenticated("the MCP endpoint received a request it did not authenticate"))
-        return principal, str(state.get(_NAMESPACE, ""))
-
-    @staticmethod
     def _principal_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
         # What a sealed requestState is bound to: a state minted for one key is refused to another.
-        principal = ctx.request.scope["state"].get(_PRINCIPAL) if ctx.request is not None else None
+        principal = ctx.request.scope["state"].get(PRINCIPAL) if ctx.request is not None else None
         return principal.name if isinstance(principal, Principal) else None
-
-    def _visible(self, principal: Principal, namespace: str) -> list[FunctionSpec]:
-        specs = self.mesh.functions(principal)
-        return [s for s in specs if s.namespace == namespace] if namespace else specs
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        principal, namespace = self._caller(ctx)
-        try:
-            chunk, cursor = page(
-                self._visible(principal, namespace), params.cursor if params else None, self.config.page_size
-            )
-        except ToolmeshError as exc:
-            raise _refusal(exc) from None
-        return types.ListToolsResult(tools=[tool(spec) for spec in chunk], next_cursor=cursor)
+        principal, namespace = caller(ctx)
+        specs = in_namespace(self.mesh.functions(principal), namespace)
+        chunk, cursor = paged(specs, params, self.config.page_size)
+        return types.ListToolsResult(
+            tools=[tool(spec) for spec in chunk],
+            next_cursor=cursor,
+            ttl_ms=LIST_TTL_MS,
+            cache_scope=cache_scope(self.mesh.auth.open),
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        principal, namespace = self._caller(ctx)
+        principal, namespace = caller(ctx)
         try:
             spec = self.mesh.function(params.name, principal)
             if namespace and spec.namespace != namespace:
                 raise FunctionNotFound(f"no function {params.name!r} in namespace {namespace!r}")
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
         arguments = json.dumps(params.arguments or {}).encode()
         asked = read_round(ctx)
@@ -290,7 +306,7 @@ class McpEndpoint:
             if notifier is not None:
                 await notifier.finish()
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         finally:
             if notifier is not None:
                 notifier.cancel()
@@ -308,7 +324,7 @@ class McpEndpoint:
         rounds = self.config.max_input_rounds
         if asked.modern:
             return input_required(asked, asks, unable, rounds)
-        principal, _ = self._caller(ctx)
+        principal, _ = caller(ctx)
         return await self._client_requests.next_round(ctx, principal.name, asked, asks, rounds)
 
     def _notifier(
@@ -327,12 +343,12 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         # Stateless: the level holds for later calls only under the same X-Session-Id (and key).
-        principal, _ = self._caller(ctx)
+        principal, _ = caller(ctx)
         headers = ctx.request.headers if ctx.request is not None else {}
         try:
             session = CallOptions.from_headers(headers).session_id
         except ToolmeshError as exc:
-            raise _refusal(exc) from None
+            raise refusal(exc) from None
         if session:
             self._session_levels.set(principal.name, session, params.level)
         return types.EmptyResult()
@@ -376,7 +392,13 @@ class McpEndpoint:
         self._later(self._feed.publish())
 
     def _notify_streams(self) -> None:
-        self._later(self._bus.publish(ToolsListChanged()))
+        # A catalog change may change any of the three lists; each stream hears only what it asked for.
+        for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
+            self._later(self._bus.publish(event))
+
+    def _notify_updated(self, uri: str) -> None:
+        # Only listen streams that subscribed to `uri` hear it (the SDK's ListenHandler filters).
+        self._later(self._bus.publish(ResourceUpdated(uri=uri)))
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -38,7 +38,8 @@ from typing import Any
 import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
-from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from toolmesh.errors import InputRequired
@@ -118,13 +119,16 @@ def input_required(
     asked: Round, asks: list[Ask], unable: list[str], max_rounds: int
 ) -> types.InputRequiredResult | Result:
     """The answer to a call that ended asking `asks`: an input-required result, or an error
-    result when the client cannot answer them or the call took too many rounds."""
+    result when the call took too many rounds. A client that did not declare it can answer what
+    the function asks gets MissingRequiredClientCapabilityError (-32021, HTTP 400, SEP-2575),
+    naming the capabilities in `data.requiredCapabilities`."""
     if unable:
         message = (
             f"the function asks its caller ({', '.join(unable)}) and this client did not declare it "
             "can answer: call it through an MCP client that supports it"
         )
-        return Result.failure(ErrorInfo(InputRequired.code, message))
+        required: dict[str, dict[str, Any]] = {kind: {} for kind in unable}
+        raise MCPError(MISSING_REQUIRED_CLIENT_CAPABILITY, message, {"requiredCapabilities": required})
     if (too_many := too_many_rounds(asked, max_rounds)) is not None:
         return too_many
     requests = {a.key: {"method": METHODS[a.kind], "params": a.params} for a in asks}

@@ -1,6 +1,7 @@
 """Catalog changes fanned out through Redis pub/sub, to every gateway replica.
 
-One channel, `<prefix>catalog`. A replica whose catalog changed publishes on it; each replica
+One channel, `<prefix>catalog`: a catalog change is the message ``tools``, a resource update
+``resource:<uri>``. A replica whose catalog changed publishes on it; each replica
 (the publisher too) keeps one subscription open in a background task and tells its listeners
 (its MCP listen streams) of every message, so each stream hears each change once, whichever
 replica it is connected to. When Redis goes away the task logs it, waits and subscribes again,
@@ -19,13 +20,21 @@ import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from toolmesh.errors import StateUnavailable
-from toolmesh.gateway.state.feed import Listener, Listeners
+from toolmesh.gateway.state.feed import (
+    Listener,
+    Listeners,
+    UpdateListener,
+    add_update_listener,
+    notify_updates,
+)
 from toolmesh.gateway.state.redis_client import Outage
 
 log = logging.getLogger("toolmesh.gateway")
 
 #: Seconds between two attempts to subscribe again while Redis is away.
 RESUBSCRIBE_DELAY = 1.0
+CATALOG_MESSAGE = b"tools"
+UPDATE_PREFIX = b"resource:"
 
 
 class RedisFeed:
@@ -34,6 +43,7 @@ class RedisFeed:
         self._channel = f"{prefix}catalog"
         self._outage = outage
         self._listeners = Listeners()
+        self._updates: dict[object, UpdateListener] = {}
         self._task: asyncio.Task[None] | None = None
         #: Set while the subscription is open (tests wait for it).
         self.subscribed = asyncio.Event()
@@ -41,15 +51,30 @@ class RedisFeed:
     async def publish(self) -> None:
         try:
             with self._outage.translated():
-                await self._client.publish(self._channel, b"tools")
+                await self._client.publish(self._channel, CATALOG_MESSAGE)
         except StateUnavailable as exc:
             log.warning(f"catalog change not fanned out to other replicas: {exc.message}")
             self._listeners.notify()
 
     def listen(self, listener: Listener) -> Callable[[], None]:
+        self._follow_once()
+        return self._listeners.add(listener)
+
+    async def publish_update(self, uri: str) -> None:
+        try:
+            with self._outage.translated():
+                await self._client.publish(self._channel, UPDATE_PREFIX + uri.encode())
+        except StateUnavailable as exc:
+            log.warning(f"resource update not fanned out to other replicas: {exc.message}")
+            notify_updates(self._updates, uri)
+
+    def listen_updates(self, listener: UpdateListener) -> Callable[[], None]:
+        self._follow_once()
+        return add_update_listener(self._updates, listener)
+
+    def _follow_once(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._follow(), name="state-feed")
-        return self._listeners.add(listener)
 
     async def _follow(self) -> None:
         while True:
@@ -60,7 +85,12 @@ class RedisFeed:
                     self._outage.succeeded()
                     # No timeout: a subscription waits for as long as nothing changes.
                     async for message in pubsub.listen():
-                        if message.get("type") == "message":
+                        if message.get("type") != "message":
+                            continue
+                        data = message.get("data", b"")
+                        if isinstance(data, bytes) and data.startswith(UPDATE_PREFIX):
+                            notify_updates(self._updates, data[len(UPDATE_PREFIX) :].decode(errors="replace"))
+                        else:
                             self._listeners.notify()
             except (RedisError, OSError) as exc:
                 self.subscribed.clear()

@@ -25,6 +25,8 @@ class Invoker(Protocol):
 
     async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result: ...
 
+    async def resource_updated(self, uri: str) -> None: ...
+
 
 class _CallLogger(logging.LoggerAdapter[logging.Logger]):
     """Adds the call's request id and function to every record, keeping the caller's own `extra`
@@ -185,6 +187,20 @@ class Context:
         if result.is_error and result.error is not None:
             raise result.error.to_exception()
         return result
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell MCP clients subscribed to the resource at `uri` (one of `@toolmesh.resource`'s
+        URIs, or one a template of it matches) that it changed, so they read it again. Raises
+        FunctionNotFound when no resource serves `uri`; from sync code use `resource_updated_sync`."""
+        if self._invoker is None:
+            raise RuntimeError("this context cannot announce resource updates")
+        await self._invoker.resource_updated(uri)
+
+    def resource_updated_sync(self, uri: str) -> None:
+        """`resource_updated` for sync functions, which run in worker threads."""
+        if self._loop is None:
+            raise RuntimeError("resource_updated_sync is only available inside a running call")
+        asyncio.run_coroutine_threadsafe(self.resource_updated(uri), self._loop).result()
 
     def invoke_sync(self, name: str, arguments: Mapping[str, Any] | None = None) -> Result:
         """`invoke` for sync functions, which run in worker threads."""

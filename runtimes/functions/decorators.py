@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, overload
 
 from toolmesh.runtimes.functions.schema import parse_docstring
-from toolmesh.runtimes.functions.spec import Annotations
+from toolmesh.runtimes.functions.spec import Annotations, Feature
 
 F = TypeVar("F", bound=Callable[..., Any])
 OPTIONS_ATTRIBUTE = "__toolmesh__"
@@ -30,6 +30,8 @@ class FunctionOptions:
     timeout: float | None = None
     annotations: Annotations = field(default_factory=Annotations)
     version: str = ""
+    #: Set by `@resource`, `@prompt` and `@completion` (features.py); None for a tool.
+    feature: Feature | None = None
 
 
 @overload

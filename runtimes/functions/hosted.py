@@ -11,6 +11,7 @@ from typing import Any
 
 from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.context import Context
+from toolmesh.runtimes.functions.features import check_feature, feature_call
 from toolmesh.runtimes.functions.schema import (
     ArgumentValidator,
     build_arguments,
@@ -21,6 +22,7 @@ from toolmesh.runtimes.functions.schema import (
 from toolmesh.runtimes.functions.spec import (
     MAX_TOOL_NAME,
     Annotations,
+    Feature,
     FunctionSpec,
     check_name,
     qualify,
@@ -81,6 +83,7 @@ def make_spec(
     timeout: float | None,
     version: str,
     streaming: bool,
+    feature: Feature | None = None,
 ) -> FunctionSpec:
     """A FunctionSpec, after checking names and limits."""
     try:
@@ -106,6 +109,7 @@ def make_spec(
         timeout=timeout,
         version=version,
         streaming=streaming,
+        feature=feature,
     )
 
 
@@ -118,6 +122,7 @@ def host_callable(
     timeout: float | None = None,
     annotations: Annotations | None = None,
     version: str = "",
+    feature: Feature | None = None,
 ) -> HostedFunction:
     """Host a plain Python callable, deriving its schemas from type hints and docstring."""
     doc = parse_docstring(fn)
@@ -137,5 +142,9 @@ def host_callable(
         timeout=timeout,
         version=version,
         streaming=kind.streaming,
+        feature=feature,
     )
+    if feature is not None:
+        check_feature(spec, fn)
+        fn = feature_call(feature, fn, kind.name.startswith("ASYNC"))
     return HostedFunction(spec, fn, kind, validator, context_param)

@@ -55,6 +55,34 @@ class Annotations:
     title: str = ""
 
 
+#: What a function can be besides a tool (`Feature.kind`): MCP's other server features.
+RESOURCE = "resource"
+PROMPT = "prompt"
+COMPLETION = "completion"
+FEATURE_KINDS = (RESOURCE, PROMPT, COMPLETION)
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    """A function that serves an MCP resource, prompt or completion instead of being a tool.
+
+    - resource: `uri` is the resource's URI, or a URI template whose ``{name}`` parts are the
+      function's parameters; `mime_type` is what its reads are (empty: text or JSON as returned).
+    - prompt: the function returns the prompt's messages; its parameters are the arguments.
+    - completion: suggests values for `argument` of `target`, a prompt's qualified name or a
+      resource template's URI.
+
+    Features are not tools: tool lists leave them out, and only their MCP method calls them.
+    """
+
+    kind: str
+    uri: str = ""
+    mime_type: str = ""
+    target: str = ""
+    argument: str = ""
+    title: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionSpec:
     """Name, description and schemas of one function.
@@ -73,6 +101,8 @@ class FunctionSpec:
     version: str = ""
     streaming: bool = False
     runtime: str = ""
+    #: Set for a resource, prompt or completion; None for a tool.
+    feature: Feature | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -106,6 +136,18 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
         "timeout": spec.timeout,
         "streaming": spec.streaming,
         "version": spec.version,
+        **({"feature": _feature_dict(spec.feature)} if spec.feature is not None else {}),
+    }
+
+
+def _feature_dict(feature: Feature) -> dict[str, str]:
+    return {
+        "kind": feature.kind,
+        "uri": feature.uri,
+        "mime_type": feature.mime_type,
+        "target": feature.target,
+        "argument": feature.argument,
+        "title": feature.title,
     }
 
 
@@ -115,6 +157,7 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
     namespace, _, name = str(item["name"]).rpartition(".")
     hints = item.get("annotations") or {}
     timeout = item.get("timeout")
+    feature = item.get("feature")
     return FunctionSpec(
         name=name,
         namespace=namespace,
@@ -131,4 +174,5 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
         timeout=None if timeout is None else float(timeout),
         version=item.get("version") or "",
         streaming=bool(item.get("streaming")),
+        feature=None if not feature else Feature(**{k: str(v) for k, v in feature.items()}),
     )

@@ -85,6 +85,8 @@ class MeshClient(Protocol):
 
     async def invoke(self, call: Call) -> Result: ...
 
+    async def resource_updated(self, uri: str) -> None: ...
+
 
 class Observer(Protocol):
     """Told about every call that ends; metrics and logs plug in here."""
@@ -236,6 +238,12 @@ class Executor:
             return await self._mesh.invoke(call)
         # Part of work already admitted: neither the in-flight limit nor a drain turns it away.
         return await self._invoke(self._admit(call, nested=True), call)
+
+    async def resource_updated(self, uri: str) -> None:
+        """`Invoker` for ctx.resource_updated: tell the gateway, which tells the subscribers."""
+        if self._mesh is None:
+            raise RuntimeError("this pod is not part of a mesh: no gateway to announce a resource update to")
+        await self._mesh.resource_updated(uri)
 
     def close(self) -> None:
         """Stop the worker threads. Threads stuck in a sync function are abandoned."""

@@ -1,4 +1,5 @@
-"""ctx.invoke across the mesh: calls for functions a pod does not host go to the gateway."""
+"""ctx.invoke across the mesh: calls for functions a pod does not host go to the gateway; and
+ctx.resource_updated, which the gateway passes on to MCP subscribers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from toolmesh.error_shapes import from_rpc_error
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Call
-from toolmesh.v1 import mesh_pb2_grpc
+from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
+
+#: Seconds a resource update may take to reach the gateway.
+UPDATE_TIMEOUT = 10.0
 
 
 class MeshInvoker:
@@ -24,18 +28,31 @@ class MeshInvoker:
         self._channel: grpc.aio.Channel | None = None
         self._stub: mesh_pb2_grpc.MeshAsyncStub | None = None
 
-    async def invoke(self, call: Call) -> Result:
+    def _mesh(self) -> mesh_pb2_grpc.MeshAsyncStub:
         if self._stub is None:
             channel = grpc.aio.insecure_channel(self.address)
             self._channel, self._stub = channel, mesh_pb2_grpc.MeshStub(channel)
+        return self._stub
+
+    async def invoke(self, call: Call) -> Result:
+        stub = self._mesh()
         timeout = None if call.deadline is None else max(call.deadline - time.monotonic(), 0.001)
         try:
-            reply = await self._stub.Invoke(
+            reply = await stub.Invoke(
                 wire.call_to_proto(call), timeout=timeout, metadata=(*self._metadata, *call.trace)
             )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"the mesh at {self.address}") from None
         return wire.result_from_proto(reply)
+
+    async def resource_updated(self, uri: str) -> None:
+        """`Mesh.ResourceUpdated`: MCP clients subscribed to `uri` hear that it changed."""
+        try:
+            await self._mesh().ResourceUpdated(
+                mesh_pb2.ResourceUpdatedRequest(uri=uri), timeout=UPDATE_TIMEOUT, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"the mesh at {self.address}") from None
 
     async def close(self) -> None:
         if self._channel is not None:

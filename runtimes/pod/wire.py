@@ -16,7 +16,7 @@ from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.functions.spec import Annotations, Feature, FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call, new_request_id
 from toolmesh.v1 import function_pb2, invoke_pb2
 
@@ -40,7 +40,28 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
         version=spec.version,
         streaming=spec.streaming,
         runtime=spec.runtime,
+        feature=_feature_to_proto(spec.feature),
     )
+
+
+def _feature_to_proto(feature: Feature | None) -> function_pb2.McpFeature | None:
+    if feature is None:
+        return None
+    return function_pb2.McpFeature(
+        kind=feature.kind,
+        uri=feature.uri,
+        mime_type=feature.mime_type,
+        target=feature.target,
+        argument=feature.argument,
+        title=feature.title,
+    )
+
+
+def _feature_from_proto(message: function_pb2.FunctionSpec) -> Feature | None:
+    if not message.HasField("feature"):
+        return None
+    f = message.feature
+    return Feature(f.kind, f.uri, f.mime_type, f.target, f.argument, f.title)
 
 
 def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
@@ -56,6 +77,7 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         version=message.version,
         streaming=message.streaming,
         runtime=message.runtime,
+        feature=_feature_from_proto(message),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolmesh.gateway.core.recent_invocations import CAPACITY, DEFAULT_LIMIT
-from toolmesh.gateway.http.openapi.api_schemas import errors, json_body
+from toolmesh.gateway.http.openapi.api_schemas import errors, json_body, ref
 
 #: One group of a Prometheus HTTP service discovery answer.
 TARGET_GROUP = {
@@ -15,6 +15,18 @@ TARGET_GROUP = {
     "properties": {
         "targets": {"type": "array", "items": {"type": "string"}},
         "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
+_RESOURCE = {
+    "type": "object",
+    "required": ["uri", "function", "template"],
+    "properties": {
+        "uri": {"type": "string", "description": "The URI, or a URI template with {name} parts"},
+        "function": {"type": "string", "description": "The function that serves it"},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+        "mime_type": {"type": "string", "description": "Empty: what the function returns"},
+        "template": {"type": "boolean"},
     },
 }
 _INVOCATION = {
@@ -145,6 +157,39 @@ OPERATION_PATHS: dict[str, Any] = {
         }
     },
     **_ADMIN_PATHS,
+    "/v1/resources": {
+        "get": {
+            "summary": "The MCP resources and resource templates the caller may read",
+            "operationId": "listResources",
+            "responses": {
+                "200": json_body(
+                    {
+                        "type": "object",
+                        "required": ["resources"],
+                        "properties": {"resources": {"type": "array", "items": _RESOURCE}},
+                    },
+                    "The resources",
+                ),
+                **errors(401, 429),
+            },
+        }
+    },
+    "/v1/resources/read": {
+        "get": {
+            "summary": "Read a resource: the result of the function serving its URI",
+            "description": (
+                "The function of the resource whose URI is `uri`, else of the first template that "
+                "matches it, is called with the template's variables; the answer is its Result, as "
+                "`POST /v1/functions/{name}/invoke` answers. 404 when no resource serves `uri`."
+            ),
+            "operationId": "readResource",
+            "parameters": [{"name": "uri", "in": "query", "required": True, "schema": {"type": "string"}}],
+            "responses": {
+                "200": json_body(ref("Result"), "The function's result"),
+                **errors(400, 401, 404, 429, 503, 504),
+            },
+        }
+    },
     "/v1/invocations/recent": {
         "get": {
             "summary": "This gateway's last calls, newest first (the console's live view)",

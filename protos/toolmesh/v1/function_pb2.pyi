@@ -76,6 +76,7 @@ class FunctionSpec(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     STREAMING_FIELD_NUMBER: _builtins.int
     RUNTIME_FIELD_NUMBER: _builtins.int
+    FEATURE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Function name, unique within its namespace: [A-Za-z_][A-Za-z0-9_-]*."""
     namespace: _builtins.str
@@ -101,6 +102,13 @@ class FunctionSpec(_message.Message):
     """Name of the runtime that hosts the function. Set by the gateway; empty on a pod."""
     @_builtins.property
     def annotations(self) -> Global___FunctionAnnotations: ...
+    @_builtins.property
+    def feature(self) -> Global___McpFeature:
+        """Set when the function serves an MCP resource, prompt or completion rather than
+        being a tool; such functions are left out of tool lists. Numbered apart from
+        the tool fields above so that other additions do not collide.
+        """
+
     def __init__(
         self,
         *,
@@ -114,14 +122,57 @@ class FunctionSpec(_message.Message):
         version: _builtins.str = ...,
         streaming: _builtins.bool = ...,
         runtime: _builtins.str = ...,
+        feature: Global___McpFeature | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "feature", b"feature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "feature", b"feature", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FunctionSpec: _TypeAlias = FunctionSpec  # noqa: Y015
+
+@_typing.final
+class McpFeature(_message.Message):
+    """What a non-tool function serves over MCP (see runtimes/functions/spec.py `Feature`)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    ARGUMENT_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """"resource", "prompt" or "completion"."""
+    uri: _builtins.str
+    """A resource's URI, or a URI template whose {name} parts are the function's parameters."""
+    mime_type: _builtins.str
+    """The media type of a resource's contents; empty to follow what the function returns."""
+    target: _builtins.str
+    """A completion's prompt (qualified name) or resource template (URI)."""
+    argument: _builtins.str
+    """The argument of `target` a completion suggests values for."""
+    title: _builtins.str
+    """A human-friendly title for user interfaces."""
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        uri: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        target: _builtins.str = ...,
+        argument: _builtins.str = ...,
+        title: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "kind", b"kind", "mime_type", b"mime_type", "target", b"target", "title", b"title", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___McpFeature: _TypeAlias = McpFeature  # noqa: Y015
 
 @_typing.final
 class ListFunctionsRequest(_message.Message):

@@ -20,6 +20,41 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class ResourceUpdatedRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    """The resource's URI (a template's URIs are matched against the template)."""
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceUpdatedRequest: _TypeAlias = ResourceUpdatedRequest  # noqa: Y015
+
+@_typing.final
+class ResourceUpdatedResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceUpdatedResponse: _TypeAlias = ResourceUpdatedResponse  # noqa: Y015
+
+@_typing.final
 class SubmitJobRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

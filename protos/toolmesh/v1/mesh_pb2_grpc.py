@@ -69,6 +69,11 @@ class MeshStub:
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
                 _registered_method=True)
+        self.ResourceUpdated = channel.unary_unary(
+                '/toolmesh.v1.Mesh/ResourceUpdated',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.FromString,
+                _registered_method=True)
 
 
 class MeshServicer:
@@ -120,6 +125,15 @@ class MeshServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResourceUpdated(self, request, context):
+        """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
+        clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
+        NOT_FOUND when no resource the caller may read serves that URI.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MeshServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -152,6 +166,11 @@ def add_MeshServicer_to_server(servicer, server):
                     servicer.GetJob,
                     request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.FromString,
                     response_serializer=toolmesh_dot_v1_dot_mesh__pb2.Job.SerializeToString,
+            ),
+            'ResourceUpdated': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResourceUpdated,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -319,6 +338,33 @@ class Mesh:
             '/toolmesh.v1.Mesh/GetJob',
             toolmesh_dot_v1_dot_mesh__pb2.GetJobRequest.SerializeToString,
             toolmesh_dot_v1_dot_mesh__pb2.Job.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResourceUpdated(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/ResourceUpdated',
+            toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.FromString,
             options,
             channel_credentials,
             insecure,

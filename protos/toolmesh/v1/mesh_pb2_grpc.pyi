@@ -52,6 +52,11 @@ class MeshStub:
     """
     GetJob: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.GetJobRequest, _mesh_pb2.Job]
     """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
+    ResourceUpdated: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.ResourceUpdatedRequest, _mesh_pb2.ResourceUpdatedResponse]
+    """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
+    clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
+    NOT_FOUND when no resource the caller may read serves that URI.
+    """
 
 @_typing.type_check_only
 class MeshAsyncStub(MeshStub):
@@ -75,6 +80,11 @@ class MeshAsyncStub(MeshStub):
     """
     GetJob: _aio.UnaryUnaryMultiCallable[_mesh_pb2.GetJobRequest, _mesh_pb2.Job]  # type: ignore[assignment]
     """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
+    ResourceUpdated: _aio.UnaryUnaryMultiCallable[_mesh_pb2.ResourceUpdatedRequest, _mesh_pb2.ResourceUpdatedResponse]  # type: ignore[assignment]
+    """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
+    clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
+    NOT_FOUND when no resource the caller may read serves that URI.
+    """
 
 class MeshServicer(metaclass=_abc_1.ABCMeta):
     """Served by the gateway: the whole mesh behind one endpoint, for services that
@@ -131,5 +141,16 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_mesh_pb2.Job, _abc.Awaitable[_mesh_pb2.Job]]:
         """A job of the caller's key: its status, and its result once finished. Another key's job is NOT_FOUND."""
+
+    @_abc_1.abstractmethod
+    def ResourceUpdated(
+        self,
+        request: _mesh_pb2.ResourceUpdatedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.ResourceUpdatedResponse, _abc.Awaitable[_mesh_pb2.ResourceUpdatedResponse]]:
+        """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
+        clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
+        NOT_FOUND when no resource the caller may read serves that URI.
+        """
 
 def add_MeshServicer_to_server(servicer: MeshServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

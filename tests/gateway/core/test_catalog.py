@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from toolmesh.config import ConfigError
+from toolmesh.errors import FunctionNotFound
 from toolmesh.gateway.core.catalog import Catalog
-from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.functions.spec import RESOURCE, Feature, FunctionSpec, NamespaceSpec
 
 
 def spec(name: str, namespace: str = "", runtime: str = "tools") -> FunctionSpec:
@@ -40,3 +43,18 @@ def test_a_conflicting_replacement_keeps_the_old_contents() -> None:
     with pytest.raises(ConfigError, match="offered by runtimes 'a' and 'b'"):
         catalog.replace([spec("add", runtime="a"), spec("add", runtime="b")])
     assert catalog.resolve("add").runtime == "tools"
+
+
+def test_resources_prompts_and_completions_are_not_tools() -> None:
+    readme = dataclasses.replace(spec("readme", "docs"), feature=Feature(RESOURCE, uri="docs://readme"))
+    catalog = Catalog([spec("add"), spec("find", "docs"), readme])
+    assert catalog.names() == {"add", "docs.find"} and len(catalog) == 2 and "docs.readme" not in catalog
+    assert [s.qualified_name for s in catalog.features()] == ["docs.readme"]
+    assert catalog.namespaces[0].functions == ("docs.find",)
+    assert catalog.resolve("docs__readme", feature=True) == readme
+    with pytest.raises(FunctionNotFound):
+        catalog.resolve("docs.readme")
+    with pytest.raises(FunctionNotFound):
+        catalog.resolve("add", feature=True)
+    with pytest.raises(ConfigError, match="offered by runtimes"):  # one name space for both
+        Catalog([spec("readme", "docs", runtime="other"), readme])

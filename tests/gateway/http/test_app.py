@@ -256,3 +256,31 @@ async def test_tool_calls_with_bodies_of_the_wrong_shape(gateway_factory: StartG
     async with await client(gateway_factory) as http:
         response = await http.post("/v1/tool_calls", content=body)
         assert response.status_code == 400
+
+
+async def test_resources_are_listed_and_read_over_http(gateway_factory: StartGateway) -> None:
+    async with await client(gateway_factory, runtime("tools", "feature_tools")) as http:
+        listed = (await http.get("/v1/resources")).json()["resources"]
+        functions = {f["name"] for f in (await http.get("/v1/functions")).json()["functions"]}
+        read = await http.get("/v1/resources/read", params={"uri": "mem://users/ada/profile"})
+        failing = await http.get("/v1/resources/read", params={"uri": "mem://users/nobody/profile"})
+        unknown = await http.get("/v1/resources/read", params={"uri": "mem://nothing"})
+        missing = await http.get("/v1/resources/read")
+        as_tool = await http.post("/v1/functions/greeting/invoke", json={})
+    by_uri = {r["uri"]: r for r in listed}
+    assert set(by_uri) == {
+        "mem://greeting",
+        "mem://blob",
+        "mem://users/{user}/profile",
+        "library://catalogue",
+    }
+    assert (
+        by_uri["mem://users/{user}/profile"]["template"]
+        and by_uri["mem://users/{user}/profile"]["function"] == "profile"
+    )
+    assert not {"greeting", "profile", "greet"} & functions  # not tools
+    assert read.status_code == 200 and read.json()["structured"] == {"user": "ada"}
+    assert failing.status_code == 200 and failing.json()["is_error"]
+    assert unknown.status_code == 404 and error_of(unknown)["uri"] == "mem://nothing"
+    assert missing.status_code == 400 and error_of(missing)["param"] == "uri"
+    assert as_tool.status_code == 404

@@ -246,10 +246,10 @@ async def test_a_state_sealed_with_a_shared_secret_is_read_by_another_gateway(
 async def test_a_client_without_the_capability_gets_a_clear_error(gateway_factory: StartGateway) -> None:
     url = await start(gateway_factory)
     reply = await asyncio.to_thread(rpc, url, "plan", {"arguments": {}}, {"sampling": {}})
-    result = reply["result"]
-    assert result["isError"] is True
-    assert "elicitation" in result["content"][0]["text"]
-    assert "did not declare" in result["content"][0]["text"]
+    error = reply["error"]  # MissingRequiredClientCapabilityError (SEP-2575)
+    assert error["code"] == -32021
+    assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert "did not declare" in error["message"]
 
 
 # -- no channel back: HTTP and the OpenAI formats ----------------------------------------------------

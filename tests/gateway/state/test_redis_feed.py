@@ -76,3 +76,27 @@ async def test_the_local_feed_tells_this_process_only() -> None:
     stop()
     await feed.publish()
     assert heard == [1]
+
+
+async def test_a_resource_update_reaches_every_replica_with_its_uri_and_is_not_a_catalog_change(
+    open_feed: OpenFeed,
+) -> None:
+    (first, heard_first), (second, heard_second) = await open_feed(), await open_feed()
+    uris: list[str] = []
+    first.listen_updates(uris.append)
+    second.listen_updates(uris.append)
+    await second.publish_update("mem://users/ada/profile")
+    await until(lambda: len(uris) == 2)
+    await asyncio.sleep(0.1)
+    assert uris == ["mem://users/ada/profile"] * 2
+    assert heard_first == [0] and heard_second == [0]
+
+
+async def test_the_local_feed_passes_resource_updates_to_this_process() -> None:
+    feed = LocalFeed()
+    uris: list[str] = []
+    stop = feed.listen_updates(uris.append)
+    await feed.publish_update("a://b")
+    stop()
+    await feed.publish_update("a://c")
+    assert uris == ["a://b"]
