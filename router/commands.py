@@ -2,6 +2,7 @@
 
 toolmesh router build [--config FILE] [--cache-dir DIR]
 toolmesh router eval --catalog POOL.json --queries QUERIES.jsonl [--k 5] [--match id|name] [--json]
+                     [--examples-from TRAIN.jsonl --k-examples N]
 """
 
 from __future__ import annotations
@@ -48,12 +49,16 @@ def _build(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError
     from toolmesh.router.embedding.model import ModelUnavailable
-    from toolmesh.router.evaluate import EvalInputError, evaluate, load_pool, load_queries
+    from toolmesh.router.evaluate import EvalInputError, evaluate, load_pool, load_queries, with_examples
     from toolmesh.router.service import open_embedder
 
     try:
         pool = load_pool(Path(args.catalog))
         queries = load_queries(Path(args.queries))
+        if args.examples_from is not None:
+            if args.k_examples < 0:
+                raise ValueError("--k-examples must be 0 or more")
+            pool = with_examples(pool, load_queries(Path(args.examples_from)), args.k_examples)
         config = _config(args)
         embedder = open_embedder(config, progress=_progress)
     except (ConfigError, EvalInputError, ModelUnavailable, OSError, ValueError) as exc:
@@ -99,6 +104,16 @@ def add_router_commands(commands: Any) -> None:
         choices=["id", "name"],
         default="id",
         help="id: only the expected pool entry counts; name: any entry in same_name_pool_ids",
+    )
+    evaluation.add_argument(
+        "--examples-from",
+        help="JSON lines in the queries' format: their prompts become examples of their expected function",
+    )
+    evaluation.add_argument(
+        "--k-examples",
+        type=int,
+        default=10,
+        help="at most this many examples per function from --examples-from (default %(default)s)",
     )
     evaluation.add_argument("--fp32", action="store_true", help="use the fp32 model instead of the int8 one")
     evaluation.add_argument("--json", action="store_true", help="print the report as JSON")

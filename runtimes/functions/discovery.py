@@ -45,6 +45,7 @@ def host_function(fn: Any, namespace: str = "") -> HostedFunction:
         timeout=options.timeout,
         annotations=options.annotations,
         version=options.version,
+        examples=options.examples,
     )
 
 

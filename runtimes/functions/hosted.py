@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,7 @@ def make_spec(
     timeout: float | None,
     version: str,
     streaming: bool,
+    examples: Sequence[str] = (),
 ) -> FunctionSpec:
     """A FunctionSpec, after checking names and limits."""
     try:
@@ -96,6 +97,8 @@ def make_spec(
         )
     if timeout is not None and timeout <= 0:
         raise DefinitionError(f"{qualified}: timeout must be positive, got {timeout}")
+    if isinstance(examples, str) or not all(isinstance(e, str) and e.strip() for e in examples):
+        raise DefinitionError(f"{qualified}: examples must be a list of non-empty strings")
     return FunctionSpec(
         name=name,
         namespace=namespace,
@@ -106,6 +109,7 @@ def make_spec(
         timeout=timeout,
         version=version,
         streaming=streaming,
+        examples=tuple(e.strip() for e in examples),
     )
 
 
@@ -118,6 +122,7 @@ def host_callable(
     timeout: float | None = None,
     annotations: Annotations | None = None,
     version: str = "",
+    examples: Sequence[str] = (),
 ) -> HostedFunction:
     """Host a plain Python callable, deriving its schemas from type hints and docstring."""
     doc = parse_docstring(fn)
@@ -137,5 +142,6 @@ def host_callable(
         timeout=timeout,
         version=version,
         streaming=kind.streaming,
+        examples=examples,
     )
     return HostedFunction(spec, fn, kind, validator, context_param)

@@ -73,6 +73,8 @@ class FunctionSpec:
     version: str = ""
     streaming: bool = False
     runtime: str = ""
+    #: Prompts the function answers, for the router (see `@toolmesh.function(examples=...)`).
+    examples: tuple[str, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -106,6 +108,7 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
         "timeout": spec.timeout,
         "streaming": spec.streaming,
         "version": spec.version,
+        "examples": list(spec.examples),
     }
 
 
@@ -131,4 +134,5 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
         timeout=None if timeout is None else float(timeout),
         version=item.get("version") or "",
         streaming=bool(item.get("streaming")),
+        examples=tuple(str(e) for e in item.get("examples") or ()),
     )

@@ -40,6 +40,7 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
         version=spec.version,
         streaming=spec.streaming,
         runtime=spec.runtime,
+        examples=list(spec.examples),
     )
 
 
@@ -56,6 +57,7 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         version=message.version,
         streaming=message.streaming,
         runtime=message.runtime,
+        examples=tuple(message.examples),
     )
 
 

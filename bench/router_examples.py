@@ -1,0 +1,139 @@
+"""Routing with example prompts: how to fuse them, measured side by side in one run.
+
+    .venv/bin/python bench/router_examples.py [--k-examples 10] [--json]
+
+APIBench TorchHub (../shared/data/routing): the pool's 94 functions, up to --k-examples
+training prompts per function as examples, scored on the 186 held-out eval prompts.
+Every text is embedded once (memoised), then each fusion is one pass over the prompts:
+description only, a centroid of the example embeddings, max over views, and blends of
+them with the description score, with and without the examples' words in BM25.
+--bfcl adds the BFCL zero-shot figures (no examples: they must not move).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolmesh.router.embedding.embedder import Embedder, Vectors
+from toolmesh.router.evaluate import Query, evaluate, load_pool, load_queries, with_examples
+from toolmesh.router.index import FunctionIndex, Fusion
+from toolmesh.router.service import open_embedder
+from toolmesh.router.text import Document
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "data" / "routing"
+
+
+class MemoEmbedder:
+    """Embeds each distinct text once, so every variant sees the same vectors for free."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.memo: dict[str, Vectors] = {}
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            self.memo.update(zip(missing, self.inner.embed(missing), strict=True))
+        return np.stack([self.memo[t] for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    fusion: Fusion
+    examples: bool = True
+
+
+def run(
+    embedder: MemoEmbedder, pool: list[Document], queries: list[Query], variant: Variant
+) -> tuple[float, float, float]:
+    index = FunctionIndex(embedder, fusion=variant.fusion)
+    report = evaluate(embedder, pool, queries, k=5, match="id", index=index)
+    return 100 * report.recall_at_1, 100 * report.recall_at_k, report.mrr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--k-examples", type=int, default=10)
+    parser.add_argument("--data", type=Path, default=SHARED)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--bfcl", action="store_true", help="also route the BFCL set zero-shot (slow)")
+    args = parser.parse_args()
+
+    from toolmesh.config import RouterConfig
+
+    embedder = MemoEmbedder(open_embedder(RouterConfig()))
+    plain = load_pool(args.data / "apibench_torchhub_pool.json")
+    training = load_queries(args.data / "apibench_torchhub_train.jsonl")
+    queries = load_queries(args.data / "apibench_torchhub_eval.jsonl")
+    pool = with_examples(plain, training, args.k_examples)
+
+    no_terms = {"example_terms": False}
+    variants = [
+        Variant("description only", Fusion(), examples=False),
+        Variant("BM25 expansion only", Fusion(best_weight=0, centroid_weight=0)),
+        Variant("centroid, w=1.0 (no BM25 expansion)", Fusion(best_weight=0, centroid_weight=1, **no_terms)),
+        Variant("centroid, w=0.5 + BM25", Fusion(best_weight=0, centroid_weight=0.5)),
+        Variant(
+            "max over views, w=0.5 (no BM25 expansion)",
+            Fusion(best_weight=0.5, centroid_weight=0, **no_terms),
+        ),
+        Variant("max over views, w=0.5 + BM25", Fusion(best_weight=0.5, centroid_weight=0)),
+        Variant("max over views, w=0.7 + BM25", Fusion(best_weight=0.7, centroid_weight=0)),
+        Variant("max over views, w=1.0 + BM25", Fusion(best_weight=1.0, centroid_weight=0)),
+        Variant("max 1/4 + centroid 1/4 + BM25", Fusion(best_weight=0.25, centroid_weight=0.25)),
+        Variant("max 1/2 + centroid 1/4 + BM25", Fusion(best_weight=0.5, centroid_weight=0.25)),
+        Variant("max 1/3 + centroid 1/3 (no BM25 expansion)", Fusion(**no_terms)),
+        Variant("**max 1/3 + centroid 1/3 + BM25 (default)**", Fusion()),
+    ]
+    rows = []
+    for variant in variants:
+        r1, r5, mrr = run(embedder, pool if variant.examples else plain, queries, variant)
+        rows.append({"variant": variant.name, "R@1": round(r1, 1), "R@5": round(r5, 1), "MRR": round(mrr, 3)})
+    if args.bfcl:
+        bfcl = evaluate(
+            embedder,
+            load_pool(args.data / "bfcl_pool.json"),
+            load_queries(args.data / "bfcl_pool_queries.jsonl"),
+            k=5,
+            match="name",
+        )
+        rows.append(
+            {
+                "variant": "BFCL zero-shot (no examples), match=name",
+                "R@1": round(100 * bfcl.recall_at_1, 1),
+                "R@5": round(100 * bfcl.recall_at_k, 1),
+                "MRR": round(bfcl.mrr, 3),
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(
+        f"APIBench TorchHub: {len(plain)} functions, {len(queries)} eval prompts, "
+        f"<= {args.k_examples} examples per function from the training prompts\n"
+    )
+    print("| fusion | R@1 | R@5 | MRR |\n|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['variant']} | {row['R@1']} | {row['R@5']} | {row['MRR']} |")
+
+
+if __name__ == "__main__":
+    main()
