@@ -4,6 +4,13 @@ Transport-free: the caller supplies an `FunctionCaller` (the gateway's adapter w
 its `Mesh`) and gets an `Execution` back, or one of the hierarchy's errors:
 `FunctionNotFound` when nothing fits, `InvalidArguments` naming the required
 arguments the prompt did not give; both carry the candidates.
+
+Asking instead of guessing: when a required value is not in the prompt, or it names two
+choices of an enum without saying which, nothing runs. The 422 `invalid_arguments`
+answer then says `"follow_up": true` in its details, with `needs` (each missing
+argument, why, and its options when it has some) and what was understood so far, so a
+client can ask its user and send the prompt again with the answer. (`Execution.follow_up`
+is another thing: that this turn continued the session's previous function.)
 """
 
 from __future__ import annotations
@@ -79,6 +86,38 @@ class _Plan:
     found: Extraction = field(default_factory=Extraction)
 
 
+def _needs_more(
+    function: str, schema: Mapping[str, Any], found: Extraction, route: RouteResult
+) -> InvalidArguments:
+    """The answer that asks for what the prompt left out (see the module docstring)."""
+    properties = schema.get("properties") or {}
+    needs: list[dict[str, Any]] = []
+    violations = []
+    for name in found.missing:
+        unclear = name in found.unclear
+        reason = "the prompt names more than one choice" if unclear else "not in the prompt"
+        need: dict[str, Any] = {"name": name, "reason": reason}
+        options = (properties.get(name) or {}).get("enum")
+        if options:
+            need["options"] = list(options)
+        needs.append(need)
+        expected = "one clear choice" if unclear else "a value in the prompt"
+        violations.append(Violation(name, expected, "several" if unclear else "nothing", f"{name}: {reason}"))
+    error = InvalidArguments(
+        f"{function} needs {', '.join(found.missing)}, which the prompt does not give clearly",
+        violations,
+        param="prompt",
+    )
+    error.details.update(
+        function=function,
+        arguments=found.arguments,
+        candidates=_candidates(route),
+        follow_up=True,
+        needs=needs,
+    )
+    return error
+
+
 def is_follow_up(prompt: str) -> bool:
     return bool(_FOLLOW_UP.search(prompt))
 
@@ -143,17 +182,7 @@ class PromptExecutor:
             )
             found.missing = [name for name in found.missing if name not in found.arguments]
         if found.missing:
-            violations = [
-                Violation(name, "a value in the prompt", "nothing", f"{name}: missing required argument")
-                for name in found.missing
-            ]
-            error = InvalidArguments(
-                f"{function} needs {', '.join(found.missing)}, which the prompt does not give",
-                violations,
-                param="prompt",
-            )
-            error.details.update(function=function, arguments=found.arguments, candidates=_candidates(route))
-            raise error
+            raise _needs_more(function, doc.parameters, found, route)
         execution = Execution(function, found.arguments, found.sources, route, follow_up=plan.follow_up)
         execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
         if not dry_run:
