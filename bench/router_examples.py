@@ -13,6 +13,7 @@ them with the description score, with and without the examples' words in BM25.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,11 +76,32 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=SHARED)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bfcl", action="store_true", help="also route the BFCL set zero-shot (slow)")
+    parser.add_argument(
+        "--latency", action="store_true", help="only the route-latency table (2,000 functions)"
+    )
+    parser.add_argument("--functions", type=int, default=2000)
+    parser.add_argument("--prompts", type=int, default=300)
     args = parser.parse_args()
 
     from toolmesh.config import RouterConfig
 
     embedder = MemoEmbedder(open_embedder(RouterConfig()))
+    if args.latency:
+        table = latency(args, embedder)
+        if args.json:
+            print(json.dumps(table, indent=2))
+            return
+        base = float(table[0]["p50_ms"])  # type: ignore[arg-type]
+        print(
+            "| catalog | functions | route p50 ms | route p95 ms | p50 vs zero-shot |\n|---|---|---|---|---|"
+        )
+        for row in table:
+            ratio = float(row["p50_ms"]) / base  # type: ignore[arg-type]
+            print(
+                f"| {row['catalog']} | {row['functions']} | {row['p50_ms']} | {row['p95_ms']} "
+                f"| {ratio:.2f}x |"
+            )
+        return
     plain = load_pool(args.data / "apibench_torchhub_pool.json")
     training = load_queries(args.data / "apibench_torchhub_train.jsonl")
     queries = load_queries(args.data / "apibench_torchhub_eval.jsonl")
@@ -133,6 +155,54 @@ def main() -> None:
     print("| fusion | R@1 | R@5 | MRR |\n|---|---|---|---|")
     for row in rows:
         print(f"| {row['variant']} | {row['R@1']} | {row['R@5']} | {row['MRR']} |")
+
+
+def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, object]]:
+    """Route p50/p95 over a 2,000-function catalog, zero-shot and with 10 examples each,
+    the two indexes taking turns prompt by prompt in one process."""
+    import time
+
+    from toolmesh.router.routing import Router
+
+    pool = load_pool(args.data / "bfcl_pool.json")
+    while len(pool) < args.functions:  # top up with renamed copies
+        copy = len(pool) // 1879
+        pool += [dataclasses.replace(d, key=f"{d.key}-c{copy}", namespace=f"copy{copy}") for d in pool]
+    pool = pool[: args.functions]
+    prompts = [q.prompt for q in load_queries(args.data / "bfcl_pool_queries.jsonl")][: args.prompts]
+    zero = FunctionIndex(embedder)
+    zero.sync(pool)
+    rich = FunctionIndex(embedder)
+    rich.sync(pool)
+    # The examples' vectors cost the same whatever they say: random unit rows stand in for
+    # 20,000 embedded prompts (embedding them would only slow the bench's set-up).
+    rng = np.random.default_rng(0)
+    for doc in pool:
+        rows = rng.normal(size=(10, embedder.dimension)).astype(np.float32)
+        rich._views.set(rich._slots[doc.key], rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    routers = {"zero-shot": Router(zero, 0.3), "10 examples per function": Router(rich, 0.3)}
+    timings: dict[str, list[float]] = {name: [] for name in routers}
+    for prompt in prompts[:20]:  # warm-up
+        for router in routers.values():
+            router.route(prompt)
+    for prompt in prompts:
+        for name, router in routers.items():
+            embedder.memo.pop(prompt, None)  # each route embeds its prompt, as in production
+            began = time.perf_counter()
+            router.route(prompt)
+            timings[name].append((time.perf_counter() - began) * 1000)
+    rows = []
+    for name, values in timings.items():
+        p50, p95 = np.percentile(values, 50), np.percentile(values, 95)
+        rows.append(
+            {
+                "catalog": name,
+                "functions": len(pool),
+                "p50_ms": round(float(p50), 2),
+                "p95_ms": round(float(p95), 2),
+            }
+        )
+    return rows
 
 
 if __name__ == "__main__":

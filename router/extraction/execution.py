@@ -71,6 +71,7 @@ class Execution:
             "result": self.result,
             "code": self.code,
             "follow_up": self.follow_up,
+            "routing_id": self.route.routing_id,
             "candidates": self.route.to_dict()["candidates"],
         }
 
@@ -166,7 +167,11 @@ class PromptExecutor:
         allowed: Callable[[str], bool] | None = None,
         base_url: str = "http://127.0.0.1:8080",
         with_key: bool = False,
+        learn_as: str | None = None,
     ) -> Execution:
+        """Route, extract, call. `learn_as` names a caller allowed to teach the router: when
+        the router chose the function (not a session's follow-up) and the call succeeded,
+        the prompt becomes a learned example of it."""
         plan = await self.in_worker(functools.partial(self._plan, prompt, k, session_id, allowed))
         route, function, found = plan.route, plan.function, plan.found
         if function is None:
@@ -187,6 +192,13 @@ class PromptExecutor:
         execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
         if not dry_run:
             execution.result = await invoker(function, found.arguments)
+            succeeded = not execution.result.get("is_error")
+            if learn_as is not None and succeeded and not plan.follow_up and function == route.match:
+                learn = functools.partial(self.router.learn, function, prompt, learn_as)
+                try:
+                    await self.in_worker(learn)
+                except Exception as exc:  # the call ran; learning is a bonus
+                    log.warning(f"router did not learn from a call of {function}: {exc}")
         sessions = self.router.sessions
         if session_id and sessions is not None:
             record = functools.partial(
