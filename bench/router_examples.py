@@ -13,6 +13,7 @@ them with the description score, with and without the examples' words in BM25.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -79,6 +80,8 @@ def main() -> None:
     parser.add_argument(
         "--latency", action="store_true", help="only the route-latency table (2,000 functions)"
     )
+    parser.add_argument("--make-up", action="store_true", help="only the make-up examples' prompt set")
+    parser.add_argument("--sessions", action="store_true", help="only the follow-up (two-turn) set")
     parser.add_argument("--functions", type=int, default=2000)
     parser.add_argument("--prompts", type=int, default=300)
     args = parser.parse_args()
@@ -86,6 +89,12 @@ def main() -> None:
     from toolmesh.config import RouterConfig
 
     embedder = MemoEmbedder(open_embedder(RouterConfig()))
+    if args.make_up or args.sessions:
+        table = make_up(embedder) if args.make_up else sessions(embedder)
+        print("| " + " | ".join(table[0]) + " |\n|" + "---|" * len(table[0]))
+        for row in table:
+            print("| " + " | ".join(str(v) for v in row.values()) + " |")
+        return
     if args.latency:
         table = latency(args, embedder)
         if args.json:
@@ -200,6 +209,109 @@ def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, 
                 "functions": len(pool),
                 "p50_ms": round(float(p50), 2),
                 "p95_ms": round(float(p95), 2),
+            }
+        )
+    return rows
+
+
+def _make_up_docs() -> list[Document]:
+    import sys
+
+    from toolmesh.gateway.core.free_text import spec_documents
+    from toolmesh.runtimes.functions.discovery import discover, import_module
+
+    sys.path.insert(0, str(REPO))
+    names = ("weather", "delivery", "arithmetic", "text", "knowledge", "streaming")
+    return spec_documents([h.spec for name in names for h in discover(import_module(f"examples.{name}"))[0]])
+
+
+def sessions(embedder: MemoEmbedder) -> list[dict[str, object]]:
+    """Follow-ups (tests/examples/data/follow_ups.jsonl, written for this): the second turn's
+    function, chosen from the prompt alone and with the session's first turn."""
+    import asyncio
+    import datetime as dt
+    import tempfile
+
+    from toolmesh.errors import ToolmeshError
+    from toolmesh.router.extraction.execution import PromptExecutor
+    from toolmesh.router.routing import Router
+    from toolmesh.router.sessions import SessionStore
+
+    lines = (REPO / "tests" / "examples" / "data" / "follow_ups.jsonl").read_text().splitlines()
+    conversations = [json.loads(line)["turns"] for line in lines if line.strip()]
+    path = Path(tempfile.mkdtemp(prefix="tm-")) / "sessions.sqlite3"
+    store = SessionStore(path, ttl=3600, max_sessions=100, max_turns=10)
+    router = Router(FunctionIndex(embedder), 0.3, store)
+    router.sync(_make_up_docs())
+    executor = PromptExecutor(router, today=lambda: dt.date(2026, 11, 23))
+
+    async def nothing(function: str, arguments: object) -> dict[str, object]:
+        return {}
+
+    alone = together = 0
+    for number, turns in enumerate(conversations):
+        session = f"s{number}"
+        first, second = turns
+        with contextlib.suppress(ToolmeshError):
+            asyncio.run(executor.execute(first["prompt"], nothing, session_id=session, dry_run=True))
+        alone += router.route(second["prompt"]).match == second["function"]
+        together += executor._plan(second["prompt"], 5, session, None).function == second["function"]
+    store.close()
+    n = len(conversations)
+    return [
+        {"second turn routed": "from its prompt alone", "right": f"{alone}/{n}"},
+        {
+            "second turn routed": "with the session (previous prompt as context)",
+            "right": f"{together}/{n}",
+        },
+    ]
+
+
+def make_up(embedder: MemoEmbedder) -> list[dict[str, object]]:
+    """The `make up` examples and the prompt set written for them (tests/examples/data):
+    routing accuracy without and with the author examples, and what a dry-run execute does."""
+    import asyncio
+    import datetime as dt
+
+    from toolmesh.errors import InvalidArguments
+    from toolmesh.router.extraction.execution import PromptExecutor
+    from toolmesh.router.routing import Router
+
+    docs = _make_up_docs()
+    lines = (REPO / "tests" / "examples" / "data" / "routing_prompts.jsonl").read_text().splitlines()
+    cases = [json.loads(line) for line in lines if line.strip()]
+
+    async def nothing(function: str, arguments: object) -> dict[str, object]:
+        raise AssertionError("dry run")
+
+    rows = []
+    for label, pool in (
+        ("description only", [dataclasses.replace(d, examples=()) for d in docs]),
+        ("with author examples (3 each)", docs),
+    ):
+        router = Router(FunctionIndex(embedder), 0.3)
+        router.sync(pool)
+        executor = PromptExecutor(router, today=lambda: dt.date(2026, 11, 23))
+        right = ran = asked = contradicted = 0
+        for case in cases:
+            if router.route(case["prompt"]).match != case["function"]:
+                continue
+            right += 1
+            try:
+                execution = asyncio.run(executor.execute(case["prompt"], nothing, dry_run=True))
+                settled, ran = execution.arguments, ran + 1
+            except InvalidArguments as asking:
+                settled, asked = asking.details["arguments"], asked + 1
+            expected = case["arguments"]
+            contradicted += any(k in expected and expected[k] != v for k, v in settled.items())
+        rows.append(
+            {
+                "catalog": label,
+                "prompts": len(cases),
+                "routed right": f"{100 * right / len(cases):.1f} %",
+                "would run": ran,
+                "asked": asked,
+                "contradicting the prompt": contradicted,
             }
         )
     return rows

@@ -280,7 +280,7 @@ class FunctionIndex:
         # einsum, not BLAS: one matrix-vector product is too small for OpenBLAS's threads,
         # which cost more than they save next to onnxruntime's (3-4x slower here).
         dense = np.einsum("ij,j->i", self._vectors[:size], query_vector)
-        dense = self.fusion.blend(dense, *self._views.scores(query_vector, size))
+        dense = self.fusion.blend(dense, *self._views.scores(query_vector, size, dense))
         lexical = self._bm25.scores(terms(query), size)
         fused = self.fusion.fuse(dense, lexical)
         fused[~self._used] = -np.inf

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -18,6 +19,12 @@ RECENCY_BONUS = (0.03, 0.02, 0.01)
 #: Turns of history the router reads for that preference.
 RECENT_TURNS = 5
 MAX_PROMPT_CHARS = 8192
+# "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|now|then|also|ok(?:ay)?|same|again|what about|how about)\b"
+    r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
+    re.I,
+)
 #: Routings remembered (in this process) for feedback to refer to by id; the oldest go first.
 REMEMBERED_ROUTINGS = 10_000
 
@@ -131,12 +138,19 @@ class Router:
         allowed: Callable[[str], bool] | None = None,
     ) -> RouteResult:
         """The `k` best functions for `prompt`; `allowed` hides functions the caller may not use."""
-        boosts = self.recent_functions(self.history(session_id))
+        history = self.history(session_id)
+        boosts = self.recent_functions(history)
         prompt = prompt[:MAX_PROMPT_CHARS]
+        # A follow-up ("and in Paris?", "now 6 days") says little alone: it is routed together
+        # with the session's previous prompt, which names the task (bench/router_examples.py
+        # --sessions measures it).
+        text = prompt
+        if history and is_follow_up(prompt):
+            text = f"{history[-1].prompt} {prompt}"[:MAX_PROMPT_CHARS]
         # Embedding is the slow part and reads no index state: keep it outside the lock.
-        vector = self.index.embedder.embed([prompt])[0]
+        vector = self.index.embedder.embed([text])[0]
         with self._lock:
-            candidates = self.index.search(prompt, k, allowed=allowed, boosts=boosts, query_vector=vector)
+            candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
         match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
         result = RouteResult(match, candidates)
         with self._lock:
@@ -144,6 +158,11 @@ class Router:
             if len(self._routings) > REMEMBERED_ROUTINGS:
                 self._routings.popitem(last=False)
         return result
+
+
+def is_follow_up(prompt: str) -> bool:
+    """Whether a prompt reads as continuing the previous turn ("and for Oslo?")."""
+    return bool(_FOLLOW_UP.search(prompt))
 
 
 def version(doc: Document) -> str:

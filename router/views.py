@@ -7,6 +7,12 @@ with the centroid of its examples (what they share). The index blends both with 
 description score; bench/router_examples.py measures the choices. The rows live in one
 matrix grouped by function, rebuilt lazily after a change, so a query costs one
 matrix-vector product and one segmented max.
+
+On a large catalog that product is most of a route's work (2,000 functions with ten
+examples each: 20,000 rows), so past `EXACT_ROWS` rows only a shortlist is scored
+exactly: the `SHORTLIST` functions best on the description and centroid views. The
+others take their centroid's cosine as their best example's; they were far from the
+top k already (bench/router_examples.py --latency measures the cost).
 """
 
 from __future__ import annotations
@@ -15,6 +21,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolmesh.router.embedding.embedder import Vectors, normalise
+
+#: Up to this many example rows, every one is scored for every query.
+EXACT_ROWS = 4096
+#: Past it, the functions whose best example is scored exactly.
+SHORTLIST = 128
 
 
 class ExampleViews:
@@ -27,6 +38,7 @@ class ExampleViews:
         self._owners = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
         self._centroids = np.zeros((0, dimension), np.float32)
+        self._counts = np.zeros(0, np.int64)
         self._stale = False
 
     def __len__(self) -> int:
@@ -53,27 +65,46 @@ class ExampleViews:
         if slots:
             self._matrix = np.concatenate([self._rows[s] for s in slots])
             counts = np.array([len(self._rows[s]) for s in slots], np.int64)
+            self._counts = counts
             self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
             self._centroids = normalise(np.stack([self._rows[s].mean(axis=0) for s in slots]))
         else:
             self._matrix = np.zeros((0, self.dimension), np.float32)
             self._starts = np.zeros(0, np.int64)
+            self._counts = np.zeros(0, np.int64)
             self._centroids = np.zeros((0, self.dimension), np.float32)
         self._owners = np.array(slots, np.int64)
         self._stale = False
 
-    def scores(self, query_vector: Vectors, size: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+    def scores(
+        self, query_vector: Vectors, size: int, dense: NDArray[np.float32] | None = None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
         """Per slot below `size`: the highest cosine between the query and one of its
-        examples, and the cosine with their centroid; NaN where a slot has none."""
+        examples, and the cosine with their centroid; NaN where a slot has none. `dense`
+        (the description scores, per slot) picks the shortlist on a large catalog."""
         if self._stale:
             self._compile()
         best = np.full(size, np.nan, np.float32)
         centroid = np.full(size, np.nan, np.float32)
         if not len(self._owners):
             return best, centroid
-        # einsum, not BLAS: see FunctionIndex.score_all.
-        cosines = np.einsum("ij,j->i", self._matrix, query_vector)
         keep = self._owners < size
-        best[self._owners[keep]] = np.maximum.reduceat(cosines, self._starts)[keep]
-        centroid[self._owners[keep]] = np.einsum("ij,j->i", self._centroids, query_vector)[keep]
+        # einsum, not BLAS: see FunctionIndex.score_all.
+        near = np.einsum("ij,j->i", self._centroids, query_vector)
+        if len(self._matrix) <= EXACT_ROWS or dense is None or len(self._owners) <= SHORTLIST:
+            cosines = np.einsum("ij,j->i", self._matrix, query_vector)
+            found = np.maximum.reduceat(cosines, self._starts)
+        else:
+            prior = near + dense[np.minimum(self._owners, size - 1)]
+            chosen = np.argpartition(-prior, SHORTLIST - 1)[:SHORTLIST]
+            counts = self._counts[chosen]
+            offsets = np.cumsum(counts) - counts
+            rows = (
+                np.arange(counts.sum()) - np.repeat(offsets, counts) + np.repeat(self._starts[chosen], counts)
+            )
+            cosines = np.einsum("ij,j->i", self._matrix[rows], query_vector)
+            found = near.copy()
+            found[chosen] = np.maximum.reduceat(cosines, offsets)
+        best[self._owners[keep]] = found[keep]
+        centroid[self._owners[keep]] = near[keep]
         return best, centroid

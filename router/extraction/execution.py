@@ -19,7 +19,6 @@ import asyncio
 import datetime as dt
 import functools
 import logging
-import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -29,17 +28,11 @@ from toolmesh.errors import FunctionNotFound, InvalidArguments, Unavailable, Vio
 from toolmesh.router.extraction.extract import Extraction, extract_arguments
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.extraction.snippet import code_for
-from toolmesh.router.routing import Router, RouteResult
+from toolmesh.router.routing import Router, RouteResult, is_follow_up
 from toolmesh.router.sessions import Turn
 
 log = logging.getLogger("toolmesh.router")
 
-# "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
-_FOLLOW_UP = re.compile(
-    r"^\s*(?:and|now|then|also|ok(?:ay)?|same|again|what about|how about)\b"
-    r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
-    re.I,
-)
 #: A follow-up keeps the previous function unless another one beats the threshold by this much.
 FOLLOW_UP_MARGIN = 0.1
 
@@ -117,10 +110,6 @@ def _needs_more(
         needs=needs,
     )
     return error
-
-
-def is_follow_up(prompt: str) -> bool:
-    return bool(_FOLLOW_UP.search(prompt))
 
 
 def _candidates(route: RouteResult) -> list[dict[str, object]]:

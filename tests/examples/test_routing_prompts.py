@@ -9,8 +9,10 @@ value it settles on matches what the prompt says, or it asks (`follow_up` in the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ from toolmesh.router.embedding.model import ensure_model
 from toolmesh.router.extraction.execution import PromptExecutor
 from toolmesh.router.index import FunctionIndex
 from toolmesh.router.routing import Router
+from toolmesh.router.sessions import SessionStore
 from toolmesh.runtimes.pod.wire import spec_from_proto
 from toolmesh.v1 import function_pb2
 
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     from tests.examples.conftest import Serve
 
 DATA = Path(__file__).parent / "data" / "routing_prompts.jsonl"
+#: Two-turn conversations written for this: the second turn is a follow-up ("and in Paris?").
+FOLLOW_UPS = Path(__file__).parent / "data" / "follow_ups.jsonl"
 PROMPTS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
 
 
@@ -40,15 +45,18 @@ async def _nothing(function: str, arguments: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def executor(serve: Serve, router_cache: Path) -> PromptExecutor:
+async def executor(serve: Serve, router_cache: Path, tmp_path: Path) -> AsyncIterator[PromptExecutor]:
     client = await serve(*MODULES)
     listing = await client.stub.ListFunctions(function_pb2.ListFunctionsRequest())
     specs = [spec_from_proto(s) for s in listing.functions]
     assert all(len(spec.examples) >= 3 for spec in specs), "every example function has author examples"
     model = ensure_model(router_cache)
-    router = Router(FunctionIndex(OnnxEmbedder(model.int8, model.tokenizer)), DEFAULT_ROUTER_THRESHOLD)
+    sessions = SessionStore(tmp_path / "sessions.sqlite3", ttl=3600, max_sessions=100, max_turns=10)
+    embedder = OnnxEmbedder(model.int8, model.tokenizer)
+    router = Router(FunctionIndex(embedder), DEFAULT_ROUTER_THRESHOLD, sessions)
     router.sync(spec_documents(specs))
-    return PromptExecutor(router, today=lambda: dt.date(2026, 11, 23))
+    yield PromptExecutor(router, today=lambda: dt.date(2026, 11, 23))
+    sessions.close()
 
 
 async def _plan(executor: PromptExecutor, prompt: str) -> tuple[dict[str, Any], list[Any]]:
@@ -90,3 +98,16 @@ async def test_routing_and_execution_on_the_written_set(executor: PromptExecutor
     assert len(wrong_route) <= 0.05 * len(PROMPTS), wrong_route
     assert not contradictions, contradictions
     assert asked < len(PROMPTS) / 4, "asking is for what is missing, not a way out of every prompt"
+
+
+async def test_a_session_routes_follow_ups_with_the_previous_prompt(executor: PromptExecutor) -> None:
+    conversations = [json.loads(line)["turns"] for line in FOLLOW_UPS.read_text().splitlines() if line]
+    alone = together = 0
+    for number, (first, second) in enumerate(conversations):
+        session = f"s{number}"
+        with contextlib.suppress(InvalidArguments):  # a first turn that asks records nothing
+            await executor.execute(first["prompt"], _nothing, session_id=session, dry_run=True)
+        alone += executor.router.route(second["prompt"]).match == second["function"]
+        routed = executor.router.route(second["prompt"], session_id=session)
+        together += routed.candidates[0].key == second["function"]
+    assert alone <= len(conversations) / 2 < len(conversations) - 3 <= together

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from toolmesh.cli import main
@@ -103,3 +104,25 @@ def test_eval_takes_examples_from_a_training_file(
     learned = json.loads(capsys.readouterr().out)
     assert zero_shot["recall_at_1"] < 1 and learned["recall_at_1"] == 1
     assert main([*args, "--examples-from", str(tmp_path / "train.jsonl"), "--k-examples", "-1"]) == 2
+
+
+def test_a_large_catalog_scores_a_shortlist_and_keeps_the_top() -> None:
+    from toolmesh.router.views import EXACT_ROWS, ExampleViews
+
+    rng = np.random.default_rng(7)
+    functions, per = 700, 8
+    assert functions * per > EXACT_ROWS
+    views = ExampleViews(32)
+    for slot in range(functions):
+        rows = rng.normal(size=(per, 32)).astype(np.float32)
+        views.set(slot, rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    query = rng.normal(size=32).astype(np.float32)
+    query /= np.linalg.norm(query)
+    dense = rng.normal(scale=0.1, size=functions).astype(np.float32)
+    exact_best, centroid = views.scores(query, functions)  # no description scores: exact
+    fast_best, fast_centroid = views.scores(query, functions, dense)
+    assert np.array_equal(centroid, fast_centroid)
+    exact_top = np.argsort(-(dense + exact_best + centroid))[:10]
+    fast_top = np.argsort(-(dense + fast_best + centroid))[:10]
+    assert list(fast_top) == list(exact_top)
+    assert np.allclose(fast_best[exact_top], exact_best[exact_top])
