@@ -7,11 +7,14 @@ from pathlib import Path
 
 import httpx
 
+import toolmesh
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.core.test_free_text import router_config
+from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub
 from toolmesh.config import KeyConfig, hash_key
 from toolmesh.router.learning import LearnedExamples
 from toolmesh.router.service import LEARNED_FILE
+from toolmesh.v1 import mesh_pb2
 
 KEYS = [
     KeyConfig(name="teacher", key_hash=hash_key("teacher-key"), scopes=("*", "@learn")),
@@ -62,3 +65,24 @@ async def test_feedback_and_routed_calls_teach_the_router_only_with_learn(
     async with httpx.AsyncClient(base_url=restarted.url, timeout=20) as http:
         answer = (await http.post("/v1/route", json={"prompt": PROMPT}, headers=plain)).json()
         assert answer["match"] == "download_file"
+
+
+async def test_grpc_route_feedback_answers_like_http(
+    gateway_factory: StartGateway, router_cache: Path, tmp_path: Path
+) -> None:
+    config = router_config(router_cache, tmp_path)
+    gateway = await gateway_factory(runtime("tools", "router_tools"), keys=KEYS, router=config)
+    channel, mesh = mesh_stub(gateway)
+    teacher = (("authorization", "Bearer teacher-key"),)
+    plain = (("authorization", "Bearer plain-key"),)
+    async with channel:
+        routed = await mesh.Route(mesh_pb2.RouteRequest(prompt=PROMPT), metadata=plain)
+        assert routed.routing_id
+        request = mesh_pb2.RouteFeedbackRequest(routing_id=routed.routing_id, function="download_file")
+        denied = await failure(mesh.RouteFeedback(request, metadata=plain))
+        assert isinstance(denied, toolmesh.PermissionDenied)
+        taught = await mesh.RouteFeedback(request, metadata=teacher)
+        assert (taught.function, taught.learned, taught.learned_examples) == ("download_file", PROMPT, 1)
+        unknown = mesh_pb2.RouteFeedbackRequest(routing_id="nope", function="download_file")
+        bad = await failure(mesh.RouteFeedback(unknown, metadata=teacher))
+        assert isinstance(bad, toolmesh.InvalidRequest) and bad.param == "routing_id"
