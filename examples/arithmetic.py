@@ -116,6 +116,13 @@ def _evaluate(node: ast.AST) -> Number:
 class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
     """Exact arithmetic: basic operations on two numbers, or a whole expression at once."""
 
+    @toolmesh.function(
+        examples=[
+            "add 2 and 3",
+            "what is 17 plus 25",
+            "sum of 1.5 and 2.25",
+        ]
+    )
     def add(self, a: float, b: float) -> float:
         """Add two numbers.
 
@@ -125,6 +132,13 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         """
         return _checked(a + b)
 
+    @toolmesh.function(
+        examples=[
+            "subtract 4 from 10",
+            "what is 100 minus 37",
+            "take 8 away from 20",
+        ]
+    )
     def subtract(self, a: float, b: float) -> float:
         """Subtract one number from another.
 
@@ -134,6 +148,13 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         """
         return _checked(a - b)
 
+    @toolmesh.function(
+        examples=[
+            "multiply 6 by 7",
+            "what is 12 times 11",
+            "product of 3 and 9",
+        ]
+    )
     def multiply(self, a: float, b: float) -> float:
         """Multiply two numbers.
 
@@ -143,6 +164,13 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         """
         return _checked(a * b)
 
+    @toolmesh.function(
+        examples=[
+            "divide 10 by 4",
+            "what is 144 divided by 12",
+            "how much is 9 over 3",
+        ]
+    )
     def divide(self, dividend: float, divisor: float) -> float:
         """Divide one number by another.
 
@@ -155,6 +183,13 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             raise ZeroDivisionError(f"cannot divide {dividend:g} by zero")
         return _checked(dividend / divisor)
 
+    @toolmesh.function(
+        examples=[
+            "2 to the power of 10",
+            "what is 3 raised to 4",
+            "5 squared",
+        ]
+    )
     def power(self, base: float, exponent: float) -> float:
         """Raise a number to a power.
 
@@ -165,6 +200,13 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         """
         return float(_power(base, exponent))
 
+    @toolmesh.function(
+        examples=[
+            "calculate (2 + 3) * 4",
+            "evaluate the expression 2**8 - 1",
+            "compute 17 * (4 + 6) / 2",
+        ]
+    )
     def evaluate(self, expression: Annotated[str, Field(min_length=1, max_length=500)]) -> Number:
         """Evaluate an arithmetic expression, such as "(2 + 3) * sqrt(16) / 2".
 

@@ -117,7 +117,14 @@ class Delivery(toolmesh.Toolset, namespace="delivery"):
         # Sync methods run in worker threads: two orders may race for the last item.
         self._lock = threading.Lock()
 
-    @toolmesh.function(read_only=True)
+    @toolmesh.function(
+        read_only=True,
+        examples=[
+            "what camping gear do you sell?",
+            "show me the products in the shop",
+            "list the cooking products",
+        ],
+    )
     def list_products(self, category: Category | None = None) -> list[Product]:
         """List the products for sale, with their prices and stock.
 
@@ -131,7 +138,14 @@ class Delivery(toolmesh.Toolset, namespace="delivery"):
                 p.model_copy() for p in self._stock.values() if category is None or p.category == category
             ]
 
-    @toolmesh.function(destructive=True)
+    @toolmesh.function(
+        destructive=True,
+        examples=[
+            "order 2 of product TENT-2P",
+            "buy one headlamp, product LAMP-HEAD",
+            "I would like to purchase 3 of STOVE-GAS",
+        ],
+    )
     def place_order(self, product_id: str, quantity: Annotated[int, Field(ge=1, le=20)] = 1) -> Order:
         """Order a product; the stock is reserved at once.
 
@@ -168,7 +182,14 @@ class Delivery(toolmesh.Toolset, namespace="delivery"):
             self._orders[order.id] = order
             return order
 
-    @toolmesh.function(read_only=True)
+    @toolmesh.function(
+        read_only=True,
+        examples=[
+            "where is my order ORD-00001?",
+            "track order ORD-00002",
+            "has my package been shipped yet, order ORD-00003",
+        ],
+    )
     def track_order(self, order_id: str) -> Tracking:
         """Tell where an order is: its status, its history and when it should arrive.
 
@@ -192,7 +213,15 @@ class Delivery(toolmesh.Toolset, namespace="delivery"):
         arrives = None if last in ("delivered", "cancelled") else order.estimated_delivery
         return Tracking(order_id=order.id, status=last, estimated_delivery=arrives, history=history)
 
-    @toolmesh.function(destructive=True, idempotent=True)
+    @toolmesh.function(
+        destructive=True,
+        idempotent=True,
+        examples=[
+            "cancel order ORD-00001",
+            "I don't want order ORD-00002 any more, cancel it",
+            "stop my order ORD-00003 from shipping",
+        ],
+    )
     def cancel_order(self, order_id: str) -> Tracking:
         """Cancel an order that has not shipped yet and put its items back in stock.
 

@@ -145,7 +145,16 @@ def _index() -> _Index:
     return _Index([p for path in sorted(_DOCS.glob("*.md")) for p in _paragraphs(path)])
 
 
-@toolmesh.function(namespace="knowledge", read_only=True, idempotent=True)
+@toolmesh.function(
+    namespace="knowledge",
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "search the help centre for return policy",
+        "find help articles about changing my delivery address",
+        "look up warranty information in the help docs",
+    ],
+)
 def search_help_center(
     query: Annotated[str, Field(min_length=1, max_length=500)],
     limit: Annotated[int, Field(ge=1, le=10)] = 3,
@@ -162,7 +171,16 @@ def search_help_center(
     ]
 
 
-@toolmesh.function(namespace="knowledge", read_only=True, idempotent=True)
+@toolmesh.function(
+    namespace="knowledge",
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "how long does a refund take?",
+        "can I pay with PayPal?",
+        "how do I reset my account password?",
+    ],
+)
 def answer_question(
     question: Annotated[str, Field(min_length=1, max_length=500)],
     sentences: Annotated[int, Field(ge=1, le=5)] = 2,

@@ -33,7 +33,15 @@ class Progress(BaseModel):
     done: bool
 
 
-@toolmesh.function(read_only=True, idempotent=True)
+@toolmesh.function(
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "stream this text back to me in chunks",
+        "send the text piece by piece as a stream",
+        "echo this paragraph as a stream of chunks of 50 characters",
+    ],
+)
 def stream_text(
     text: Annotated[str, Field(min_length=1)],
     chunk_size: Annotated[int, Field(ge=10, le=10_000)] = 200,
@@ -64,7 +72,15 @@ def _chunk_end(text: str, start: int, size: int) -> int:
     return beyond.end() if beyond else len(text)
 
 
-@toolmesh.function(read_only=True, timeout=90)
+@toolmesh.function(
+    read_only=True,
+    timeout=90,
+    examples=[
+        "count down from 10",
+        "start a countdown of 5 seconds",
+        "do a countdown from 3 to zero",
+    ],
+)
 async def countdown(
     start: Annotated[int, Field(ge=1, le=60)] = 5,
     interval: Annotated[float, Field(ge=0, le=1)] = 1.0,
@@ -81,7 +97,14 @@ async def countdown(
     yield "Time's up!"
 
 
-@toolmesh.function(timeout=60)
+@toolmesh.function(
+    timeout=60,
+    examples=[
+        "run a job with the steps fetch, build and deploy",
+        "start a background job: extract, transform, load",
+        "execute the steps download and unpack and report progress",
+    ],
+)
 async def run_job(
     steps: Annotated[list[str], Field(min_length=1, max_length=20)],
     seconds_per_step: Annotated[float, Field(ge=0, le=2)] = 0.5,

@@ -88,7 +88,16 @@ def _content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1]
 
 
-@toolmesh.function(namespace="text", read_only=True, idempotent=True)
+@toolmesh.function(
+    namespace="text",
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "summarise this article in 2 sentences",
+        "give me a short summary of this text",
+        "tl;dr of the following report",
+    ],
+)
 def summarise(
     text: Annotated[str, Field(min_length=1, max_length=200_000)],
     sentences: Annotated[int, Field(ge=1, le=10)] = 3,
@@ -204,7 +213,16 @@ def _parse(html: str) -> _PageParser:
     return parser
 
 
-@toolmesh.function(namespace="text", read_only=True, idempotent=True)
+@toolmesh.function(
+    namespace="text",
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "list all the links in this HTML page",
+        "which URLs does this html link to",
+        "pull the hrefs out of this markup",
+    ],
+)
 def extract_links(html: str, base_url: str | None = None) -> list[Link]:
     """List the links of an HTML page, with relative addresses made absolute.
 
@@ -222,7 +240,16 @@ def extract_links(html: str, base_url: str | None = None) -> list[Link]:
     ]
 
 
-@toolmesh.function(namespace="text", read_only=True, idempotent=True)
+@toolmesh.function(
+    namespace="text",
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "what is the title and the headings of this HTML page",
+        "get the page title and meta description from this html",
+        "outline of this web page's headings",
+    ],
+)
 def extract_page_info(html: str) -> PageInfo:
     """Extract the title, description, headings, Open Graph data and contact details of a page.
 

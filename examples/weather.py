@@ -146,7 +146,15 @@ def _feels_like(celsius: float, humidity: int, wind_kph: float) -> float:
     return celsius + 0.33 * vapour - 0.70 * (wind_kph / 3.6) - 4.0
 
 
-@toolmesh.function(read_only=True, idempotent=True)
+@toolmesh.function(
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "what's the weather in Lisbon right now?",
+        "is it raining in Oslo?",
+        "how warm is it in Madrid today in fahrenheit",
+    ],
+)
 def get_current_weather(city: City, unit: Unit = "celsius") -> CurrentWeather:
     """Get the current weather conditions in a city.
 
@@ -169,7 +177,15 @@ def get_current_weather(city: City, unit: Unit = "celsius") -> CurrentWeather:
     )
 
 
-@toolmesh.function(read_only=True, idempotent=True)
+@toolmesh.function(
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "forecast for Berlin for the next 5 days",
+        "will it rain in Dublin this week?",
+        "what will the weather be like in Rome tomorrow",
+    ],
+)
 def get_forecast(city: City, days: Days = 3, unit: Unit = "celsius") -> Forecast:
     """Get the daily weather forecast for a city, starting today.
 
@@ -213,6 +229,11 @@ convert_temperature = toolmesh.FunctionDefinition(
         toolmesh.Parameter("to_unit", "string", "Unit to convert to", enum=_UNITS, default="celsius"),
     ],
     handler=_convert_temperature,
+    examples=[
+        "convert 98.6 fahrenheit to celsius",
+        "what is 20 celsius in fahrenheit",
+        "how many kelvin is 0 degrees celsius",
+    ],
     annotations=toolmesh.Annotations(read_only=True, idempotent=True),
     output_schema={
         "type": "object",
@@ -222,7 +243,15 @@ convert_temperature = toolmesh.FunctionDefinition(
 )
 
 
-@toolmesh.function(read_only=True, idempotent=True)
+@toolmesh.function(
+    read_only=True,
+    idempotent=True,
+    examples=[
+        "what should I pack for 4 days in Edinburgh?",
+        "packing list for a weekend trip to Vienna",
+        "do I need an umbrella or a coat for Prague",
+    ],
+)
 async def plan_packing(city: City, ctx: toolmesh.Context, days: Days = 3) -> PackingList:
     """Suggest what to pack for a trip, based on the forecast for its days.
 

@@ -2,6 +2,9 @@
 
 toolmesh router build [--config FILE] [--cache-dir DIR]
 toolmesh router eval --catalog POOL.json --queries QUERIES.jsonl [--k 5] [--match id|name] [--json]
+                     [--examples-from TRAIN.jsonl --k-examples N]
+toolmesh router examples list [--function NAME] [--json]      examples learned from use
+toolmesh router examples remove NAME [--prompt TEXT]
 """
 
 from __future__ import annotations
@@ -48,12 +51,16 @@ def _build(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError
     from toolmesh.router.embedding.model import ModelUnavailable
-    from toolmesh.router.evaluate import EvalInputError, evaluate, load_pool, load_queries
+    from toolmesh.router.evaluate import EvalInputError, evaluate, load_pool, load_queries, with_examples
     from toolmesh.router.service import open_embedder
 
     try:
         pool = load_pool(Path(args.catalog))
         queries = load_queries(Path(args.queries))
+        if args.examples_from is not None:
+            if args.k_examples < 0:
+                raise ValueError("--k-examples must be 0 or more")
+            pool = with_examples(pool, load_queries(Path(args.examples_from)), args.k_examples)
         config = _config(args)
         embedder = open_embedder(config, progress=_progress)
     except (ConfigError, EvalInputError, ModelUnavailable, OSError, ValueError) as exc:
@@ -62,6 +69,39 @@ def _eval(args: argparse.Namespace) -> int:
     report = evaluate(embedder, pool, queries, k=args.k, match=args.match, threshold=config.threshold)
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.table())
     return 0
+
+
+def _examples(args: argparse.Namespace) -> int:
+    from toolmesh.config import ConfigError
+    from toolmesh.router.learning import LearnedExamples
+    from toolmesh.router.service import LEARNED_FILE
+
+    try:
+        config = _config(args)
+        data = Path(args.data_dir) if args.data_dir else Path(config.data_dir)
+        store = LearnedExamples(data / LEARNED_FILE)
+    except (ConfigError, OSError) as exc:
+        print(f"toolmesh router examples: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.examples_command == "remove":
+            removed = store.remove(args.function, args.prompt)
+            print(json.dumps({"function": args.function, "removed": removed}))
+            return 0 if removed else 1
+        rows = store.listing(args.function)
+        if args.json:
+            print(json.dumps([{**vars_of(row)} for row in rows], indent=2))
+        else:
+            for row in rows:
+                stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.at))
+                print(f"{row.function}\t{row.version[:8]}\t{stamp}\t{row.principal}\t{row.prompt}")
+        return 0
+    finally:
+        store.close()
+
+
+def vars_of(row: Any) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in ("function", "version", "prompt", "principal", "at")}
 
 
 def add_router_commands(commands: Any) -> None:
@@ -100,8 +140,35 @@ def add_router_commands(commands: Any) -> None:
         default="id",
         help="id: only the expected pool entry counts; name: any entry in same_name_pool_ids",
     )
+    evaluation.add_argument(
+        "--examples-from",
+        help="JSON lines in the queries' format: their prompts become examples of their expected function",
+    )
+    evaluation.add_argument(
+        "--k-examples",
+        type=int,
+        default=10,
+        help="at most this many examples per function from --examples-from (default %(default)s)",
+    )
     evaluation.add_argument("--fp32", action="store_true", help="use the fp32 model instead of the int8 one")
     evaluation.add_argument("--json", action="store_true", help="print the report as JSON")
     common(evaluation)
     evaluation.set_defaults(handler=_eval)
     needs_mesh(evaluation, ROUTER_MODULES)
+
+    examples = sub.add_parser(
+        "examples",
+        help="list or remove the examples the router learned from use (a running gateway "
+        "sees a removal at its next start or catalog change)",
+    )
+    actions = examples.add_subparsers(dest="examples_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="learned examples, newest first per function")
+    listing.add_argument("--function", help="only this function (qualified name)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    removal = actions.add_parser("remove", help="forget a function's learned examples (or one of them)")
+    removal.add_argument("function", help="qualified function name")
+    removal.add_argument("--prompt", help="only this prompt (exactly as listed)")
+    for action in (listing, removal):
+        common(action)
+        action.add_argument("--data-dir", help="the router's data directory (overrides [router] data_dir)")
+        action.set_defaults(handler=_examples)

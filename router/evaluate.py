@@ -5,10 +5,15 @@ Reads the format of the shared BFCL routing set: a pool ``{"functions": [{"pool_
 "expected_pool_id", "same_name_pool_ids"}``. With ``match="name"`` any pool entry
 in ``same_name_pool_ids`` counts as a hit (the pool holds several functions
 with the same name and different descriptions).
+
+A pool entry may carry ``"examples": [prompt, ...]``; `with_examples` adds up to N more
+per function from a training query file (same format as the queries), to measure how
+routing improves with examples while the evaluation prompts stay held out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -104,15 +109,33 @@ def load_pool(path: Path) -> list[Document]:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise EvalInputError(f"{path}: functions[{i}] needs at least a string 'name'")
         parameters = entry.get("parameters")
+        examples = entry.get("examples") or []
+        if not isinstance(examples, list) or not all(isinstance(e, str) for e in examples):
+            raise EvalInputError(f"{path}: functions[{i}].examples must be a list of strings")
         docs.append(
             Document(
                 key=str(entry.get("pool_id", entry["name"])),
                 name=entry["name"],
                 description=str(entry.get("description") or ""),
                 parameters=parameters if isinstance(parameters, dict) else {},
+                examples=tuple(examples),
             )
         )
     return docs
+
+
+def with_examples(pool: Sequence[Document], training: Sequence[Query], per_function: int) -> list[Document]:
+    """`pool` with up to `per_function` training prompts added to each function's examples
+    (in file order); prompts that name a function outside the pool are skipped."""
+    extra: dict[str, list[str]] = {}
+    for query in training:
+        found = extra.setdefault(query.expected, [])
+        if len(found) < per_function:
+            found.append(query.prompt)
+    return [
+        dataclasses.replace(doc, examples=(*doc.examples, *extra[doc.key])) if doc.key in extra else doc
+        for doc in pool
+    ]
 
 
 def load_queries(path: Path) -> list[Query]:
@@ -172,7 +195,7 @@ def evaluate(
 ) -> EvalReport:
     """Index `pool` (timed), route every query one at a time (timed), and score the rankings."""
     started = time.perf_counter()
-    index = index or FunctionIndex(embedder)
+    index = index if index is not None else FunctionIndex(embedder)
     index.sync(pool)
     build = time.perf_counter() - started
     names = {doc.key: doc.name for doc in pool}

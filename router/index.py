@@ -10,6 +10,15 @@ Fusion (tuned on the BFCL pool, see bench/RESULTS.md)::
             + DESCRIPTION_WEIGHT * cosine(query, description)
     score = dense + LEXICAL_WEIGHT * bm25(query, function)
 
+A function with example prompts (its author's, or learned from use) has two more views
+(views.py): the best cosine between the query and one of its examples, and the cosine
+with their centroid. Equal thirds of each make its dense score,
+``dense = (dense + best example + centroid) / 3``, and the examples' words join the
+function's BM25 terms; a function without examples keeps its dense score (its BM25 score
+moves only as the corpus statistics do). Max alone,
+centroid alone, other weights, and BM25 without the examples were measured on APIBench
+TorchHub (bench/router_examples.py, bench/RESULTS.md): the blend was best.
+
 The full text (name, description, parameters) carries the most, but long parameter
 lists dilute it, so the description alone is a second view (blended into one stored
 vector, so it costs nothing per query). A weighted sum of the raw scores beat
@@ -32,8 +41,13 @@ from toolmesh.router.bm25 import BM25
 from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, Vectors, normalise
 from toolmesh.router.text import Document, terms, text_hash
+from toolmesh.router.views import ExampleViews
 
 LEXICAL_WEIGHT = 0.02
+#: Shares of the cosine from the best example and from the examples' centroid (for
+#: functions that have examples; the rest is the description score).
+BEST_EXAMPLE_WEIGHT = 1 / 3
+CENTROID_WEIGHT = 1 / 3
 #: Share of the cosine that comes from the description alone (the rest: the whole function text).
 DESCRIPTION_WEIGHT = 0.35
 
@@ -61,6 +75,22 @@ class Fusion:
     """How the two scores combine; the defaults are the tuned ones."""
 
     lexical_weight: float = LEXICAL_WEIGHT
+    best_weight: float = BEST_EXAMPLE_WEIGHT
+    centroid_weight: float = CENTROID_WEIGHT
+    #: Whether examples' words count in the function's BM25 document.
+    example_terms: bool = True
+
+    def blend(
+        self, dense: NDArray[np.float32], best: NDArray[np.float32], centroid: NDArray[np.float32]
+    ) -> NDArray[np.float32]:
+        """The dense score with the example views mixed in (NaN where a function has none)."""
+        has = ~np.isnan(best)
+        if not has.any():
+            return dense
+        own = 1 - self.best_weight - self.centroid_weight
+        mixed = own * dense + self.best_weight * best + self.centroid_weight * centroid
+        blended: NDArray[np.float32] = np.where(has, mixed, dense).astype(np.float32)
+        return blended
 
     def fuse(self, dense: NDArray[np.float32], lexical: NDArray[np.float32]) -> NDArray[np.float32]:
         fused: NDArray[np.float32] = (dense + self.lexical_weight * lexical).astype(np.float32)
@@ -81,6 +111,10 @@ class FunctionIndex:
         self._docs: dict[int, Document] = {}
         self._hashes: dict[int, str] = {}
         self._free: list[int] = []
+        self._views = ExampleViews(embedder.dimension)
+        #: Per slot: its author's example vectors, and the ones learned from use (by text).
+        self._author: dict[int, Vectors] = {}
+        self._learned: dict[int, dict[str, Vectors]] = {}
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -93,10 +127,10 @@ class FunctionIndex:
 
     # -- keeping up with the catalog ---------------------------------------------------------
 
-    def _vectors_for(self, docs: list[Document]) -> tuple[Vectors, int]:
-        """Each document's two views, embedded (or read from the cache) and blended into one
-        row: a dot product with the blend is the blend of the two cosines."""
-        texts = {text_hash(t): t for doc in docs for t in (doc.dense_text(), doc.description_text())}
+    def _embed(self, wanted: list[str]) -> tuple[dict[str, Vectors], int]:
+        """Vectors of `wanted` by text hash, from the cache when it has them; and how many
+        had to be embedded."""
+        texts = {text_hash(t): t for t in wanted}
         model = self.embedder.model_id
         known = self.cache.get(model, texts) if self.cache is not None else {}
         missing = [h for h in texts if h not in known]
@@ -106,13 +140,30 @@ class FunctionIndex:
             fresh = dict(zip(missing, embedded, strict=True))
             if self.cache is not None:
                 self.cache.put(model, fresh)
-        found = {**known, **fresh}
+        return {**known, **fresh}, len(fresh)
+
+    def _vectors_for(self, docs: list[Document]) -> tuple[Vectors, list[Vectors], int]:
+        """Each document's two views, embedded (or read from the cache) and blended into one
+        row: a dot product with the blend is the blend of the two cosines. Then each
+        document's example vectors, and how many texts were embedded."""
+        texts = [t for doc in docs for t in (doc.dense_text(), doc.description_text(), *doc.examples)]
+        found, fresh = self._embed(texts)
+        examples = [self._stack([found[text_hash(t)] for t in doc.examples]) for doc in docs]
         rows = [
             (1 - DESCRIPTION_WEIGHT) * found[text_hash(doc.dense_text())]
             + DESCRIPTION_WEIGHT * found[text_hash(doc.description_text())]
             for doc in docs
         ]
-        return np.stack(rows).astype(np.float32) if docs else self._vectors[:0], len(fresh)
+        return np.stack(rows).astype(np.float32) if docs else self._vectors[:0], examples, fresh
+
+    def _stack(self, vectors: list[Vectors]) -> Vectors:
+        return np.array(vectors, np.float32).reshape(-1, self.embedder.dimension)
+
+    def _refresh_views(self, slot: int) -> None:
+        learned = list(self._learned.get(slot, {}).values())
+        author = self._author.get(slot)
+        parts = ([author] if author is not None else []) + ([self._stack(learned)] if learned else [])
+        self._views.set(slot, np.concatenate(parts) if parts else self._stack([]))
 
     def _slot(self) -> int:
         if self._free:
@@ -126,24 +177,38 @@ class FunctionIndex:
         self._used = np.append(self._used, False)
         return slot
 
+    def _terms_of(self, doc: Document, slot: int | None = None) -> list[str]:
+        found = doc.lexical_terms()
+        if self.fusion.example_terms:
+            learned = self._learned.get(slot, {}) if slot is not None else {}
+            for example in (*doc.examples, *learned):
+                found += terms(example)
+        return found
+
     def upsert(self, docs: Iterable[Document]) -> SyncReport:
         """Add documents, or replace those whose key is already indexed (if their text changed)."""
         changed = [
             d for d in docs if d.key not in self._slots or self._hashes[self._slots[d.key]] != d.text_hash()
         ]
-        vectors, embedded = self._vectors_for(changed)
+        vectors, examples, embedded = self._vectors_for(changed)
         added = 0
-        for doc, vector in zip(changed, vectors, strict=True):
+        for doc, vector, own in zip(changed, vectors, examples, strict=True):
             slot = self._slots.get(doc.key)
             if slot is None:
                 slot = self._slot()
                 added += 1
+            elif self._docs[slot].dense_text() != doc.dense_text():
+                # What the function says it does changed: what was learned about the old one
+                # may no longer be true of it.
+                self._learned.pop(slot, None)
             self._slots[doc.key] = slot
             self._docs[slot] = doc
             self._hashes[slot] = doc.text_hash()
             self._vectors[slot] = vector
             self._used[slot] = True
-            self._bm25.add(slot, doc.lexical_terms())
+            self._author[slot] = own
+            self._refresh_views(slot)
+            self._bm25.add(slot, self._terms_of(doc, slot))
         return SyncReport(added, len(changed) - added, 0, embedded)
 
     def remove(self, keys: Iterable[str]) -> int:
@@ -153,6 +218,9 @@ class FunctionIndex:
             if slot is None:
                 continue
             del self._docs[slot], self._hashes[slot]
+            self._author.pop(slot, None)
+            self._learned.pop(slot, None)
+            self._views.drop(slot)
             self._used[slot] = False
             self._bm25.remove(slot)
             self._free.append(slot)
@@ -165,6 +233,28 @@ class FunctionIndex:
         removed = self.remove([key for key in self._slots if key not in wanted])
         report = self.upsert(wanted.values())
         return SyncReport(report.added, report.updated, removed, report.embedded)
+
+    # -- learned examples ----------------------------------------------------------------
+
+    def learned(self, key: str) -> list[str]:
+        """The prompts learned for `key` (none when it is not indexed)."""
+        slot = self._slots.get(key)
+        return list(self._learned.get(slot, {})) if slot is not None else []
+
+    def set_learned(self, key: str, prompts: Iterable[str]) -> bool:
+        """Make `prompts` the learned examples of `key` (embedded now, from the cache when it
+        has them); False when `key` is not indexed."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return False
+        wanted = list(dict.fromkeys(prompts))
+        found, _ = self._embed(wanted)
+        self._learned[slot] = {p: found[text_hash(p)] for p in wanted}
+        if not wanted:
+            del self._learned[slot]
+        self._refresh_views(slot)
+        self._bm25.add(slot, self._terms_of(self._docs[slot], slot))
+        return True
 
     def slot_keys(self) -> list[str | None]:
         """The key in each slot of `score_all`'s arrays (None for a free slot)."""
@@ -190,6 +280,7 @@ class FunctionIndex:
         # einsum, not BLAS: one matrix-vector product is too small for OpenBLAS's threads,
         # which cost more than they save next to onnxruntime's (3-4x slower here).
         dense = np.einsum("ij,j->i", self._vectors[:size], query_vector)
+        dense = self.fusion.blend(dense, *self._views.scores(query_vector, size, dense))
         lexical = self._bm25.scores(terms(query), size)
         fused = self.fusion.fuse(dense, lexical)
         fused[~self._used] = -np.inf

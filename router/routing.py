@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
+from toolmesh.router.learning import ExampleStore
 from toolmesh.router.sessions import Sessions, Turn
-from toolmesh.router.text import Document
+from toolmesh.router.text import Document, text_hash
 
 #: Score added to functions this session used recently (most recent first), so they win near-ties.
 RECENCY_BONUS = (0.03, 0.02, 0.01)
 #: Turns of history the router reads for that preference.
 RECENT_TURNS = 5
 MAX_PROMPT_CHARS = 8192
+# "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|now|then|also|ok(?:ay)?|same|again|what about|how about)\b"
+    r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
+    re.I,
+)
+#: Routings remembered (in this process) for feedback to refer to by id; the oldest go first.
+REMEMBERED_ROUTINGS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +36,12 @@ class RouteResult:
 
     match: str | None
     candidates: list[Candidate]
+    #: Names this routing in `POST /v1/route/feedback`.
+    routing_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "routing_id": self.routing_id,
             "match": self.match,
             "candidates": [
                 {
@@ -42,16 +57,61 @@ class RouteResult:
 class Router:
     """Ranks an index's functions for prompts; thread-safe (the index is swapped under a lock)."""
 
-    def __init__(self, index: FunctionIndex, threshold: float, sessions: Sessions | None = None) -> None:
+    def __init__(
+        self,
+        index: FunctionIndex,
+        threshold: float,
+        sessions: Sessions | None = None,
+        learned: ExampleStore | None = None,
+    ) -> None:
         self.index = index
         self.threshold = threshold
         self.sessions = sessions
+        self.learned = learned
         self._lock = threading.Lock()
+        self._routings: OrderedDict[str, str] = OrderedDict()
 
     def sync(self, docs: Iterable[Document]) -> SyncReport:
-        """Follow the catalog: index what is new or changed, drop what is gone."""
+        """Follow the catalog: index what is new or changed, drop what is gone, and give each
+        function the examples learned for its current version."""
+        docs = list(docs)
         with self._lock:
-            return self.index.sync(docs)
+            report = self.index.sync(docs)
+        if self.learned is not None:
+            versions = {doc.key: version(doc) for doc in docs}
+            current = self.learned.current(versions)
+            with self._lock:
+                for key, prompts in current.items():
+                    if self.index.learned(key) != prompts:
+                        self.index.set_learned(key, prompts)
+        return report
+
+    # -- learning from use -------------------------------------------------------------------
+
+    def learn(self, key: str, prompt: str, principal: str) -> list[str] | None:
+        """Add `prompt` as a learned example of `key` (None: no store, or no such function)."""
+        if self.learned is None or key not in self.index:
+            return None
+        prompts = self.learned.add(key, version(self.document(key)), prompt, principal)
+        with self._lock:
+            self.index.set_learned(key, prompts)
+        return prompts
+
+    def forget(self, key: str, prompt: str | None = None) -> int:
+        """Remove one learned prompt of `key`, or all of them, from the store and the index."""
+        if self.learned is None:
+            return 0
+        removed = self.learned.remove(key, prompt)
+        if key in self.index:
+            prompts = self.learned.current({key: version(self.document(key))}).get(key, [])
+            with self._lock:
+                self.index.set_learned(key, prompts)
+        return removed
+
+    def routed_prompt(self, routing_id: str) -> str | None:
+        """The prompt of a recent routing by this router (None: unknown or forgotten)."""
+        with self._lock:
+            return self._routings.get(routing_id)
 
     def document(self, key: str) -> Document:
         with self._lock:
@@ -78,11 +138,34 @@ class Router:
         allowed: Callable[[str], bool] | None = None,
     ) -> RouteResult:
         """The `k` best functions for `prompt`; `allowed` hides functions the caller may not use."""
-        boosts = self.recent_functions(self.history(session_id))
+        history = self.history(session_id)
+        boosts = self.recent_functions(history)
         prompt = prompt[:MAX_PROMPT_CHARS]
+        # A follow-up ("and in Paris?", "now 6 days") says little alone: it is routed together
+        # with the session's previous prompt, which names the task (bench/router_examples.py
+        # --sessions measures it).
+        text = prompt
+        if history and is_follow_up(prompt):
+            text = f"{history[-1].prompt} {prompt}"[:MAX_PROMPT_CHARS]
         # Embedding is the slow part and reads no index state: keep it outside the lock.
-        vector = self.index.embedder.embed([prompt])[0]
+        vector = self.index.embedder.embed([text])[0]
         with self._lock:
-            candidates = self.index.search(prompt, k, allowed=allowed, boosts=boosts, query_vector=vector)
+            candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
         match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
-        return RouteResult(match, candidates)
+        result = RouteResult(match, candidates)
+        with self._lock:
+            self._routings[result.routing_id] = prompt
+            if len(self._routings) > REMEMBERED_ROUTINGS:
+                self._routings.popitem(last=False)
+        return result
+
+
+def is_follow_up(prompt: str) -> bool:
+    """Whether a prompt reads as continuing the previous turn ("and for Oslo?")."""
+    return bool(_FOLLOW_UP.search(prompt))
+
+
+def version(doc: Document) -> str:
+    """What learned examples are kept against: changes when anything the router reads about
+    the function (besides its examples) does."""
+    return text_hash(doc.dense_text())

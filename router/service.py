@@ -26,6 +26,7 @@ from toolmesh.router.embedding.model import cached_model, ensure_model
 from toolmesh.router.extraction.execution import PromptExecutor
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.index import FunctionIndex
+from toolmesh.router.learning import ExampleStore, LearnedExamples
 from toolmesh.router.routing import Router
 from toolmesh.router.sessions import Sessions, SessionStore
 from toolmesh.router.text import Document
@@ -36,6 +37,8 @@ T = TypeVar("T")
 
 EMBEDDINGS_FILE = "embeddings.sqlite3"
 SESSIONS_FILE = "sessions.sqlite3"
+#: Examples learned from use (router/learning.py).
+LEARNED_FILE = "learned.sqlite3"
 #: What Retry-After says while the model is being built.
 BUILD_RETRY_AFTER = 5.0
 
@@ -89,7 +92,7 @@ class RouterService:
         )
         self._embedder = embedder
         self._executor: PromptExecutor | None = None
-        self._closables: list[EmbeddingCache | Sessions] = []
+        self._closables: list[EmbeddingCache | Sessions | ExampleStore] = []
         #: Builds the session store (None: SQLite under data_dir); the gateway's may be shared.
         self._sessions = sessions
         self._lock = threading.Lock()
@@ -123,8 +126,9 @@ class RouterService:
                     max_sessions=self.config.max_sessions,
                     max_turns=self.config.session_turns,
                 )
-            self._closables += [cache, sessions]
-            router = Router(FunctionIndex(embedder, cache), self.config.threshold, sessions)
+            learned = LearnedExamples(data / LEARNED_FILE)
+            self._closables += [cache, sessions, learned]
+            router = Router(FunctionIndex(embedder, cache), self.config.threshold, sessions, learned)
             report = router.sync(docs)
             with self._lock:
                 if self._pending is not None:  # the catalog changed while we were loading

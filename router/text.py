@@ -95,6 +95,9 @@ class Document:
     description: str = ""
     namespace: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    #: Prompts this function answers, written by its author: each is embedded as one more
+    #: view of the function (see index.py), and their words join its BM25 terms.
+    examples: tuple[str, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -138,5 +141,7 @@ class Document:
         return found
 
     def text_hash(self) -> str:
-        """Changes whenever anything the router reads changes (the full text holds it all)."""
-        return text_hash(self.dense_text())
+        """Changes whenever anything the router reads changes (the full text and the examples)."""
+        if not self.examples:
+            return text_hash(self.dense_text())
+        return text_hash("\n".join((self.dense_text(), *self.examples)))

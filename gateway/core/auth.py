@@ -66,6 +66,9 @@ PERMISSION_PREFIX = "@"
 METRICS = "@metrics"
 #: Operating the gateway: reloading its runtimes (`POST /v1/admin/reload`).
 ADMIN = "@admin"
+#: Teaching the router: its successful routed calls and its `POST /v1/route/feedback` become
+#: learned examples that change routing for every caller (router/learning.py).
+LEARN = "@learn"
 
 ANONYMOUS = Principal("anonymous", privileged=True)
 MESH = Principal("mesh", privileged=True)

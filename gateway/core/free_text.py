@@ -25,6 +25,7 @@ def spec_document(spec: FunctionSpec) -> Document:
         namespace=spec.namespace,
         description=spec.description,
         parameters=spec.input_schema,
+        examples=spec.examples,
     )
 
 

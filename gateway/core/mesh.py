@@ -14,6 +14,7 @@ here knows a transport.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -21,9 +22,9 @@ from typing import Any
 
 from toolmesh import tracing
 from toolmesh.config import GatewayConfig, RouterConfig
-from toolmesh.errors import FunctionNotFound, ToolmeshError
+from toolmesh.errors import FunctionNotFound, InvalidRequest, ToolmeshError
 from toolmesh.gateway.core import free_text
-from toolmesh.gateway.core.auth import ADMIN, Authenticator, Principal
+from toolmesh.gateway.core.auth import ADMIN, LEARN, Authenticator, Principal
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.drain import Drain
@@ -326,7 +327,22 @@ class Mesh:
                 allowed=principal.allows,
                 base_url=request.base_url,
                 with_key=not self.auth.open,
+                learn_as=principal.name if principal.may(LEARN) else None,
             )
+
+    async def route_feedback(self, principal: Principal, routing_id: str, function: str) -> dict[str, Any]:
+        """Teach the router that `function` was right for a recent routing's prompt; needs `@learn`."""
+        principal.require(LEARN, "teach the router")
+        spec = self.function(function, principal)
+        router = self.router.router()
+        prompt = router.routed_prompt(routing_id)
+        if prompt is None:
+            raise InvalidRequest(
+                "unknown routing_id: it must come from a recent routing by this gateway", param="routing_id"
+            )
+        learn = functools.partial(router.learn, spec.qualified_name, prompt, principal.name)
+        examples = await self.router.in_worker(learn) or []
+        return {"function": spec.qualified_name, "learned": prompt, "learned_examples": len(examples)}
 
     # -- operations -------------------------------------------------------------------------
 

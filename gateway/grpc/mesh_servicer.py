@@ -126,7 +126,23 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             mesh_pb2.RouteCandidate(name=c.key, score=c.score, dense=c.dense, lexical=c.lexical)
             for c in ranked.candidates
         ]
-        return mesh_pb2.RouteResponse(match=ranked.match or "", candidates=candidates)
+        return mesh_pb2.RouteResponse(
+            match=ranked.match or "", candidates=candidates, routing_id=ranked.routing_id
+        )
+
+    async def RouteFeedback(
+        self, request: mesh_pb2.RouteFeedbackRequest, context: Context
+    ) -> mesh_pb2.RouteFeedbackResponse:
+        try:
+            principal = self._principal(context)
+            for name in ("routing_id", "function"):
+                if not getattr(request, name):
+                    raise InvalidRequest(f"{name} must be a non-empty string", param=name)
+            learned = await self._mesh.route_feedback(principal, request.routing_id, request.function)
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return mesh_pb2.RouteFeedbackResponse(**learned)
 
     async def SubmitJob(self, request: mesh_pb2.SubmitJobRequest, context: Context) -> mesh_pb2.Job:
         try:

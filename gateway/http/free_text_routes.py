@@ -2,6 +2,7 @@
 
 POST /v1/route      {"prompt", "k"?, "session_id"?}  -> {"match", "candidates"}
 POST /v1/execute    {"prompt", "session_id"?, "dry_run"?, "k"?} -> function, arguments, result, code
+POST /v1/route/feedback {"routing_id", "function"} -> what was learned (needs the `@learn` scope)
 """
 
 from __future__ import annotations
@@ -59,7 +60,17 @@ def free_text_routes(mesh: Mesh) -> list[Route]:
         execution = await mesh.execute(principal, execute)
         return json_response({**execution.to_dict(), "session_id": route.session_id})
 
+    async def feedback_endpoint(request: Request) -> Response:
+        principal = caller(mesh, request)
+        document = _object(parse_json(await body(mesh, request), depth), {"routing_id", "function"})
+        for name in ("routing_id", "function"):
+            if not isinstance(document.get(name), str) or not document[name]:
+                raise InvalidRequest(f"{name} must be a non-empty string", param=name)
+        learned = await mesh.route_feedback(principal, document["routing_id"], document["function"])
+        return json_response(learned)
+
     return [
         Route("/v1/route", route_endpoint, methods=["POST"]),
+        Route("/v1/route/feedback", feedback_endpoint, methods=["POST"]),
         Route("/v1/execute", execute_endpoint, methods=["POST"]),
     ]

@@ -4,6 +4,13 @@ Transport-free: the caller supplies an `FunctionCaller` (the gateway's adapter w
 its `Mesh`) and gets an `Execution` back, or one of the hierarchy's errors:
 `FunctionNotFound` when nothing fits, `InvalidArguments` naming the required
 arguments the prompt did not give; both carry the candidates.
+
+Asking instead of guessing: when a required value is not in the prompt, or it names two
+choices of an enum without saying which, nothing runs. The 422 `invalid_arguments`
+answer then says `"follow_up": true` in its details, with `needs` (each missing
+argument, why, and its options when it has some) and what was understood so far, so a
+client can ask its user and send the prompt again with the answer. (`Execution.follow_up`
+is another thing: that this turn continued the session's previous function.)
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ import asyncio
 import datetime as dt
 import functools
 import logging
-import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -22,17 +28,11 @@ from toolmesh.errors import FunctionNotFound, InvalidArguments, Unavailable, Vio
 from toolmesh.router.extraction.extract import Extraction, extract_arguments
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.extraction.snippet import code_for
-from toolmesh.router.routing import Router, RouteResult
+from toolmesh.router.routing import Router, RouteResult, is_follow_up
 from toolmesh.router.sessions import Turn
 
 log = logging.getLogger("toolmesh.router")
 
-# "now do the same for Paris", "and for Oslo?", "what about tomorrow", "again with 5 days".
-_FOLLOW_UP = re.compile(
-    r"^\s*(?:and|now|then|also|ok(?:ay)?|same|again|what about|how about)\b"
-    r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
-    re.I,
-)
 #: A follow-up keeps the previous function unless another one beats the threshold by this much.
 FOLLOW_UP_MARGIN = 0.1
 
@@ -64,6 +64,7 @@ class Execution:
             "result": self.result,
             "code": self.code,
             "follow_up": self.follow_up,
+            "routing_id": self.route.routing_id,
             "candidates": self.route.to_dict()["candidates"],
         }
 
@@ -79,8 +80,36 @@ class _Plan:
     found: Extraction = field(default_factory=Extraction)
 
 
-def is_follow_up(prompt: str) -> bool:
-    return bool(_FOLLOW_UP.search(prompt))
+def _needs_more(
+    function: str, schema: Mapping[str, Any], found: Extraction, route: RouteResult
+) -> InvalidArguments:
+    """The answer that asks for what the prompt left out (see the module docstring)."""
+    properties = schema.get("properties") or {}
+    needs: list[dict[str, Any]] = []
+    violations = []
+    for name in found.missing:
+        unclear = name in found.unclear
+        reason = "the prompt names more than one choice" if unclear else "not in the prompt"
+        need: dict[str, Any] = {"name": name, "reason": reason}
+        options = (properties.get(name) or {}).get("enum")
+        if options:
+            need["options"] = list(options)
+        needs.append(need)
+        expected = "one clear choice" if unclear else "a value in the prompt"
+        violations.append(Violation(name, expected, "several" if unclear else "nothing", f"{name}: {reason}"))
+    error = InvalidArguments(
+        f"{function} needs {', '.join(found.missing)}, which the prompt does not give clearly",
+        violations,
+        param="prompt",
+    )
+    error.details.update(
+        function=function,
+        arguments=found.arguments,
+        candidates=_candidates(route),
+        follow_up=True,
+        needs=needs,
+    )
+    return error
 
 
 def _candidates(route: RouteResult) -> list[dict[str, object]]:
@@ -127,7 +156,11 @@ class PromptExecutor:
         allowed: Callable[[str], bool] | None = None,
         base_url: str = "http://127.0.0.1:8080",
         with_key: bool = False,
+        learn_as: str | None = None,
     ) -> Execution:
+        """Route, extract, call. `learn_as` names a caller allowed to teach the router: when
+        the router chose the function (not a session's follow-up) and the call succeeded,
+        the prompt becomes a learned example of it."""
         plan = await self.in_worker(functools.partial(self._plan, prompt, k, session_id, allowed))
         route, function, found = plan.route, plan.function, plan.found
         if function is None:
@@ -143,21 +176,18 @@ class PromptExecutor:
             )
             found.missing = [name for name in found.missing if name not in found.arguments]
         if found.missing:
-            violations = [
-                Violation(name, "a value in the prompt", "nothing", f"{name}: missing required argument")
-                for name in found.missing
-            ]
-            error = InvalidArguments(
-                f"{function} needs {', '.join(found.missing)}, which the prompt does not give",
-                violations,
-                param="prompt",
-            )
-            error.details.update(function=function, arguments=found.arguments, candidates=_candidates(route))
-            raise error
+            raise _needs_more(function, doc.parameters, found, route)
         execution = Execution(function, found.arguments, found.sources, route, follow_up=plan.follow_up)
         execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
         if not dry_run:
             execution.result = await invoker(function, found.arguments)
+            succeeded = not execution.result.get("is_error")
+            if learn_as is not None and succeeded and not plan.follow_up and function == route.match:
+                learn = functools.partial(self.router.learn, function, prompt, learn_as)
+                try:
+                    await self.in_worker(learn)
+                except Exception as exc:  # the call ran; learning is a bonus
+                    log.warning(f"router did not learn from a call of {function}: {exc}")
         sessions = self.router.sessions
         if session_id and sessions is not None:
             record = functools.partial(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmesh.router.extraction import choices
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.dates import find_dates, find_times
 from toolmesh.router.extraction.intervals import Intervals
@@ -48,11 +49,14 @@ _TO_WORDS = words("destination to arrival end target")
 
 @dataclass
 class Extraction:
-    """The arguments found, where each came from, and the required ones still missing."""
+    """The arguments found, where each came from, and the required ones still missing.
+    `unclear` names enum parameters the prompt gives two or more choices for without
+    saying which: they are left out (no default either), and count as missing."""
 
     arguments: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    unclear: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +197,9 @@ class _NumberCues:
 
 def _context(text: _Text, number: v.Number) -> tuple[set[str], set[str]]:
     """The words just before a number, and just after it with its unit."""
-    return _fold(text.before(number.start)), _fold(text.after(number.end, 2)) | _fold([number.unit])
+    # "from" and "to" are stopwords, but right before a number they say which end it is.
+    side = text.before(number.start, 1) & {"from", "to"}
+    return _fold(text.before(number.start)) | side, _fold(text.after(number.end, 2)) | _fold([number.unit])
 
 
 def _cue_score(cues: _NumberCues, context: tuple[set[str], set[str]], number: v.Number) -> float:
@@ -201,6 +207,11 @@ def _cue_score(cues: _NumberCues, context: tuple[set[str], set[str]], number: v.
     before the number counts double ("height of 5"), just after it once ("5 days")."""
     before, after = context
     score = 2.0 * len(cues.words & before) + len(cues.words & after)
+    # "from 8" fits a start or source, "to 20" an end or target.
+    if "from" in before and cues.param.tokens & _FROM_WORDS:
+        score += 1
+    if "to" in before and cues.param.tokens & _TO_WORDS:
+        score += 1
     target = cues.target
     if number.unit in v.UNITS and target:
         score += 1 if v.UNITS[number.unit][0] == v.UNITS[target][0] else -2
@@ -248,6 +259,13 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     rest = [n for n in found if n.start not in used and text.free(n.start, n.end)]
     open_params = [p for p in numeric if p.name not in out.arguments]
     takers = [p for p in open_params if p.required] or (open_params if len(open_params) == 1 else [])
+    if rest and not takers and len(open_params) > 1:
+        # A number is stated, and several optional parameters could take it: which one is
+        # a guess, and their defaults would drop the number. Ask instead.
+        out.unclear += [p.name for p in open_params]
+        return
+    if len(rest) == 2 and "from" in text.before(rest[1].start, 1) and len(takers) >= 2:
+        rest.reverse()  # "subtract 7 from 19": the number after "from" is the first operand
     waiting = iter(rest)
     for param in takers:
         for number in waiting:
@@ -394,14 +412,16 @@ def extract_arguments(
                 text.take(span.start, span.end)
     quotes = v.spans(v.QUOTED, prompt)
 
+    chosen, out.unclear = choices.choose(params, text)
+    for name, value in chosen.items():
+        out.arguments[name], out.sources[name] = value, "enum"
     readers: list[tuple[Callable[[Param], bool], Callable[[Param], Any]]] = [
-        (lambda p: "enum" in p.schema, lambda p: _enum(p, text)),
         (lambda p: p.type == "boolean", lambda p: _boolean(p, text)),
         (lambda p: p.type == "string", lambda p: _string(p, text, quotes, today)),
     ]
     for accepts, read in readers:
         for param in params:
-            if param.name in out.arguments or not accepts(param):
+            if param.name in out.arguments or "enum" in param.schema or not accepts(param):
                 continue
             value = read(param)
             if value is not None:
@@ -411,19 +431,12 @@ def extract_arguments(
     for param in params:
         if param.name in out.arguments:
             continue
-        if previous is not None and param.name in previous:
+        if param.name in out.unclear:
+            out.missing.append(param.name)
+        elif previous is not None and param.name in previous:
             out.arguments[param.name], out.sources[param.name] = previous[param.name], "previous"
         elif "default" in param.schema:
             out.arguments[param.name], out.sources[param.name] = param.schema["default"], "default"
         elif param.required:
             out.missing.append(param.name)
     return out
-
-
-def _enum(param: Param, text: _Text) -> object | None:
-    options = list(param.schema.get("enum") or ())
-    found = v.enum_match(text.text, options)
-    if found is None or not text.free(found[1].start, found[1].end):
-        return None
-    text.take(found[1].start, found[1].end)
-    return found[0]

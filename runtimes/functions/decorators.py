@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar, overload
 
+from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.schema import parse_docstring
 from toolmesh.runtimes.functions.spec import Annotations, Feature
 
@@ -32,6 +33,7 @@ class FunctionOptions:
     version: str = ""
     #: Set by `@resource`, `@prompt` and `@completion` (features.py); None for a tool.
     feature: Feature | None = None
+    examples: tuple[str, ...] = ()
 
 
 @overload
@@ -51,6 +53,7 @@ def function(
     open_world: bool = False,
     title: str = "",
     version: str = "",
+    examples: Sequence[str] = (),
 ) -> Callable[[F], F]: ...
 
 
@@ -68,13 +71,18 @@ def function(
     open_world: bool = False,
     title: str = "",
     version: str = "",
+    examples: Sequence[str] = (),
 ) -> Any:
     """Mark a function as a tool and set its options; use bare or with arguments.
 
     The function itself is returned unchanged, so it can still be called directly.
     `timeout` is in seconds. `read_only`, `destructive`, `idempotent` and
     `open_world` are hints for clients (and let the gateway retry idempotent calls).
+    `examples` are prompts the function answers ("is it raining in Oslo?"): the router
+    indexes each as one more view of the function (on toolset methods too).
     """
+    if isinstance(examples, str):
+        raise DefinitionError(f"examples must be a list of prompts, not one string: {examples!r}")
     options = FunctionOptions(
         name=name,
         namespace=namespace,
@@ -82,6 +90,7 @@ def function(
         timeout=timeout,
         annotations=Annotations(read_only, destructive, idempotent, open_world, title),
         version=version,
+        examples=tuple(examples),
     )
 
     def mark(target: F) -> F:

@@ -115,6 +115,8 @@ class FunctionDefinition:
     annotations: Annotations = field(default_factory=Annotations)
     output_schema: dict[str, Any] | None = None
     version: str = ""
+    #: Prompts this function answers, for the router: each is indexed as one more view of it.
+    examples: Sequence[str] = ()
 
     def host(self, namespace: str = "") -> HostedFunction:
         ns = self.namespace or namespace
@@ -137,6 +139,7 @@ class FunctionDefinition:
             timeout=self.timeout,
             version=self.version,
             streaming=kind.streaming,
+            examples=self.examples,
         )
         return HostedFunction(spec, self.handler, kind, validator, context_param)
 

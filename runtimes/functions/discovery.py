@@ -46,6 +46,7 @@ def host_function(fn: Any, namespace: str = "") -> HostedFunction:
         annotations=options.annotations,
         version=options.version,
         feature=options.feature,
+        examples=options.examples,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,7 @@ def make_spec(
     version: str,
     streaming: bool,
     feature: Feature | None = None,
+    examples: Sequence[str] = (),
 ) -> FunctionSpec:
     """A FunctionSpec, after checking names and limits."""
     try:
@@ -99,6 +100,8 @@ def make_spec(
         )
     if timeout is not None and timeout <= 0:
         raise DefinitionError(f"{qualified}: timeout must be positive, got {timeout}")
+    if isinstance(examples, str) or not all(isinstance(e, str) and e.strip() for e in examples):
+        raise DefinitionError(f"{qualified}: examples must be a list of non-empty strings")
     return FunctionSpec(
         name=name,
         namespace=namespace,
@@ -110,6 +113,7 @@ def make_spec(
         version=version,
         streaming=streaming,
         feature=feature,
+        examples=tuple(e.strip() for e in examples),
     )
 
 
@@ -123,6 +127,7 @@ def host_callable(
     annotations: Annotations | None = None,
     version: str = "",
     feature: Feature | None = None,
+    examples: Sequence[str] = (),
 ) -> HostedFunction:
     """Host a plain Python callable, deriving its schemas from type hints and docstring."""
     doc = parse_docstring(fn)
@@ -143,6 +148,7 @@ def host_callable(
         version=version,
         streaming=kind.streaming,
         feature=feature,
+        examples=examples,
     )
     if feature is not None:
         check_feature(spec, fn)

@@ -103,6 +103,8 @@ class FunctionSpec:
     runtime: str = ""
     #: Set for a resource, prompt or completion; None for a tool.
     feature: Feature | None = None
+    #: Prompts the function answers, for the router (see `@toolmesh.function(examples=...)`).
+    examples: tuple[str, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -136,6 +138,7 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
         "timeout": spec.timeout,
         "streaming": spec.streaming,
         "version": spec.version,
+        "examples": list(spec.examples),
         **({"feature": _feature_dict(spec.feature)} if spec.feature is not None else {}),
     }
 
@@ -175,4 +178,5 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
         version=item.get("version") or "",
         streaming=bool(item.get("streaming")),
         feature=None if not feature else Feature(**{k: str(v) for k, v in feature.items()}),
+        examples=tuple(str(e) for e in item.get("examples") or ()),
     )

@@ -41,6 +41,7 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
         streaming=spec.streaming,
         runtime=spec.runtime,
         feature=_feature_to_proto(spec.feature),
+        examples=list(spec.examples),
     )
 
 
@@ -78,6 +79,7 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         streaming=message.streaming,
         runtime=message.runtime,
         feature=_feature_from_proto(message),
+        examples=tuple(message.examples),
     )
 
 

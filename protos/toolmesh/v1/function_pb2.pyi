@@ -76,6 +76,7 @@ class FunctionSpec(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     STREAMING_FIELD_NUMBER: _builtins.int
     RUNTIME_FIELD_NUMBER: _builtins.int
+    EXAMPLES_FIELD_NUMBER: _builtins.int
     FEATURE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Function name, unique within its namespace: [A-Za-z_][A-Za-z0-9_-]*."""
@@ -103,6 +104,12 @@ class FunctionSpec(_message.Message):
     @_builtins.property
     def annotations(self) -> Global___FunctionAnnotations: ...
     @_builtins.property
+    def examples(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Prompts this function answers, written by its author (`examples=[...]`): the
+        gateway's router indexes each as one more view of the function.
+        """
+
+    @_builtins.property
     def feature(self) -> Global___McpFeature:
         """Set when the function serves an MCP resource, prompt or completion rather than
         being a tool; such functions are left out of tool lists. Numbered apart from
@@ -122,11 +129,12 @@ class FunctionSpec(_message.Message):
         version: _builtins.str = ...,
         streaming: _builtins.bool = ...,
         runtime: _builtins.str = ...,
+        examples: _abc.Iterable[_builtins.str] | None = ...,
         feature: Global___McpFeature | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "feature", b"feature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "feature", b"feature", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "examples", b"examples", "feature", b"feature", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

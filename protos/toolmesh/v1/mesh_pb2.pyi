@@ -214,8 +214,11 @@ class RouteResponse(_message.Message):
 
     MATCH_FIELD_NUMBER: _builtins.int
     CANDIDATES_FIELD_NUMBER: _builtins.int
+    ROUTING_ID_FIELD_NUMBER: _builtins.int
     match: _builtins.str
     """The qualified name of the function that fits, or empty when none clears the threshold."""
+    routing_id: _builtins.str
+    """Names this routing in RouteFeedback."""
     @_builtins.property
     def candidates(self) -> _containers.RepeatedCompositeFieldContainer[Global___RouteCandidate]: ...
     def __init__(
@@ -223,11 +226,63 @@ class RouteResponse(_message.Message):
         *,
         match: _builtins.str = ...,
         candidates: _abc.Iterable[Global___RouteCandidate] | None = ...,
+        routing_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "match", b"match"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["candidates", b"candidates", "match", b"match", "routing_id", b"routing_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RouteResponse: _TypeAlias = RouteResponse  # noqa: Y015
+
+@_typing.final
+class RouteFeedbackRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUTING_ID_FIELD_NUMBER: _builtins.int
+    FUNCTION_FIELD_NUMBER: _builtins.int
+    routing_id: _builtins.str
+    """From a RouteResponse (or an HTTP route or execute answer) of this gateway."""
+    function: _builtins.str
+    """The qualified name of the function that was right for that prompt."""
+    def __init__(
+        self,
+        *,
+        routing_id: _builtins.str = ...,
+        function: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "routing_id", b"routing_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RouteFeedbackRequest: _TypeAlias = RouteFeedbackRequest  # noqa: Y015
+
+@_typing.final
+class RouteFeedbackResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FUNCTION_FIELD_NUMBER: _builtins.int
+    LEARNED_FIELD_NUMBER: _builtins.int
+    LEARNED_EXAMPLES_FIELD_NUMBER: _builtins.int
+    function: _builtins.str
+    learned: _builtins.str
+    """The prompt now learned as an example of the function."""
+    learned_examples: _builtins.int
+    """How many learned examples the function has now."""
+    def __init__(
+        self,
+        *,
+        function: _builtins.str = ...,
+        learned: _builtins.str = ...,
+        learned_examples: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "learned", b"learned", "learned_examples", b"learned_examples"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RouteFeedbackResponse: _TypeAlias = RouteFeedbackResponse  # noqa: Y015

@@ -59,6 +59,11 @@ class MeshStub:
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.FromString,
                 _registered_method=True)
+        self.RouteFeedback = channel.unary_unary(
+                '/toolmesh.v1.Mesh/RouteFeedback',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.FromString,
+                _registered_method=True)
         self.SubmitJob = channel.unary_unary(
                 '/toolmesh.v1.Mesh/SubmitJob',
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.SubmitJobRequest.SerializeToString,
@@ -110,6 +115,15 @@ class MeshServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RouteFeedback(self, request, context):
+        """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
+        POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
+        INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitJob(self, request, context):
         """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
         Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
@@ -156,6 +170,11 @@ def add_MeshServicer_to_server(servicer, server):
                     servicer.Route,
                     request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.FromString,
                     response_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.SerializeToString,
+            ),
+            'RouteFeedback': grpc.unary_unary_rpc_method_handler(
+                    servicer.RouteFeedback,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.SerializeToString,
             ),
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
@@ -284,6 +303,33 @@ class Mesh:
             '/toolmesh.v1.Mesh/Route',
             toolmesh_dot_v1_dot_mesh__pb2.RouteRequest.SerializeToString,
             toolmesh_dot_v1_dot_mesh__pb2.RouteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RouteFeedback(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/RouteFeedback',
+            toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.FromString,
             options,
             channel_credentials,
             insecure,

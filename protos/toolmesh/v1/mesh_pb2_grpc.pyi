@@ -46,6 +46,11 @@ class MeshStub:
     """Streams a function's items as they are produced, then the result."""
     Route: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]
     """Ranks functions for a free-text prompt with the embedding router."""
+    RouteFeedback: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.RouteFeedbackRequest, _mesh_pb2.RouteFeedbackResponse]
+    """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
+    POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
+    INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+    """
     SubmitJob: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]
     """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
     Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
@@ -74,6 +79,11 @@ class MeshAsyncStub(MeshStub):
     """Streams a function's items as they are produced, then the result."""
     Route: _aio.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]  # type: ignore[assignment]
     """Ranks functions for a free-text prompt with the embedding router."""
+    RouteFeedback: _aio.UnaryUnaryMultiCallable[_mesh_pb2.RouteFeedbackRequest, _mesh_pb2.RouteFeedbackResponse]  # type: ignore[assignment]
+    """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
+    POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
+    INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+    """
     SubmitJob: _aio.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]  # type: ignore[assignment]
     """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
     Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
@@ -123,6 +133,17 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_mesh_pb2.RouteResponse, _abc.Awaitable[_mesh_pb2.RouteResponse]]:
         """Ranks functions for a free-text prompt with the embedding router."""
+
+    @_abc_1.abstractmethod
+    def RouteFeedback(
+        self,
+        request: _mesh_pb2.RouteFeedbackRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.RouteFeedbackResponse, _abc.Awaitable[_mesh_pb2.RouteFeedbackResponse]]:
+        """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
+        POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
+        INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+        """
 
     @_abc_1.abstractmethod
     def SubmitJob(

@@ -157,6 +157,22 @@ async def test_execute_names_missing_arguments_and_no_fit(http: httpx.AsyncClien
     assert {v["path"] for v in error["violations"]} == {"origin", "date"}
     assert error["function"] == "book_flight" and error["arguments"]["destination"] == "Paris"
     assert error["candidates"][0]["name"] == "book_flight"
+    # The answer asks: it says so, and names what it needs.
+    assert error["follow_up"] is True
+    assert [(n["name"], n["reason"]) for n in error["needs"]] == [
+        ("origin", "not in the prompt"),
+        ("date", "not in the prompt"),
+    ]
+    unclear = await http.post("/v1/execute", json={"prompt": "weather in Oslo in celsius or fahrenheit"})
+    asked = unclear.json()["error"]
+    assert unclear.status_code == 422 and asked["function"] == "get_weather" and asked["follow_up"]
+    assert asked["needs"] == [
+        {
+            "name": "unit",
+            "reason": "the prompt names more than one choice",
+            "options": ["celsius", "fahrenheit"],
+        }
+    ]
     nothing = await http.post("/v1/execute", json={"prompt": "bake a chocolate cake"})
     assert nothing.status_code == 404 and nothing.json()["error"]["candidates"]
 

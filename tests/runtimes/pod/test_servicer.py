@@ -47,6 +47,10 @@ async def test_list_functions(pod: InProcessPod) -> None:
     assert specs["add"].output_schema == {"type": "integer"}
     assert specs["count"].streaming and not specs["add"].streaming
     assert specs["sleepy"].timeout == 0.3
+    # Examples travel pod -> gateway, from functions and toolset methods alike.
+    assert specs["sleepy"].examples == ("wait a moment, then answer", "take a nap for 2 seconds")
+    assert specs["counter.increment"].examples == ("bump the counter by 3", "count one more")
+    assert specs["add"].examples == ()
     assert [n.name for n in listing.namespaces] == ["counter"]
     only = await pod.stub.ListFunctions(function_pb2.ListFunctionsRequest(namespace="counter"))
     assert [f.name for f in only.functions] == ["increment", "current"]

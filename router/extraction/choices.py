@@ -1,0 +1,144 @@
+"""Enum choices read from a prompt, without guessing.
+
+Every mention of an enum's options is found first ("98.6 fahrenheit to celsius" mentions
+two temperature units; "98.6 F to C" too, by initials right after a number or a "to"),
+and then shared out among the parameters that take that enum: a mention goes to at
+most one parameter, "to/into/in <option>" goes to the target of a from/to pair, and the
+first other mention to its source. A parameter left without a mention stays empty (its
+default, or a question, comes later); one that alone faces two different options it
+cannot tell apart is *unclear*: the executor asks rather than picking one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from toolmesh.router.extraction import values as v
+from toolmesh.router.text import split_identifier, words
+
+if TYPE_CHECKING:
+    from toolmesh.router.extraction.extract import Param, _Text
+
+_TO_CUES = words("to into in as")
+_FROM_CUES = words("from")
+_TO_PARAM = words("to target destination into output end")
+_FROM_PARAM = words("from source origin input start")
+# A lone capital letter (or "°F") that may stand for an option: "98.6 F to C".
+_INITIAL = re.compile(r"(?<![A-Za-z°])(°?)([A-Z])(?![\w])")
+_NUMBER_END = re.compile(r"\d\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    option: object
+    start: int
+    end: int
+    #: "to" or "from" when the word just before says which side of a pair it is on.
+    cue: str = ""
+    #: Whether choosing it takes its text from the prompt (so nothing else reads it).
+    take: bool = True
+
+
+def _cue(text: _Text, start: int) -> str:
+    before = text.lower[:start].rstrip(" °")
+    word = before.rsplit(None, 1)[-1] if before.strip() else ""
+    return "to" if word in _TO_CUES else "from" if word in _FROM_CUES else ""
+
+
+def mentions(text: _Text, options: Sequence[object]) -> list[Mention]:
+    """The free, non-overlapping mentions of `options` in the prompt, in order."""
+    found: list[Mention] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(option: object, start: int, end: int, *, take: bool = True) -> None:
+        if text.free(start, end) and not any(a < end and start < b for a, b in taken):
+            found.append(Mention(option, start, end, _cue(text, start), take))
+        taken.append((start, end))
+
+    for _ in range(len(text.text)):  # best match first, then the next best in what is left
+        hit = v.enum_match(_masked(text.text, taken), options)
+        if hit is None:
+            break
+        add(hit[0], hit[1].start, hit[1].end)
+    initials: dict[str, list[object]] = {}
+    for option in options:
+        phrase = split_identifier(str(option))
+        if phrase:
+            initials.setdefault(phrase[0], []).append(option)
+    for m in _INITIAL.finditer(text.text):
+        candidates = initials.get(m.group(2).lower(), [])
+        after_number = bool(_NUMBER_END.search(text.text[: m.start()]))
+        if len(candidates) == 1 and (m.group(1) or after_number or _cue(text, m.start())):
+            # "98.6°F": the "°F" is also the number's unit, so the number keeps its text.
+            add(candidates[0], m.start(), m.end(), take=not m.group(1))
+    return sorted(found, key=lambda mention: mention.start)
+
+
+def _masked(text: str, taken: list[tuple[int, int]]) -> str:
+    """`text` with the stretches already matched blanked out (same length, same offsets)."""
+    for start, end in taken:
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
+
+
+def _side(param: Param) -> str:
+    tokens = param.tokens
+    return "to" if tokens & _TO_PARAM else "from" if tokens & _FROM_PARAM else ""
+
+
+def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], list[str]]:
+    """Values for the enum parameters the prompt settles, and the ones it leaves unclear.
+    The mentions used are taken from `text`."""
+    chosen: dict[str, object] = {}
+    unclear: list[str] = []
+    groups: dict[tuple[str, ...], list[Param]] = {}
+    for param in params:
+        options = tuple(map(str, param.schema.get("enum") or ()))
+        if options:
+            groups.setdefault(options, []).append(param)
+    for group in groups.values():
+        found = mentions(text, list(group[0].schema["enum"]))
+        if not found:
+            continue
+        used: set[int] = set()
+
+        def give(param: Param, mention: Mention, used: set[int] = used) -> None:
+            chosen[param.name] = mention.option
+            used.add(mention.start)
+            if mention.take:
+                text.take(mention.start, mention.end)
+
+        if len(group) == 1:
+            param = group[0]
+            distinct = {m.option for m in found}
+            if len(distinct) == 1:
+                give(param, found[0])
+            else:
+                side = _side(param)
+                cued = [m for m in found if side and m.cue == side]
+                if len(cued) == 1:
+                    give(param, cued[0])
+                else:
+                    unclear.append(param.name)
+            continue
+        # A pair (or more) sharing one enum: cues first, then the rest in order.
+        for side in ("to", "from"):
+            for param in group:
+                if _side(param) == side and param.name not in chosen:
+                    first = next((m for m in found if m.cue == side and m.start not in used), None)
+                    if first is not None:
+                        give(param, first)
+        ordered = sorted(group, key=lambda p: {"from": 0, "": 1, "to": 2}[_side(p)])
+        for param in ordered:
+            if param.name in chosen:
+                continue
+            # An uncued mention fits any side; a "to X" never becomes a source, nor a
+            # "from X" a target.
+            side = _side(param)
+            free = next((m for m in found if m.start not in used and m.cue in ("", side)), None)
+            if free is not None:
+                give(param, free)
+    return chosen, unclear

@@ -1,0 +1,110 @@
+"""Example prompts as extra views of a function: the best-matching example speaks for it.
+
+A function may carry example prompts (written by its author, or learned from use). Each
+is embedded once, when it arrives; a query then scores every example, and each function
+gets two numbers from its own: the best example's cosine (max over views) and the cosine
+with the centroid of its examples (what they share). The index blends both with the
+description score; bench/router_examples.py measures the choices. The rows live in one
+matrix grouped by function, rebuilt lazily after a change, so a query costs one
+matrix-vector product and one segmented max.
+
+On a large catalog that product is most of a route's work (2,000 functions with ten
+examples each: 20,000 rows), so past `EXACT_ROWS` rows only a shortlist is scored
+exactly: the `SHORTLIST` functions best on the description and centroid views. The
+others take their centroid's cosine as their best example's; they were far from the
+top k already (bench/router_examples.py --latency measures the cost).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from toolmesh.router.embedding.embedder import Vectors, normalise
+
+#: Up to this many example rows, every one is scored for every query.
+EXACT_ROWS = 4096
+#: Past it, the functions whose best example is scored exactly.
+SHORTLIST = 128
+
+
+class ExampleViews:
+    """Per index slot, the unit vectors of its examples; `best` scores them all for a query."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._rows: dict[int, Vectors] = {}
+        self._matrix = np.zeros((0, dimension), np.float32)
+        self._owners = np.zeros(0, np.int64)
+        self._starts = np.zeros(0, np.int64)
+        self._centroids = np.zeros((0, dimension), np.float32)
+        self._counts = np.zeros(0, np.int64)
+        self._stale = False
+
+    def __len__(self) -> int:
+        """How many example vectors are held, over all functions."""
+        return sum(len(rows) for rows in self._rows.values())
+
+    def set(self, slot: int, vectors: Vectors) -> None:
+        """Replace a slot's examples (an empty array drops them)."""
+        if len(vectors):
+            self._rows[slot] = vectors.astype(np.float32)
+        else:
+            self._rows.pop(slot, None)
+        self._stale = True
+
+    def drop(self, slot: int) -> None:
+        if self._rows.pop(slot, None) is not None:
+            self._stale = True
+
+    def has(self, slot: int) -> bool:
+        return slot in self._rows
+
+    def _compile(self) -> None:
+        slots = sorted(self._rows)
+        if slots:
+            self._matrix = np.concatenate([self._rows[s] for s in slots])
+            counts = np.array([len(self._rows[s]) for s in slots], np.int64)
+            self._counts = counts
+            self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+            self._centroids = normalise(np.stack([self._rows[s].mean(axis=0) for s in slots]))
+        else:
+            self._matrix = np.zeros((0, self.dimension), np.float32)
+            self._starts = np.zeros(0, np.int64)
+            self._counts = np.zeros(0, np.int64)
+            self._centroids = np.zeros((0, self.dimension), np.float32)
+        self._owners = np.array(slots, np.int64)
+        self._stale = False
+
+    def scores(
+        self, query_vector: Vectors, size: int, dense: NDArray[np.float32] | None = None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Per slot below `size`: the highest cosine between the query and one of its
+        examples, and the cosine with their centroid; NaN where a slot has none. `dense`
+        (the description scores, per slot) picks the shortlist on a large catalog."""
+        if self._stale:
+            self._compile()
+        best = np.full(size, np.nan, np.float32)
+        centroid = np.full(size, np.nan, np.float32)
+        if not len(self._owners):
+            return best, centroid
+        keep = self._owners < size
+        # einsum, not BLAS: see FunctionIndex.score_all.
+        near = np.einsum("ij,j->i", self._centroids, query_vector)
+        if len(self._matrix) <= EXACT_ROWS or dense is None or len(self._owners) <= SHORTLIST:
+            cosines = np.einsum("ij,j->i", self._matrix, query_vector)
+            found = np.maximum.reduceat(cosines, self._starts)
+        else:
+            prior = near + dense[np.minimum(self._owners, size - 1)]
+            chosen = np.argpartition(-prior, SHORTLIST - 1)[:SHORTLIST]
+            counts = self._counts[chosen]
+            offsets = np.cumsum(counts) - counts
+            rows = (
+                np.arange(counts.sum()) - np.repeat(offsets, counts) + np.repeat(self._starts[chosen], counts)
+            )
+            cosines = np.einsum("ij,j->i", self._matrix[rows], query_vector)
+            found = near.copy()
+            found[chosen] = np.maximum.reduceat(cosines, offsets)
+        best[self._owners[keep]] = found[keep]
+        centroid[self._owners[keep]] = near[keep]
+        return best, centroid
