@@ -64,6 +64,45 @@ def free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
                 },
             }
         },
+        "/v1/route/feedback": {
+            "post": {
+                "summary": "Teach the router which function was right for a recent routing's prompt",
+                "description": (
+                    "The prompt of `routing_id` (from a route or execute answer of this gateway) becomes a "
+                    "learned example of `function`. Needs a key with the `@learn` permission scope."
+                ),
+                "operationId": "routeFeedback",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["routing_id", "function"],
+                                "properties": {
+                                    "routing_id": {"type": "string", "minLength": 1},
+                                    "function": {"type": "string", "minLength": 1},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": json_body(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "function": {"type": "string"},
+                                "learned": {"type": "string"},
+                                "learned_examples": {"type": "integer"},
+                            },
+                        },
+                        "what was learned",
+                    ),
+                    **errors(400, 401, 403, 404, 413, 429, 503),
+                },
+            }
+        },
         "/v1/execute": {
             "post": {
                 "summary": "Route a prompt, extract the arguments, call the function",

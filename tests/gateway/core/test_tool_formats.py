@@ -221,6 +221,7 @@ def test_spec_to_dict_is_toolmesh_own_form_with_the_qualified_name() -> None:
         "timeout",
         "streaming",
         "version",
+        "examples",
     }
 
 
