@@ -155,7 +155,7 @@ def start(name: str, instance: int, workdir: Path, stack: contextlib.ExitStack, 
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     stack.callback(receiver.shutdown)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    if not name.startswith("off"):
+    if name != "off":
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
         env.update(SETTINGS.get(name, {}))
     command = [sys.executable, "-m", "toolmesh", "up", "--config", str(config)]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from toolmesh.client.http_requests import Request, function_path, json_bytes, result
+from toolmesh.client.http_requests import Request, invoke, result
 from toolmesh.runtimes.functions.results import Result
 
 JOBS_PATH = "/v1/jobs"
@@ -59,15 +59,11 @@ def submit(
     request_id: str | None,
     session_id: str | None,
 ) -> Request[RemoteJob]:
-    headers = {"content-type": "application/json", "prefer": "respond-async"}
+    call = invoke(name, arguments, request_id, session_id)
+    headers = {**call.headers, "prefer": "respond-async"}
     if callback_url is not None:
         headers["x-callback-url"] = callback_url
-    if request_id:
-        headers["x-request-id"] = request_id
-    if session_id:
-        headers["x-session-id"] = session_id
-    body = json_bytes(dict(arguments or {}), "arguments")
-    return Request("POST", function_path(name) + "/invoke", job, content=body, headers=headers)
+    return Request(call.method, call.path, job, content=call.content, headers=headers)
 
 
 def get_job(job_id: str) -> Request[RemoteJob]:

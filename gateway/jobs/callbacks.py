@@ -82,7 +82,7 @@ class CallbackSender:
 
     def __init__(self, secret: str | None, timeout: float, destinations: Destinations) -> None:
         self._secret = secret
-        self.destinations = destinations
+        self._destinations = destinations
         self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
 
     async def send(self, url: str, job_id: str, key: str, body: bytes) -> str | None:
@@ -96,7 +96,7 @@ class CallbackSender:
             SIGNATURE_HEADER: signature(self._secret, body, int(time.time())),
         }
         try:
-            target = await self.destinations.target(url)
+            target = await self._destinations.target(url)
         except DestinationRefused as exc:
             return f"refused: {exc}"
         if target.host_header is not None:

@@ -38,12 +38,13 @@ class JobService:
         self.mesh = mesh
         self.config = config
         self._secret = callback_secret
+        self._destinations = Destinations(config.callback_hosts)
         self.store: JobStore = store or SqliteJobStore(config.file())
         self.runner = JobRunner(
             mesh,
             self.store,
             config,
-            CallbackSender(callback_secret, config.callback_timeout, Destinations(config.callback_hosts)),
+            CallbackSender(callback_secret, config.callback_timeout, self._destinations),
         )
 
     async def start(self) -> None:
@@ -70,7 +71,7 @@ class JobService:
         spec = self.mesh.function(request.name, principal)
         check_arguments(spec.input_schema, request.arguments)
         if callback_url is not None:
-            callback_url = check_callback_url(callback_url, self._secret, self.runner.sender.destinations)
+            callback_url = check_callback_url(callback_url, self._secret, self._destinations)
         job = Job(
             id=new_job_id(),
             owner=principal.name,
