@@ -70,7 +70,7 @@ class GatewayEnvironment:
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
-            state_url=_state_url(config, environ),
+            state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
         )
@@ -126,7 +126,8 @@ def _runtime_tokens(config: MeshConfig, env: Mapping[str, str]) -> dict[str, str
 STATE_URL_ENV = "TOOLMESH_STATE_URL"
 
 
-def _state_url(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+def state_url(config: MeshConfig, env: Mapping[str, str]) -> str | None:
+    """The shared state's Redis URL (TOOLMESH_STATE_URL, else `[state] url`), or None."""
     value = env.get(STATE_URL_ENV)
     if value:
         return check_state_url(value, STATE_URL_ENV)

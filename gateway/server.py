@@ -256,8 +256,15 @@ async def start_gateway(
         await state.aclose()
         raise
     # Loads a cached model here (fast); a missing one is built in the background.
-    router = RouterService(config.router, llm_api_key=environment.llm_api_key, sessions=state.sessions)
+    router = RouterService(
+        config.router,
+        llm_api_key=environment.llm_api_key,
+        sessions=state.sessions,
+        examples=state.examples,
+        routings=state.routings,
+    )
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
+    state.feed.listen_learned(router.relearn)
     mesh = Mesh(catalog, pool, auth, settings, metrics, router)
     jobs = None
     if config.jobs.enabled:

@@ -73,31 +73,63 @@ def _eval(args: argparse.Namespace) -> int:
 
 def _examples(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError
+    from toolmesh.errors import StateUnavailable
+
+    try:
+        found = _learned(args)
+    except (ConfigError, OSError, StateUnavailable) as exc:
+        print(f"toolmesh router examples: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(found, int):
+        print(json.dumps({"function": args.function, "removed": found}))
+        return 0 if found else 1
+    if args.json:
+        print(json.dumps([{**vars_of(row)} for row in found], indent=2))
+    else:
+        for row in found:
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.at))
+            print(f"{row.function}\t{row.version[:8]}\t{stamp}\t{row.principal}\t{row.prompt}")
+    return 0
+
+
+def _learned(args: argparse.Namespace) -> Any:
+    """What `remove` removed (a count) or what `list` lists, in the gateway's learned examples:
+    in the shared state's Redis when the config (or TOOLMESH_STATE_URL) names one, where running
+    gateways follow a removal at once; else in SQLite under the router's data directory, which a
+    running gateway reads at its next start."""
+    import asyncio
+    import os
+
+    from toolmesh.config import load_config
+    from toolmesh.config_sources import find_config
+    from toolmesh.gateway.environment import state_url
     from toolmesh.router.learning import LearnedExamples
     from toolmesh.router.service import LEARNED_FILE
 
+    config = load_config(find_config(args.config))
+    removing = args.examples_command == "remove"
+    url = None if args.data_dir else state_url(config, os.environ)
+    if url is not None:
+        from toolmesh.gateway.state.redis_client import Outage, connect
+        from toolmesh.gateway.state.redis_learning import RedisExamples
+
+        async def in_redis() -> Any:
+            client = connect(url, config.state.timeout)
+            try:
+                store = RedisExamples(client, config.state.key_prefix, Outage(url))
+                if removing:
+                    return await store.aremove(args.function, args.prompt)
+                return await store.alisting(args.function)
+            finally:
+                await client.aclose()
+
+        return asyncio.run(in_redis())
+    data = Path(args.data_dir) if args.data_dir else Path(config.router.data_dir)
+    local = LearnedExamples(data / LEARNED_FILE)
     try:
-        config = _config(args)
-        data = Path(args.data_dir) if args.data_dir else Path(config.data_dir)
-        store = LearnedExamples(data / LEARNED_FILE)
-    except (ConfigError, OSError) as exc:
-        print(f"toolmesh router examples: {exc}", file=sys.stderr)
-        return 2
-    try:
-        if args.examples_command == "remove":
-            removed = store.remove(args.function, args.prompt)
-            print(json.dumps({"function": args.function, "removed": removed}))
-            return 0 if removed else 1
-        rows = store.listing(args.function)
-        if args.json:
-            print(json.dumps([{**vars_of(row)} for row in rows], indent=2))
-        else:
-            for row in rows:
-                stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(row.at))
-                print(f"{row.function}\t{row.version[:8]}\t{stamp}\t{row.principal}\t{row.prompt}")
-        return 0
+        return local.remove(args.function, args.prompt) if removing else local.listing(args.function)
     finally:
-        store.close()
+        local.close()
 
 
 def vars_of(row: Any) -> dict[str, Any]:
@@ -158,8 +190,9 @@ def add_router_commands(commands: Any) -> None:
 
     examples = sub.add_parser(
         "examples",
-        help="list or remove the examples the router learned from use (a running gateway "
-        "sees a removal at its next start or catalog change)",
+        help="list or remove the examples the router learned from use (in [state]'s Redis when "
+        "one is configured: running gateways follow a removal at once; else in SQLite: a running "
+        "gateway sees it at its next start or catalog change)",
     )
     actions = examples.add_subparsers(dest="examples_command", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="learned examples, newest first per function")
@@ -170,5 +203,7 @@ def add_router_commands(commands: Any) -> None:
     removal.add_argument("--prompt", help="only this prompt (exactly as listed)")
     for action in (listing, removal):
         common(action)
-        action.add_argument("--data-dir", help="the router's data directory (overrides [router] data_dir)")
+        action.add_argument(
+            "--data-dir", help="the router's SQLite data directory (overrides [router] data_dir and [state])"
+        )
         action.set_defaults(handler=_examples)

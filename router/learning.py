@@ -13,7 +13,10 @@ confirmed ones (a prompt learned again moves to the front), so old habits decay 
 ones arrive, and no caller can grow the index without limit.
 
 `ExampleStore` is the seam: SQLite on one machine (`LearnedExamples`, under the router's
-data directory); a shared store can stand in where `[state]` configures one.
+data directory); Redis where `[state]` configures it (gateway/state/redis_learning.py), so what
+one replica learns every replica routes with. `Routings` remembers what each routing id was asked,
+for feedback to refer to: in this process (`RecentRoutings`), or in Redis, so that feedback may
+reach another replica than the one that routed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +34,13 @@ from typing import Protocol
 MAX_LEARNED = 20
 #: Longest prompt learned, in characters (longer ones are cut).
 MAX_LEARNED_CHARS = 1000
+#: Routings remembered in this process for feedback to refer to by id; the oldest go first.
+REMEMBERED_ROUTINGS = 10_000
+
+
+def learnable(prompt: str) -> str:
+    """The text a prompt is learned as: whitespace collapsed, cut to MAX_LEARNED_CHARS."""
+    return " ".join(prompt.split())[:MAX_LEARNED_CHARS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +90,7 @@ class LearnedExamples:
         )
 
     def add(self, function: str, version: str, prompt: str, principal: str) -> list[str]:
-        prompt = " ".join(prompt.split())[:MAX_LEARNED_CHARS]
+        prompt = learnable(prompt)
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -136,3 +147,34 @@ class LearnedExamples:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class Routings(Protocol):
+    """What recent routings were asked, by routing id. Called from the router's worker threads."""
+
+    def remember(self, routing_id: str, prompt: str) -> None:
+        """Keep `prompt` under `routing_id`; must not make the routing wait (nor fail it)."""
+        ...
+
+    def prompt(self, routing_id: str) -> str | None:
+        """The prompt of a remembered routing (None: unknown, or forgotten)."""
+        ...
+
+
+class RecentRoutings:
+    """`Routings` in this process: the last `REMEMBERED_ROUTINGS`."""
+
+    def __init__(self, size: int = REMEMBERED_ROUTINGS) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._prompts: OrderedDict[str, str] = OrderedDict()
+
+    def remember(self, routing_id: str, prompt: str) -> None:
+        with self._lock:
+            self._prompts[routing_id] = prompt
+            if len(self._prompts) > self._size:
+                self._prompts.popitem(last=False)
+
+    def prompt(self, routing_id: str) -> str | None:
+        with self._lock:
+            return self._prompts.get(routing_id)

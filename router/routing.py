@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
-from toolmesh.router.learning import ExampleStore
+from toolmesh.router.learning import ExampleStore, RecentRoutings, Routings
 from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document, text_hash
 
@@ -25,8 +24,6 @@ _FOLLOW_UP = re.compile(
     r"|\b(?:the same|same thing|same for|do that|do it|again|instead|as well|too)\b",
     re.I,
 )
-#: Routings remembered (in this process) for feedback to refer to by id; the oldest go first.
-REMEMBERED_ROUTINGS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +60,14 @@ class Router:
         threshold: float,
         sessions: Sessions | None = None,
         learned: ExampleStore | None = None,
+        routings: Routings | None = None,
     ) -> None:
         self.index = index
         self.threshold = threshold
         self.sessions = sessions
         self.learned = learned
+        self.routings = routings or RecentRoutings()
         self._lock = threading.Lock()
-        self._routings: OrderedDict[str, str] = OrderedDict()
 
     def sync(self, docs: Iterable[Document]) -> SyncReport:
         """Follow the catalog: index what is new or changed, drop what is gone, and give each
@@ -102,16 +100,22 @@ class Router:
         if self.learned is None:
             return 0
         removed = self.learned.remove(key, prompt)
-        if key in self.index:
-            prompts = self.learned.current({key: version(self.document(key))}).get(key, [])
-            with self._lock:
-                self.index.set_learned(key, prompts)
+        self.relearn(key)
         return removed
 
-    def routed_prompt(self, routing_id: str) -> str | None:
-        """The prompt of a recent routing by this router (None: unknown or forgotten)."""
+    def relearn(self, key: str) -> None:
+        """Read `key`'s learned examples from the store again (another replica, or `toolmesh
+        router examples remove`, changed them)."""
+        if self.learned is None or key not in self.index:
+            return
+        prompts = self.learned.current({key: version(self.document(key))}).get(key, [])
         with self._lock:
-            return self._routings.get(routing_id)
+            if key in self.index and self.index.learned(key) != prompts:
+                self.index.set_learned(key, prompts)
+
+    def routed_prompt(self, routing_id: str) -> str | None:
+        """The prompt of a recent routing (None: unknown or forgotten)."""
+        return self.routings.prompt(routing_id)
 
     def document(self, key: str) -> Document:
         with self._lock:
@@ -153,10 +157,7 @@ class Router:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
         match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
         result = RouteResult(match, candidates)
-        with self._lock:
-            self._routings[result.routing_id] = prompt
-            if len(self._routings) > REMEMBERED_ROUTINGS:
-                self._routings.popitem(last=False)
+        self.routings.remember(result.routing_id, prompt)
         return result
 
 

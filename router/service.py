@@ -13,7 +13,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
@@ -26,7 +26,7 @@ from toolmesh.router.embedding.model import cached_model, ensure_model
 from toolmesh.router.extraction.execution import PromptExecutor
 from toolmesh.router.extraction.llm import LlmExtractor
 from toolmesh.router.index import FunctionIndex
-from toolmesh.router.learning import ExampleStore, LearnedExamples
+from toolmesh.router.learning import ExampleStore, LearnedExamples, Routings
 from toolmesh.router.routing import Router
 from toolmesh.router.sessions import Sessions, SessionStore
 from toolmesh.router.text import Document
@@ -84,6 +84,8 @@ class RouterService:
         embedder: Embedder | None = None,
         llm_api_key: str | None = None,
         sessions: Callable[[RouterConfig], Sessions] | None = None,
+        examples: Callable[[], ExampleStore] | None = None,
+        routings: Callable[[], Routings] | None = None,
     ) -> None:
         self.config = config
         self.state = State.LOADING if config.enabled else State.DISABLED
@@ -93,8 +95,11 @@ class RouterService:
         self._embedder = embedder
         self._executor: PromptExecutor | None = None
         self._closables: list[EmbeddingCache | Sessions | ExampleStore] = []
-        #: Builds the session store (None: SQLite under data_dir); the gateway's may be shared.
+        #: Build the session store and the learned examples (None: SQLite under data_dir) and the
+        #: routings' memory (None: this process); the gateway's may be shared (gateway/state/).
         self._sessions = sessions
+        self._examples = examples
+        self._routings = routings
         self._lock = threading.Lock()
         self._pending: list[Document] | None = None
         # Routing and extraction run here, not on the event loop and not in asyncio's default
@@ -126,9 +131,11 @@ class RouterService:
                     max_sessions=self.config.max_sessions,
                     max_turns=self.config.session_turns,
                 )
-            learned = LearnedExamples(data / LEARNED_FILE)
+            learned = self._examples() if self._examples is not None else LearnedExamples(data / LEARNED_FILE)
             self._closables += [cache, sessions, learned]
-            router = Router(FunctionIndex(embedder, cache), self.config.threshold, sessions, learned)
+            routings = self._routings() if self._routings is not None else None
+            index = FunctionIndex(embedder, cache)
+            router = Router(index, self.config.threshold, sessions, learned, routings)
             report = router.sync(docs)
             with self._lock:
                 if self._pending is not None:  # the catalog changed while we were loading
@@ -179,9 +186,27 @@ class RouterService:
                 return
         self._executor.router.sync(docs)
 
+    def relearn(self, function: str) -> None:
+        """Another replica (or `toolmesh router examples remove`) changed `function`'s learned
+        examples in the shared store: read them again, on a router thread. Before the router is
+        ready there is nothing to do: loading reads them all."""
+        executor = self._executor
+        if executor is None:
+            return
+        try:
+            done = self.workers.submit(executor.router.relearn, function)
+        except RuntimeError:  # closing: the workers are shut down
+            return
+        done.add_done_callback(_log_relearn_failure)
+
     async def aclose(self) -> None:
         if self._llm is not None:
             await self._llm.aclose()
         self.workers.shutdown(wait=False, cancel_futures=True)
         for closable in self._closables:
             closable.close()
+
+
+def _log_relearn_failure(done: Future[None]) -> None:
+    if not done.cancelled() and (exc := done.exception()) is not None:
+        log.warning("router: learned examples not refreshed: %s", exc)

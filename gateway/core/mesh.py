@@ -335,11 +335,10 @@ class Mesh:
         principal.require(LEARN, "teach the router")
         spec = self.function(function, principal)
         router = self.router.router()
-        prompt = router.routed_prompt(routing_id)
+        # Off the loop: the routings' memory may be in Redis (gateway/state/redis_learning.py).
+        prompt = await self.router.in_worker(functools.partial(router.routed_prompt, routing_id))
         if prompt is None:
-            raise InvalidRequest(
-                "unknown routing_id: it must come from a recent routing by this gateway", param="routing_id"
-            )
+            raise InvalidRequest("unknown routing_id: it must come from a recent routing", param="routing_id")
         learn = functools.partial(router.learn, spec.qualified_name, prompt, principal.name)
         examples = await self.router.in_worker(learn) or []
         return {"function": spec.qualified_name, "learned": prompt, "learned_examples": len(examples)}

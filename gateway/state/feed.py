@@ -4,7 +4,8 @@ A replica whose catalog changed (a reload) `publish`es; every listener hears it,
 that is this process's listeners (the MCP endpoint's listen streams). In Redis
 (`redis_feed.py`) it is every replica's listeners, the publisher's own included. A resource
 update (`publish_update(uri)`, from a function's `ctx.resource_updated`) travels the same way
-to the `listen_updates` listeners, with its URI.
+to the `listen_updates` listeners, with its URI. Where the router's learned examples are shared
+(Redis), `listen_learned` hears which function's examples another replica changed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ class ChangeFeed(Protocol):
 
     def listen_updates(self, listener: UpdateListener) -> Callable[[], None]:
         """Call `listener` with each updated URI; returns a function that stops it."""
+        ...
+
+    def listen_learned(self, listener: UpdateListener) -> Callable[[], None]:
+        """Call `listener` with each function whose shared learned examples changed."""
         ...
 
 
@@ -71,6 +76,10 @@ class LocalFeed:
 
     def listen_updates(self, listener: UpdateListener) -> Callable[[], None]:
         return add_update_listener(self._updates, listener)
+
+    def listen_learned(self, listener: UpdateListener) -> Callable[[], None]:
+        """One gateway's learned examples are its own (SQLite): nothing to hear."""
+        return lambda: None
 
 
 def add_update_listener(

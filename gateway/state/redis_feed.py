@@ -1,7 +1,8 @@
 """Catalog changes fanned out through Redis pub/sub, to every gateway replica.
 
 One channel, `<prefix>catalog`: a catalog change is the message ``tools``, a resource update
-``resource:<uri>``. A replica whose catalog changed publishes on it; each replica
+``resource:<uri>``, a change of a function's learned router examples ``learned:<function>``
+(published by redis_learning.py's scripts). A replica whose catalog changed publishes on it; each replica
 (the publisher too) keeps one subscription open in a background task and tells its listeners
 (its MCP listen streams) of every message, so each stream hears each change once, whichever
 replica it is connected to. When Redis goes away the task logs it, waits and subscribes again,
@@ -35,15 +36,21 @@ log = logging.getLogger("toolmesh.gateway")
 RESUBSCRIBE_DELAY = 1.0
 CATALOG_MESSAGE = b"tools"
 UPDATE_PREFIX = b"resource:"
+LEARNED_PREFIX = b"learned:"
+
+
+def feed_channel(prefix: str) -> str:
+    return f"{prefix}catalog"
 
 
 class RedisFeed:
     def __init__(self, client: redis.Redis, prefix: str, outage: Outage) -> None:
         self._client = client
-        self._channel = f"{prefix}catalog"
+        self._channel = feed_channel(prefix)
         self._outage = outage
         self._listeners = Listeners()
         self._updates: dict[object, UpdateListener] = {}
+        self._learned: dict[object, UpdateListener] = {}
         self._task: asyncio.Task[None] | None = None
         #: Set while the subscription is open (tests wait for it).
         self.subscribed = asyncio.Event()
@@ -72,6 +79,10 @@ class RedisFeed:
         self._follow_once()
         return add_update_listener(self._updates, listener)
 
+    def listen_learned(self, listener: UpdateListener) -> Callable[[], None]:
+        self._follow_once()
+        return add_update_listener(self._learned, listener)
+
     def _follow_once(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._follow(), name="state-feed")
@@ -87,15 +98,21 @@ class RedisFeed:
                     async for message in pubsub.listen():
                         if message.get("type") != "message":
                             continue
-                        data = message.get("data", b"")
-                        if isinstance(data, bytes) and data.startswith(UPDATE_PREFIX):
-                            notify_updates(self._updates, data[len(UPDATE_PREFIX) :].decode(errors="replace"))
-                        else:
-                            self._listeners.notify()
+                        self._dispatch(message.get("data", b""))
             except (RedisError, OSError) as exc:
                 self.subscribed.clear()
                 self._outage.failed(exc)
             await asyncio.sleep(RESUBSCRIBE_DELAY)
+
+    def _dispatch(self, data: object) -> None:
+        if not isinstance(data, bytes):
+            self._listeners.notify()
+        elif data.startswith(UPDATE_PREFIX):
+            notify_updates(self._updates, data[len(UPDATE_PREFIX) :].decode(errors="replace"))
+        elif data.startswith(LEARNED_PREFIX):
+            notify_updates(self._learned, data[len(LEARNED_PREFIX) :].decode(errors="replace"))
+        else:
+            self._listeners.notify()
 
     async def aclose(self) -> None:
         if self._task is not None:

@@ -6,26 +6,23 @@ to the last `max_turns`, and its TTL set to `ttl` again, in one transaction; Red
 whole session `ttl` seconds after its last turn, like the SQLite store. `max_sessions` does not
 apply here: the TTL bounds them, and Redis' own `maxmemory` policy is the backstop.
 
-The router calls its store from its worker threads (like SQLite, off the event loop). This one
-hands each command to the gateway's event loop, where its one Redis client and pool live, and
-waits for the answer.
+The router calls its store from its worker threads (like SQLite, off the event loop): each
+command goes through the gateway's event loop (`loop_calls.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import time
-from collections.abc import Coroutine, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import redis.asyncio as redis
 
+from toolmesh.gateway.state.loop_calls import LoopCalls
 from toolmesh.gateway.state.redis_client import Outage
 from toolmesh.router.sessions import Turn, trimmed_result
-
-T = TypeVar("T")
 
 
 class RedisSessions:
@@ -43,26 +40,9 @@ class RedisSessions:
         self.ttl = ttl
         self.max_turns = max_turns
         self._client = client
-        self._loop = loop
         self._prefix = f"{prefix}session:"
         self._outage = outage
-        #: How long a worker waits for the loop's answer: Redis' own timeout, and a margin.
-        self._wait = timeout + 1.0
-
-    def _run(self, work: Coroutine[Any, Any, T]) -> T:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            work.close()
-            raise RuntimeError("RedisSessions is called from worker threads, not on its event loop")
-        future = asyncio.run_coroutine_threadsafe(work, self._loop)
-        try:
-            return future.result(self._wait)
-        except concurrent.futures.TimeoutError as exc:
-            future.cancel()
-            raise self._outage.failed(exc) from None
+        self._run = LoopCalls(loop, outage, timeout).run
 
     def history(self, session_id: str, limit: int | None = None) -> list[Turn]:
         return self._run(self._history(session_id, limit or self.max_turns))

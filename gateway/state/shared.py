@@ -1,9 +1,9 @@
 """What the gateway shares with its other replicas, built from `[state]` once at start-up.
 
-    no url            LocalLimits, LocalFeed, the router's SQLite sessions,   (one gateway)
-                      SQLite jobs
-    url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisJobStore,  (any number)
-                      on one client
+    no url            LocalLimits, LocalFeed, the router's SQLite sessions    (one gateway)
+                      and learned examples, routings in memory, SQLite jobs
+    url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisExamples,  (any number)
+                      RedisRoutings, RedisJobStore, on one client
 
 Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
 """
@@ -21,6 +21,7 @@ from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.router.learning import ExampleStore, Routings
 from toolmesh.router.sessions import Sessions
 
 log = logging.getLogger("toolmesh.gateway")
@@ -29,6 +30,9 @@ log = logging.getLogger("toolmesh.gateway")
 SessionsFactory = Callable[[RouterConfig], Sessions]
 #: Builds the job store from `[jobs]` (None: the SQLite file of `[jobs] path`).
 JobsFactory = Callable[[JobsConfig], JobStore]
+#: Build the router's learned examples and its routings' memory (None: SQLite, this process).
+ExamplesFactory = Callable[[], ExampleStore]
+RoutingsFactory = Callable[[], Routings]
 
 
 @dataclass
@@ -41,6 +45,8 @@ class SharedState:
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list, repr=False)
     _check: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
     jobs: JobsFactory | None = None
+    examples: ExamplesFactory | None = None
+    routings: RoutingsFactory | None = None
 
     async def check(self) -> None:
         """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
@@ -62,8 +68,10 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     if url is None:
         return SharedState()
     from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
+    from toolmesh.gateway.state.loop_calls import LoopCalls
     from toolmesh.gateway.state.redis_client import Outage, connect, redact
     from toolmesh.gateway.state.redis_feed import RedisFeed
+    from toolmesh.gateway.state.redis_learning import RedisExamples, RedisRoutings
     from toolmesh.gateway.state.redis_limits import RedisLimits
     from toolmesh.gateway.state.redis_sessions import RedisSessions
 
@@ -72,6 +80,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     prefix = config.key_prefix
     loop = asyncio.get_running_loop()
     feed = RedisFeed(client, prefix, outage)
+    calls = LoopCalls(loop, outage, config.timeout)
 
     def sessions(router: RouterConfig) -> Sessions:
         return RedisSessions(
@@ -103,4 +112,6 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         [client.aclose, feed.aclose],
         check,
         jobs,
+        examples=lambda: RedisExamples(client, prefix, outage, calls),
+        routings=lambda: RedisRoutings(client, prefix, calls),
     )
