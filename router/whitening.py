@@ -27,15 +27,14 @@ def within_whitening(
     rows: NDArray[np.float32], counts: NDArray[np.int64], shrinkage: float = SHRINKAGE
 ) -> NDArray[np.float32] | None:
     """The symmetric inverse square root of the shrunk within-function scatter of `rows`
-    (grouped by function, `counts` rows each), or None when it has nothing to learn from:
-    no function with two examples, or no spread among them."""
+    (grouped by function: the first `counts[0]` rows are one function's, and so on), or
+    None when it has nothing to learn from: no function with two examples, or no spread."""
     dimension = rows.shape[1]
     if len(rows) <= len(counts) or shrinkage >= 1:
         return None
-    owner = np.repeat(np.arange(len(counts)), counts)
-    sums = np.zeros((len(counts), dimension), np.float64)
-    np.add.at(sums, owner, rows)
-    residuals = rows - (sums / counts[:, None])[owner]
+    starts = np.cumsum(counts) - counts
+    means = np.add.reduceat(rows, starts) / counts[:, None]
+    residuals = rows - np.repeat(means, counts, axis=0)
     scatter = residuals.T @ residuals / (len(rows) - len(counts))
     spread = float(np.trace(scatter)) / dimension
     if spread <= 1e-12:
