@@ -120,8 +120,8 @@ def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], lis
     unclear: list[str] = []
     groups: dict[tuple[str, ...], list[Param]] = {}
     for param in params:
-        if options_of(param):
-            groups.setdefault(tuple(map(str, options_of(param))), []).append(param)
+        if offered := options_of(param):
+            groups.setdefault(tuple(map(str, offered)), []).append(param)
     for group in groups.values():
         found = mentions(text, options_of(group[0]))
         if not found:
