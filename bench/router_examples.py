@@ -6,7 +6,9 @@ APIBench TorchHub (../shared/data/routing): the pool's 94 functions, up to --k-e
 training prompts per function as examples, scored on the 186 held-out eval prompts.
 Every text is embedded once (memoised), then each fusion is one pass over the prompts:
 description only, a centroid of the example embeddings, max over views, and blends of
-them with the description score, with and without the examples' words in BM25.
+them with the description score, with and without the examples' words in BM25, in the
+raw and in the whitened embedding space. Each row also gives --folds cross-validation
+figures on the training prompts: settings are chosen on those, never on the eval prompts.
 --bfcl adds the BFCL zero-shot figures (no examples: they must not move).
 """
 
@@ -69,6 +71,35 @@ def run(
     return 100 * report.recall_at_1, 100 * report.recall_at_k, report.mrr
 
 
+def cross_validate(
+    embedder: MemoEmbedder,
+    pool: list[Document],
+    training: list[Query],
+    variant: Variant,
+    per_function: int,
+    folds: int,
+) -> tuple[float, float]:
+    """R@1 and R@5 over the training prompts, each held out once: in fold k, every function's
+    n-th prompt with n mod folds == k is a query and the others are its examples. Settings
+    are chosen on these figures; the eval prompts are only reported."""
+    seen: dict[str, int] = {}
+    fold_of = []
+    for query in training:
+        fold_of.append(seen.get(query.expected, 0) % folds)
+        seen[query.expected] = seen.get(query.expected, 0) + 1
+    hits_1 = hits_5 = 0.0
+    for fold in range(folds):
+        held = [q for q, f in zip(training, fold_of, strict=True) if f == fold]
+        rest = [q for q, f in zip(training, fold_of, strict=True) if f != fold]
+        docs = with_examples(pool, rest, per_function) if variant.examples else pool
+        report = evaluate(
+            embedder, docs, held, k=5, match="id", index=FunctionIndex(embedder, fusion=variant.fusion)
+        )
+        hits_1 += report.recall_at_1 * len(held)
+        hits_5 += report.recall_at_k * len(held)
+    return 100 * hits_1 / len(training), 100 * hits_5 / len(training)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -76,6 +107,7 @@ def main() -> None:
     parser.add_argument("--k-examples", type=int, default=10)
     parser.add_argument("--data", type=Path, default=SHARED)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds on the training prompts")
     parser.add_argument("--bfcl", action="store_true", help="also route the BFCL set zero-shot (slow)")
     parser.add_argument(
         "--latency", action="store_true", help="only the route-latency table (2,000 functions)"
@@ -116,28 +148,43 @@ def main() -> None:
     queries = load_queries(args.data / "apibench_torchhub_eval.jsonl")
     pool = with_examples(plain, training, args.k_examples)
 
-    no_terms = {"example_terms": False}
+    raw = {"whitening": None}
+    no_terms = {"example_terms": False, **raw}
     variants = [
         Variant("description only", Fusion(), examples=False),
         Variant("BM25 expansion only", Fusion(best_weight=0, centroid_weight=0)),
         Variant("centroid, w=1.0 (no BM25 expansion)", Fusion(best_weight=0, centroid_weight=1, **no_terms)),
-        Variant("centroid, w=0.5 + BM25", Fusion(best_weight=0, centroid_weight=0.5)),
+        Variant("centroid, w=0.5 + BM25", Fusion(best_weight=0, centroid_weight=0.5, **raw)),
         Variant(
             "max over views, w=0.5 (no BM25 expansion)",
             Fusion(best_weight=0.5, centroid_weight=0, **no_terms),
         ),
-        Variant("max over views, w=0.5 + BM25", Fusion(best_weight=0.5, centroid_weight=0)),
-        Variant("max over views, w=0.7 + BM25", Fusion(best_weight=0.7, centroid_weight=0)),
-        Variant("max over views, w=1.0 + BM25", Fusion(best_weight=1.0, centroid_weight=0)),
-        Variant("max 1/4 + centroid 1/4 + BM25", Fusion(best_weight=0.25, centroid_weight=0.25)),
-        Variant("max 1/2 + centroid 1/4 + BM25", Fusion(best_weight=0.5, centroid_weight=0.25)),
+        Variant("max over views, w=0.5 + BM25", Fusion(best_weight=0.5, centroid_weight=0, **raw)),
+        Variant("max over views, w=0.7 + BM25", Fusion(best_weight=0.7, centroid_weight=0, **raw)),
+        Variant("max over views, w=1.0 + BM25", Fusion(best_weight=1.0, centroid_weight=0, **raw)),
+        Variant("max 1/4 + centroid 1/4 + BM25", Fusion(best_weight=0.25, centroid_weight=0.25, **raw)),
+        Variant("max 1/2 + centroid 1/4 + BM25", Fusion(best_weight=0.5, centroid_weight=0.25, **raw)),
         Variant("max 1/3 + centroid 1/3 (no BM25 expansion)", Fusion(**no_terms)),
-        Variant("**max 1/3 + centroid 1/3 + BM25 (default)**", Fusion()),
+        Variant("max 1/3 + centroid 1/3 + BM25 (raw embeddings: before)", Fusion(**raw)),
+        Variant("whitened, shrinkage 0.1", Fusion(whitening=0.1)),
+        Variant("whitened, shrinkage 0.5", Fusion(whitening=0.5)),
+        Variant("whitened, max 1/4 + centroid 1/2", Fusion(best_weight=0.25, centroid_weight=0.5)),
+        Variant("**whitened, shrinkage 0.3: max 1/3 + centroid 1/3 + BM25 (default)**", Fusion()),
     ]
     rows = []
     for variant in variants:
+        cv = cross_validate(embedder, plain, training, variant, args.k_examples, args.folds)
         r1, r5, mrr = run(embedder, pool if variant.examples else plain, queries, variant)
-        rows.append({"variant": variant.name, "R@1": round(r1, 1), "R@5": round(r5, 1), "MRR": round(mrr, 3)})
+        rows.append(
+            {
+                "variant": variant.name,
+                "CV R@1": round(cv[0], 1),
+                "CV R@5": round(cv[1], 1),
+                "R@1": round(r1, 1),
+                "R@5": round(r5, 1),
+                "MRR": round(mrr, 3),
+            }
+        )
     if args.bfcl:
         bfcl = evaluate(
             embedder,
@@ -149,6 +196,8 @@ def main() -> None:
         rows.append(
             {
                 "variant": "BFCL zero-shot (no examples), match=name",
+                "CV R@1": "",
+                "CV R@5": "",
                 "R@1": round(100 * bfcl.recall_at_1, 1),
                 "R@5": round(100 * bfcl.recall_at_k, 1),
                 "MRR": round(bfcl.mrr, 3),
@@ -161,9 +210,13 @@ def main() -> None:
         f"APIBench TorchHub: {len(plain)} functions, {len(queries)} eval prompts, "
         f"<= {args.k_examples} examples per function from the training prompts\n"
     )
-    print("| fusion | R@1 | R@5 | MRR |\n|---|---|---|---|")
+    print(
+        f"CV: {args.folds}-fold cross-validation on the training prompts (the k-th of each function's"
+        " prompts held out in fold k mod folds; the rest are examples)\n"
+    )
+    print("| fusion | CV R@1 | CV R@5 | eval R@1 | eval R@5 | eval MRR |\n|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['variant']} | {row['R@1']} | {row['R@5']} | {row['MRR']} |")
+        print("| " + " | ".join(str(v) for v in row.values()) + " |")
 
 
 def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, object]]:

@@ -12,12 +12,14 @@ Fusion (tuned on the BFCL pool, see bench/RESULTS.md)::
 
 A function with example prompts (its author's, or learned from use) has two more views
 (views.py): the best cosine between the query and one of its examples, and the cosine
-with their centroid. Equal thirds of each make its dense score,
+with their centroid, both in the space whitened by the examples' within-function
+scatter (whitening.py). Equal thirds of each make its dense score,
 ``dense = (dense + best example + centroid) / 3``, and the examples' words join the
 function's BM25 terms; a function without examples keeps its dense score (its BM25 score
 moves only as the corpus statistics do). Max alone,
 centroid alone, other weights, and BM25 without the examples were measured on APIBench
-TorchHub (bench/router_examples.py, bench/RESULTS.md): the blend was best.
+TorchHub (bench/router_examples.py, bench/RESULTS.md): the blend was best, and whitening
+was chosen over the raw embeddings by cross-validation on its training prompts.
 
 The full text (name, description, parameters) carries the most, but long parameter
 lists dilute it, so the description alone is a second view (blended into one stored
@@ -42,6 +44,7 @@ from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, Vectors, normalise
 from toolmesh.router.text import Document, terms, text_hash
 from toolmesh.router.views import ExampleViews
+from toolmesh.router.whitening import SHRINKAGE
 
 LEXICAL_WEIGHT = 0.02
 #: Shares of the cosine from the best example and from the examples' centroid (for
@@ -79,6 +82,8 @@ class Fusion:
     centroid_weight: float = CENTROID_WEIGHT
     #: Whether examples' words count in the function's BM25 document.
     example_terms: bool = True
+    #: Shrinkage of the example views' whitening (whitening.py); None: raw embeddings.
+    whitening: float | None = SHRINKAGE
 
     def blend(
         self, dense: NDArray[np.float32], best: NDArray[np.float32], centroid: NDArray[np.float32]
@@ -111,7 +116,7 @@ class FunctionIndex:
         self._docs: dict[int, Document] = {}
         self._hashes: dict[int, str] = {}
         self._free: list[int] = []
-        self._views = ExampleViews(embedder.dimension)
+        self._views = ExampleViews(embedder.dimension, fusion.whitening)
         #: Per slot: its author's example vectors, and the ones learned from use (by text).
         self._author: dict[int, Vectors] = {}
         self._learned: dict[int, dict[str, Vectors]] = {}

@@ -3,10 +3,13 @@
 A function may carry example prompts (written by its author, or learned from use). Each
 is embedded once, when it arrives; a query then scores every example, and each function
 gets two numbers from its own: the best example's cosine (max over views) and the cosine
-with the centroid of its examples (what they share). The index blends both with the
-description score; bench/router_examples.py measures the choices. The rows live in one
-matrix grouped by function, rebuilt lazily after a change, so a query costs one
-matrix-vector product and one segmented max.
+with the centroid of its examples (what they share). Both are taken in the space
+whitened by the examples' within-function scatter (whitening.py), where the words all
+prompts for a task share count less than what sets one function apart. The index blends
+both with the description score; bench/router_examples.py measures the choices. The rows
+live in one matrix grouped by function, rebuilt lazily after a change (whitening
+included), so a query costs one small matrix-vector product for the whitening, one over
+the examples and one segmented max.
 
 On a large catalog that product is most of a route's work (2,000 functions with ten
 examples each: 20,000 rows), so past `EXACT_ROWS` rows only a shortlist is scored
@@ -21,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolmesh.router.embedding.embedder import Vectors, normalise
+from toolmesh.router.whitening import SHRINKAGE, within_whitening
 
 #: Up to this many example rows, every one is scored for every query.
 EXACT_ROWS = 4096
@@ -29,10 +33,13 @@ SHORTLIST = 128
 
 
 class ExampleViews:
-    """Per index slot, the unit vectors of its examples; `best` scores them all for a query."""
+    """Per index slot, the unit vectors of its examples; `scores` scores them all for a query.
+    `shrinkage` is the whitening's (whitening.py); None compares the raw embeddings."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, shrinkage: float | None = SHRINKAGE) -> None:
         self.dimension = dimension
+        self.shrinkage = shrinkage
+        self._whitening: Vectors | None = None
         self._rows: dict[int, Vectors] = {}
         self._matrix = np.zeros((0, dimension), np.float32)
         self._owners = np.zeros(0, np.int64)
@@ -63,12 +70,19 @@ class ExampleViews:
     def _compile(self) -> None:
         slots = sorted(self._rows)
         if slots:
-            self._matrix = np.concatenate([self._rows[s] for s in slots])
+            matrix = np.concatenate([self._rows[s] for s in slots])
             counts = np.array([len(self._rows[s]) for s in slots], np.int64)
             self._counts = counts
             self._starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-            self._centroids = normalise(np.stack([self._rows[s].mean(axis=0) for s in slots]))
+            centroids = np.stack([self._rows[s].mean(axis=0) for s in slots])
+            shrinkage = self.shrinkage
+            self._whitening = None if shrinkage is None else within_whitening(matrix, counts, shrinkage)
+            if self._whitening is not None:
+                matrix, centroids = matrix @ self._whitening, centroids @ self._whitening
+            self._matrix = normalise(matrix)
+            self._centroids = normalise(centroids)
         else:
+            self._whitening = None
             self._matrix = np.zeros((0, self.dimension), np.float32)
             self._starts = np.zeros(0, np.int64)
             self._counts = np.zeros(0, np.int64)
@@ -89,7 +103,9 @@ class ExampleViews:
         if not len(self._owners):
             return best, centroid
         keep = self._owners < size
-        # einsum, not BLAS: see FunctionIndex.score_all.
+        if self._whitening is not None:
+            # einsum, not BLAS: see FunctionIndex.score_all.
+            query_vector = normalise(np.einsum("ij,j->i", self._whitening, query_vector)[None])[0]
         near = np.einsum("ij,j->i", self._centroids, query_vector)
         if len(self._matrix) <= EXACT_ROWS or dense is None or len(self._owners) <= SHORTLIST:
             cosines = np.einsum("ij,j->i", self._matrix, query_vector)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from toolmesh.router.extraction import values as v
+from toolmesh.router.extraction.currencies import CODES, code_of, currency_mentions
 from toolmesh.router.text import split_identifier, words
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ _FROM_PARAM = words("from source origin input start")
 # A lone capital letter (or "°F") that may stand for an option: "98.6 F to C".
 _INITIAL = re.compile(r"(?<![A-Za-z°])(°?)([A-Z])(?![\w])")
 _NUMBER_END = re.compile(r"\d\s*$")
+_NUMBER_START = re.compile(r"\s*\d")
+_CURRENCY_WORDS = words("currency currencies")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +45,24 @@ class Mention:
     take: bool = True
 
 
-def _cue(text: _Text, start: int) -> str:
+def _cue(text: _Text, start: int, end: int) -> str:
     before = text.lower[:start].rstrip(" °")
     word = before.rsplit(None, 1)[-1] if before.strip() else ""
-    return "to" if word in _TO_CUES else "from" if word in _FROM_CUES else ""
+    if word in _TO_CUES or word in _FROM_CUES:
+        return "to" if word in _TO_CUES else "from"
+    unit = _NUMBER_END.search(text.text[:start]) or _NUMBER_START.match(text.text, end)
+    return "from" if unit else ""
+
+
+def options_of(param: Param) -> tuple[object, ...]:
+    """What a parameter chooses among: its enum, or the currency codes for a string
+    parameter whose name or description says currency."""
+    enum = param.schema.get("enum")
+    if enum:
+        return tuple(enum)
+    if param.type == "string" and param.about_words & _CURRENCY_WORDS:
+        return CODES
+    return ()
 
 
 def mentions(text: _Text, options: Sequence[object]) -> list[Mention]:
@@ -55,23 +72,30 @@ def mentions(text: _Text, options: Sequence[object]) -> list[Mention]:
 
     def add(option: object, start: int, end: int, *, take: bool = True) -> None:
         if text.free(start, end) and not any(a < end and start < b for a, b in taken):
-            found.append(Mention(option, start, end, _cue(text, start), take))
+            found.append(Mention(option, start, end, _cue(text, start, end), take))
         taken.append((start, end))
 
+    currencies = {code: option for option in options if (code := code_of(option)) is not None}
+    named = [option for option in options if code_of(option) is None]
     for _ in range(len(text.text)):  # best match first, then the next best in what is left
-        hit = v.enum_match(_masked(text.text, taken), options)
+        hit = v.enum_match(_masked(text.text, taken), named)
         if hit is None:
             break
         add(hit[0], hit[1].start, hit[1].end)
+    for mention in currency_mentions(text.text) if currencies else ():
+        if mention.code in currencies:
+            # "$100", "100 pounds": the number keeps its text (it may have read it as its unit).
+            unit = mention.symbol or bool(_NUMBER_END.search(text.text[: mention.start]))
+            add(currencies[mention.code], mention.start, mention.end, take=not unit)
     initials: dict[str, list[object]] = {}
-    for option in options:
+    for option in named:
         phrase = split_identifier(str(option))
         if phrase:
             initials.setdefault(phrase[0], []).append(option)
     for m in _INITIAL.finditer(text.text):
         candidates = initials.get(m.group(2).lower(), [])
         after_number = bool(_NUMBER_END.search(text.text[: m.start()]))
-        if len(candidates) == 1 and (m.group(1) or after_number or _cue(text, m.start())):
+        if len(candidates) == 1 and (m.group(1) or after_number or _cue(text, m.start(), m.end())):
             # "98.6°F": the "°F" is also the number's unit, so the number keeps its text.
             add(candidates[0], m.start(), m.end(), take=not m.group(1))
     return sorted(found, key=lambda mention: mention.start)
@@ -96,11 +120,10 @@ def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], lis
     unclear: list[str] = []
     groups: dict[tuple[str, ...], list[Param]] = {}
     for param in params:
-        options = tuple(map(str, param.schema.get("enum") or ()))
-        if options:
-            groups.setdefault(options, []).append(param)
+        if offered := options_of(param):
+            groups.setdefault(tuple(map(str, offered)), []).append(param)
     for group in groups.values():
-        found = mentions(text, list(group[0].schema["enum"]))
+        found = mentions(text, options_of(group[0]))
         if not found:
             continue
         used: set[int] = set()

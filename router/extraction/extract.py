@@ -421,7 +421,7 @@ def extract_arguments(
     ]
     for accepts, read in readers:
         for param in params:
-            if param.name in out.arguments or "enum" in param.schema or not accepts(param):
+            if param.name in out.arguments or choices.options_of(param) or not accepts(param):
                 continue
             value = read(param)
             if value is not None:

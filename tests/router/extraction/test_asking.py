@@ -117,7 +117,8 @@ WEATHER = {
             [],
         ),
         (CURRENCY, "convert 100 to EUR", {"amount": 100, "to_currency": "EUR"}, ["from_currency"]),
-        (CURRENCY, "convert 100 dollars", {"amount": 100}, ["from_currency", "to_currency"]),
+        # "dollars" alone are US dollars (currencies.py); where to is not said.
+        (CURRENCY, "convert 100 dollars", {"amount": 100, "from_currency": "USD"}, ["to_currency"]),
         # Both operands are stated: neither comes from a default or from the other's number.
         (PAIR, "add 2 and 3", {"a": 2, "b": 3}, []),
         (PAIR, "subtract 7 from 19", {"a": 19, "b": 7}, []),
