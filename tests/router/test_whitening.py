@@ -8,6 +8,7 @@ import pytest
 from toolmesh.router.embedding.embedder import OnnxEmbedder, normalise
 from toolmesh.router.index import FunctionIndex, Fusion
 from toolmesh.router.text import Document
+from toolmesh.router.views import ExampleViews
 from toolmesh.router.whitening import within_whitening
 
 
@@ -76,3 +77,26 @@ def test_the_phrasing_of_examples_stops_counting(int8_embedder: OnnxEmbedder) ->
     assert raw_gap.min() > 0.05 and white_gap.max() < 0.01
     email = index.slot_keys().index("send_email")
     assert white_dense[email] == raw_dense[email]
+
+
+def test_a_few_learned_rows_reuse_the_whitening_and_many_fit_it_again() -> None:
+    """Fitting is the costly part of a rebuild: one prompt learned from use (a row added to
+    one function) keeps the map; rows changed past REFIT_CHANGE of those it was fitted on,
+    or a function's examples dropped and back, fit it again."""
+    rng = np.random.default_rng(7)
+    views = ExampleViews(8)
+    for slot in range(10):
+        views.set(slot, normalise(rng.standard_normal((4, 8)).astype(np.float32)))
+    query = normalise(rng.standard_normal((1, 8)).astype(np.float32))[0]
+    views.scores(query, 10)
+    fitted = views._whitening
+    assert fitted is not None
+    one_more = np.concatenate([views._rows[0], normalise(rng.standard_normal((1, 8)).astype(np.float32))])
+    views.set(0, one_more)
+    views.set(1, views._rows[1].copy())  # the same rows again: no change at all
+    views.scores(query, 10)
+    assert views._whitening is fitted
+    for slot in range(5):
+        views.set(slot, normalise(rng.standard_normal((4, 8)).astype(np.float32)))
+    views.scores(query, 10)
+    assert views._whitening is not fitted
