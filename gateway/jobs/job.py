@@ -21,7 +21,7 @@ class JobStatus(enum.StrEnum):
     FAILED = "failed"
     #: Every attempt found the runtime unavailable or overloaded: the dead-letter list.
     DEAD = "dead"
-    #: Cancelled by its caller while still queued.
+    #: Cancelled by its caller while queued or running (a running call is stopped).
     CANCELLED = "cancelled"
 
     @property

@@ -122,12 +122,16 @@ class JobService:
         return again
 
     async def cancel(self, principal: Principal, job_id: str) -> Job:
+        """Cancel a queued or running job. A running call is stopped at once when this gateway
+        runs it; on another gateway it runs to its end, and its result is dropped."""
         job = await self.get(principal, job_id)
         cancelled = await self.store.cancel(job.id, principal.name)
         if cancelled is None:
             raise InvalidRequest(
-                f"job {job_id!r} is {job.status.value}; only queued jobs can be cancelled", param="id"
+                f"job {job_id!r} is {job.status.value}; only queued or running jobs can be cancelled",
+                param="id",
             )
+        self.runner.abort(job.id)
         return cancelled
 
 

@@ -52,7 +52,8 @@ class JobStore(Protocol):
         ...
 
     async def cancel(self, job_id: str, owner: str) -> Job | None:
-        """Cancel a queued job of `owner`; None if it is not queued (or not found)."""
+        """Cancel a queued or running job of `owner` (a running one's settle then fails, so
+        its result is dropped); None if it is finished (or not found)."""
         ...
 
     async def take_callbacks(self, limit: int, hold: float) -> Sequence[Job]:

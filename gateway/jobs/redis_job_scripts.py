@@ -198,12 +198,12 @@ CANCEL = """
 local id, now = ARGV[2], ARGV[4]
 local job = P .. 'job:' .. id
 local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state')
-if f[1] ~= 'queued' or f[2] ~= ARGV[3] then return nil end
+if (f[1] ~= 'queued' and f[1] ~= 'running') or f[2] ~= ARGV[3] then return nil end
 local cb = 'failed'
 if f[3] == 'none' then cb = 'none' end
 redis.call('HSET', job, 'status', 'cancelled', 'finished', now, 'updated', now, 'callback_state', cb)
 redis.call('ZREM', P .. 'delayed', id)
-release(job, id)  -- a recovered job's entry is still pending; a fresh one is skipped at claim
+release(job, id)  -- a running or recovered job's entry is pending; a fresh one is skipped at claim
 finish(job, id, now, ARGV[5])
 return redis.call('HGETALL', job)
 """

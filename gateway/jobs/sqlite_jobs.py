@@ -257,9 +257,10 @@ class SqliteJobStore:
         now = time.time()
         row = await self._run(
             lambda db: db.execute(
-                "UPDATE jobs SET status = 'cancelled', finished = ?, updated = ?,"
+                "UPDATE jobs SET status = 'cancelled', finished = ?, updated = ?, worker = NULL,"
+                " lease_until = 0,"
                 " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'failed' END"
-                f" WHERE id = ? AND owner = ? AND status = 'queued' RETURNING {_COLUMNS}",
+                f" WHERE id = ? AND owner = ? AND status IN ('queued', 'running') RETURNING {_COLUMNS}",
                 (now, now, job_id, owner),
             ).fetchone()
         )
