@@ -136,6 +136,23 @@ async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: O
     assert await store.list("alice", None, 10) == []
 
 
+async def test_a_running_job_is_cancelled_and_its_result_dropped(open_store: OpenStore) -> None:
+    store = await open_store()
+    job = _job()
+    await store.add(job, 1)
+    running = await store.claim("g", lease=5)
+    assert running is not None and running.status is JobStatus.RUNNING
+    cancelled = await store.cancel(job.id, "alice")
+    assert cancelled is not None and cancelled.status is JobStatus.CANCELLED
+    assert await store.count_active() == 0, "a cancelled job frees its place in the queue"
+    running.status = JobStatus.SUCCEEDED
+    assert not await store.settle(running, "g"), "the worker's late result is dropped"
+    assert await store.claim("g", lease=5) is None
+    again = await store.get(job.id)
+    assert again is not None and again.status is JobStatus.CANCELLED and again.result is None
+    assert await store.cancel(job.id, "alice") is None, "a finished job is not cancelled twice"
+
+
 async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore) -> None:
     one, two = await open_store(), await open_store()
     mine, theirs = _job("alice"), _job("bob")
