@@ -51,7 +51,7 @@ async def protocol_error_job() -> str:
 
 @toolmesh.function(task_support="optional")
 async def confirm_delete(filename: str, ctx: toolmesh.Context) -> str:
-    """Asks the user to confirm, then deletes nothing (a task cannot ask: its result says so).
+    """Asks the user to confirm (a task waits in input_required), then deletes nothing.
 
     Args:
         filename: The file to delete.

@@ -28,6 +28,7 @@ from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.runtimes.functions.asking import ANSWERS_KEY
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 
 log = logging.getLogger("toolmesh.jobs")
@@ -160,8 +161,10 @@ class JobRunner:
         # The submit checked the key's scope and spent its rate; the attempt runs as a principal
         # allowed exactly this function, with no rate limit of its own.
         principal = Principal(job.owner, (job.function,))
+        # Answers its caller gave to what the function asked (MCP tasks) replay with every attempt.
+        metadata = {ANSWERS_KEY: job.answers.decode()} if job.answers else {}
         request = InvokeRequest(
-            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id)
+            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id, metadata)
         )
         call = asyncio.create_task(
             self.mesh.invoke(principal, request, Surface.BATCH, self.config.call_timeout)

@@ -13,8 +13,9 @@ Each era negotiates tasks its own way:
   tool from a request whose ``_meta`` client capabilities declare the extension answers a
   ``CreateTaskResult`` (``resultType: "task"``); without the extension an optional tool runs
   directly and a required one is refused with -32021. ``tasks/get`` inlines the result or the
-  error, ``tasks/cancel`` and ``tasks/update`` answer an empty ack; ``tasks/result`` and
-  ``tasks/list`` do not exist (-32601), and the task methods need the extension (-32021).
+  error, or the ``inputRequests`` of a task that waits; ``tasks/update`` answers them and
+  ``tasks/cancel`` (both: an empty ack); ``tasks/result`` and ``tasks/list`` do not exist (-32601),
+  and the task methods need the extension (-32021).
 - 2025-11-25's experimental tasks: ``capabilities.tasks`` and ``execution.taskSupport`` on
   tools; the client asks with ``params.task`` on tools/call and gets ``{"task": {...}}``;
   ``tasks/get``, ``tasks/result`` (waits for the end, then the tool's result), ``tasks/list``
@@ -22,10 +23,16 @@ Each era negotiates tasks its own way:
 
 Statuses: queued and running jobs are ``working``, succeeded ones ``completed``. A failed job is
 ``completed`` with ``isError`` when the function ran and reported the error (it raised, the
-arguments were wrong, it asked its caller, which a task cannot answer), else ``failed`` with a
-JSON-RPC error (a timeout, a limit of its runtime, every attempt unavailable); cancelled ones
-``cancelled``. A task never waits for input: toolmesh's asks are replayed calls, and a job has
-no caller to replay with, so ``tasks/update`` only checks the task exists.
+arguments were wrong), else ``failed`` with a JSON-RPC error (a timeout, a limit of its runtime,
+every attempt unavailable); cancelled ones ``cancelled``.
+
+Asking the caller (``ctx.elicit``...) is replay (runtimes/functions/asking.py): a job whose
+function asks ends failed ``input_required``, with the asks in its result. In 2026-07-28 that job
+is an ``input_required`` task showing the asks not answered yet; ``tasks/update`` records the
+answers in the job (`JobService.answer`) and, once every ask of the round is answered, queues it
+again: each attempt replays with all the answers so far, and may ask another round. 2025-11-25
+would answer through ``tasks/result``'s stream, which a stateless server does not keep open for
+a job, so there such a task is ``completed`` with an error result.
 """
 
 from __future__ import annotations
@@ -66,6 +73,8 @@ from toolmesh.gateway.jobs.job_runner import POLL
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.mcp.caller import call_options, caller, refusal
 from toolmesh.gateway.mcp.convert import call_result
+from toolmesh.gateway.mcp.input_requests import METHODS
+from toolmesh.runtimes.functions.asking import Ask, pending_asks
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import TASKS_REQUIRED, FunctionSpec
 
@@ -75,6 +84,7 @@ RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: How often a client should poll, in milliseconds: as often as an idle worker looks for jobs.
 POLL_INTERVAL_MS = round(POLL * 1000)
 #: Error codes of a function that ran and reported a failure: an error result, not a failed task.
+#: (A function that asked, in the era that cannot answer it, too.)
 TOOL_ERRORS = frozenset({FunctionError.code, InvalidArguments.code, InputRequired.code})
 #: What 2025-11-25 clients read in `capabilities.tasks`.
 LEGACY_CAPABILITY = types.ServerTasksCapability(
@@ -193,8 +203,11 @@ class McpTasks:
         if not modern:
             return self._task(job, modern=False)
         detailed = self._task(job, modern=True)
-        state = outcome(job)
-        if state.result is not None:
+        state = outcome(job, modern=True)
+        if state.asks:
+            asks = {a.key: {"method": METHODS[a.kind], "params": a.params} for a in state.asks}
+            detailed["inputRequests"] = asks
+        elif state.result is not None:
             detailed["result"] = self._tool_result(ctx, job, state.result)
         elif state.error is not None:
             detailed["error"] = state.error
@@ -218,8 +231,21 @@ class McpTasks:
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
         if not self._check(ctx, params.task_id):
             raise MCPError(METHOD_NOT_FOUND, "tasks/update is a method of the 2026-07-28 tasks extension")
-        await self._job(ctx, params.task_id)
-        return {}  # a toolmesh task never waits for input (see the module's docstring)
+        job = await self._job(ctx, params.task_id)
+        waiting = {a.key for a in outcome(job, modern=True).asks}
+        # Answers to what the task does not wait for are ignored, as a tools/call ignores them.
+        answers = {
+            key: value
+            for key, value in (params.input_responses or {}).items()
+            if key in waiting and isinstance(value, Mapping)
+        }
+        if answers:
+            principal, _ = caller(ctx)
+            try:
+                await self.jobs.answer(principal, job.id, answers, resume=waiting <= answers.keys())
+            except ToolmeshError as exc:
+                raise refusal(exc) from None
+        return {}
 
     async def _result(
         self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
@@ -230,7 +256,7 @@ class McpTasks:
         while not job.status.finished:
             await asyncio.sleep(POLL)
             job = await self._job(ctx, params.task_id)
-        state = outcome(job)
+        state = outcome(job, modern=False)
         if state.error is not None:
             raise MCPError(state.error["code"], state.error["message"])
         if state.result is None:
@@ -273,7 +299,7 @@ class McpTasks:
 
     def _task(self, job: Job, *, modern: bool) -> dict[str, Any]:
         """The fields of a Task, in the era's names."""
-        state = outcome(job)
+        state = outcome(job, modern=modern)
         task: dict[str, Any] = {
             "taskId": job.id,
             "status": state.status,
@@ -316,14 +342,22 @@ class Outcome:
     result: Result | None = None
     #: When failed: {"code", "message"}.
     error: dict[str, Any] | None = None
+    #: When input_required: what the function asked that its caller has not answered yet.
+    asks: tuple[Ask, ...] = ()
 
 
-def outcome(job: Job) -> Outcome:
+def outcome(job: Job, *, modern: bool) -> Outcome:
+    """`job` as a task of the era: a function that asked its caller waits for the answers in
+    2026-07-28 (`tasks/update`); 2025-11-25 has no way to send them, so there it is an error result."""
     if not job.status.finished:
         return Outcome("working")
     if job.status is JobStatus.CANCELLED:
         return Outcome("cancelled")
     result = result_from_json(job.result) if job.result is not None else None
+    pending = pending_asks(result) if modern and result is not None else None
+    if pending is not None and job.status is JobStatus.FAILED:
+        answered = json.loads(job.answers) if job.answers else {}
+        return Outcome("input_required", asks=tuple(a for a in pending[0] if a.key not in answered))
     if result is not None and (job.status is JobStatus.SUCCEEDED or _tool_error(result)):
         return Outcome("completed", result)
     code, message = (job.error or {}).get("code", ""), (job.error or {}).get("message", "")
