@@ -4,7 +4,9 @@ claims, leases shared by two stores (two gateways), bounds, dead letters, purgin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs import sqlite_jobs
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
 from toolmesh.gateway.jobs.job_service import CANCELLABLE
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -201,6 +204,27 @@ async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore
     assert await two.count_active() == 1
     claimed = await one.claim("g", lease=5)
     assert claimed is not None and claimed.id == mine.id and claimed.attempts == 1
+
+
+async def test_a_jobs_file_from_before_answers_is_opened_and_gains_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    old_schema = sqlite_jobs._SCHEMA.replace(",\n    answers BLOB", "")
+    assert old_schema != sqlite_jobs._SCHEMA
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(old_schema)
+        db.execute(
+            "INSERT INTO jobs (id, owner, function, arguments, status, created, updated)"
+            " VALUES ('job_old', 'alice', 'add', ?, 'queued', 1, 1)",
+            (b"{}",),
+        )
+        db.commit()
+    store = SqliteJobStore(path)
+    await store.open()
+    try:
+        job = await store.get("job_old")
+        assert job is not None and job.answers is None
+    finally:
+        await store.close()
 
 
 async def test_redis_reclaims_an_idle_entry_with_xautoclaim_and_gives_back_a_live_one(
