@@ -151,11 +151,12 @@ class McpTasks:
             job = await self.jobs.submit(principal, call)
         except ToolmeshError as exc:
             raise refusal(exc) from None
+        working = Outcome("working")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             # Written here, past the SDK's serializer, so its envelope is ours to fill.
             meta = {SERVER_INFO_META_KEY: self._stamp}
-            return {"resultType": "task", **self._task(job, modern=True), "_meta": meta}
-        return {"task": self._task(job, modern=False)}
+            return {"resultType": "task", **self._task(job, working, modern=True), "_meta": meta}
+        return {"task": self._task(job, working, modern=False)}
 
     def _task_spec(
         self, ctx: ServerRequestContext[Any, Any], params: Mapping[str, Any]
@@ -200,10 +201,10 @@ class McpTasks:
     ) -> dict[str, Any]:
         modern = self._check(ctx, params.task_id)
         job = await self._job(ctx, params.task_id)
+        state = outcome(job, modern=modern)
+        detailed = self._task(job, state, modern=modern)
         if not modern:
-            return self._task(job, modern=False)
-        detailed = self._task(job, modern=True)
-        state = outcome(job, modern=True)
+            return detailed
         if state.asks:
             asks = {a.key: {"method": METHODS[a.kind], "params": a.params} for a in state.asks}
             detailed["inputRequests"] = asks
@@ -226,7 +227,7 @@ class McpTasks:
             return {}
         except ToolmeshError as exc:  # another's or unknown: job_not_found, -32602
             raise refusal(exc) from None
-        return {} if modern else self._task(job, modern=False)
+        return {} if modern else self._task(job, outcome(job, modern=False), modern=False)
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> dict[str, Any]:
         if not self._check(ctx, params.task_id):
@@ -274,7 +275,7 @@ class McpTasks:
             found = await self.jobs.list(principal)
         except ToolmeshError as exc:
             raise refusal(exc) from None
-        return {"tasks": [self._task(job, modern=False) for job in found]}
+        return {"tasks": [self._task(job, outcome(job, modern=False), modern=False) for job in found]}
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -297,9 +298,8 @@ class McpTasks:
         except ToolmeshError as exc:  # another's or unknown: job_not_found, -32602
             raise refusal(exc) from None
 
-    def _task(self, job: Job, *, modern: bool) -> dict[str, Any]:
+    def _task(self, job: Job, state: Outcome, *, modern: bool) -> dict[str, Any]:
         """The fields of a Task, in the era's names."""
-        state = outcome(job, modern=modern)
         task: dict[str, Any] = {
             "taskId": job.id,
             "status": state.status,
