@@ -23,7 +23,7 @@ from pydantic import ConfigDict
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.state.conftest import RedisServer
-from toolmesh.config import StateConfig
+from toolmesh.config import KeyConfig, StateConfig
 from toolmesh.gateway.server import Gateway
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -102,9 +102,11 @@ async def poll(send: Any, task_id: str, timeout: float = 15.0, waiting: bool = F
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, mode: str = "auto", tasks: bool = True) -> AsyncIterator[Client]:
+async def connect(
+    url: str, mode: str = "auto", tasks: bool = True, key: str | None = None
+) -> AsyncIterator[Client]:
     async with (
-        httpx2.AsyncClient(timeout=30) as http,
+        httpx2.AsyncClient(timeout=30, headers=bearer(key) if key else {}) as http,
         Client(
             streamable_http_client(url, http_client=http), mode=mode, extensions=[Tasks()] if tasks else None
         ) as client,
@@ -234,15 +236,27 @@ async def test_a_client_without_the_extension_calls_directly_or_is_refused(
 
 
 async def test_a_task_is_a_job_over_http_and_only_its_callers(gateway_factory: StartGateway) -> None:
-    gateway = await tasks_mesh(gateway_factory)
-    async with connect(f"{gateway.url}/mcp") as client:
-        created = await client.session.call_tool("crunch", {"word": "shared"}, allow_claimed=True)
+    keys = [KeyConfig(name="alice", key_env="ALICE_KEY"), KeyConfig(name="bob", key_env="BOB_KEY")]
+    environ = {"ALICE_KEY": "alice-secret", "BOB_KEY": "bob-secret"}
+    gateway = await tasks_mesh(gateway_factory, keys=keys, environ=environ)
+    async with connect(f"{gateway.url}/mcp", key="alice-secret") as alice:
+        created = await alice.session.call_tool("crunch", {"word": "shared"}, allow_claimed=True)
         assert isinstance(created, CreatedTask)
-        await poll(client.session.send_request, created.task_id)
+        await poll(alice.session.send_request, created.task_id)
+    async with connect(f"{gateway.url}/mcp", key="bob-secret") as bob:
+        with pytest.raises(MCPError) as hidden:  # another key's task is an unknown one
+            await task_method(bob.session.send_request, "tasks/get", created.task_id, DetailedTask)
+        assert hidden.value.code == types.INVALID_PARAMS
     async with httpx.AsyncClient(base_url=gateway.url) as http:
-        job = (await http.get(f"/v1/jobs/{created.task_id}")).json()
+        job = (await http.get(f"/v1/jobs/{created.task_id}", headers=bearer("alice-secret"))).json()
+        other = await http.get(f"/v1/jobs/{created.task_id}", headers=bearer("bob-secret"))
+    assert other.status_code == 404
     assert job["function"] == "crunch" and job["status"] == "succeeded"
     assert job["result"]["structured"] == {"word": "shared"}
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
 # -- 2025-11-25: experimental tasks ----------------------------------------------------------------
