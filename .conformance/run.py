@@ -4,7 +4,8 @@ Serves examples/mcp_conformance.toml (the suite's fixture as plain functions) on
 loopback ports, runs the suite pinned in package.json (installed into node_modules/ by
 `make conformance`, with the Node 22 it needs) once per requirement set, prints each set's
 scenarios, and exits non-zero when a scored scenario fails. Scenarios the suite runs but does
-not score (the tasks extension, pending and later additions) are reported, never required.
+not score (extensions, pending and later additions) are reported, never required, except the
+tasks extension's that toolmesh passes (SCORED_ANYWAY): those are scored, so they cannot regress.
 
     python .conformance/run.py [--requirements 2025-11-25] [--output DIR] [--allow REGEX] [--json FILE]
 """
@@ -31,6 +32,23 @@ REQUIREMENTS = ("2025-11-25", "2026-07-28")
 READY_SECONDS = 60
 SUMMARY_LINE = re.compile(r"^([✓✗]) (\S+): (\d+) passed, (\d+) failed$")
 UNSCORED_LINE = re.compile(r"^\s+[✓✗] (\S+) \(([^)]+)\)$")
+#: Scenarios of the tasks extension (SEP-2663, unscored by the suite) scored here: toolmesh serves
+#: tasks over its jobs (gateway/mcp/tasks.py). Left out, so only reported: tasks-mrtr-composition,
+#: whose tool answers its first round of asks directly and only its last as a task; a toolmesh
+#: function that supports tasks is a task from its first round (its asks wait in the task).
+SCORED_ANYWAY = frozenset(
+    {
+        "tasks-lifecycle",
+        "tasks-capability-negotiation",
+        "tasks-wire-fields",
+        "tasks-request-state-removal",
+        "tasks-mrtr-input",
+        "tasks-request-headers",
+        "tasks-dispatch-and-envelope",
+        "tasks-status-notifications",
+        "tasks-required-task-error",
+    }
+)
 
 
 @dataclass
@@ -91,6 +109,8 @@ def parse(output: str) -> list[Scenario]:
             mark, name, passed, failed = match.groups()
             scenarios[name] = Scenario(name, mark == "✓", int(passed), int(failed))
         elif (match := UNSCORED_LINE.match(line)) and match.group(1) in scenarios:
+            if match.group(1) in SCORED_ANYWAY:
+                continue
             scenarios[match.group(1)].scored = False
             scenarios[match.group(1)].why_unscored = match.group(2)
     return list(scenarios.values())

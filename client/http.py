@@ -185,7 +185,7 @@ class Client:
         return found
 
     def cancel_job(self, job_id: str) -> RemoteJob:
-        """Cancel a queued job (one already running or finished is answered as it is)."""
+        """Cancel a queued or running job (one already finished is answered as it is)."""
         return self._send(jobs.cancel_job(job_id))
 
     def retry_job(self, job_id: str) -> RemoteJob:
@@ -318,7 +318,7 @@ class AsyncClient:
             await asyncio.sleep(_pause(poll, deadline, job_id))
 
     async def cancel_job(self, job_id: str) -> RemoteJob:
-        """Cancel a queued job (one already running or finished is answered as it is)."""
+        """Cancel a queued or running job (one already finished is answered as it is)."""
         return await self._send(jobs.cancel_job(job_id))
 
     async def retry_job(self, job_id: str) -> RemoteJob:

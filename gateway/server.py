@@ -294,7 +294,7 @@ async def start_gateway(
 
     mcp = None
     if config.mcp.enabled:
-        mcp = McpEndpoint(mesh, config.mcp, state.feed, environment.mcp_state_secret)
+        mcp = McpEndpoint(mesh, config.mcp, state.feed, environment.mcp_state_secret, jobs)
     if mcp is not None:
         await mcp.start()
     chat = None

@@ -5,7 +5,7 @@ POST /v1/jobs                       {"function", "arguments"?, "callback_url"?}:
 GET  /v1/jobs?status=dead&limit=    the caller's jobs, newest first (dead: its dead letters)
 GET  /v1/jobs/{id}                  a job: status, attempts, result or error, callback
 POST /v1/jobs/{id}/retry            queue a dead, failed or cancelled job again: 202
-DELETE /v1/jobs/{id}                cancel a queued job
+DELETE /v1/jobs/{id}                cancel a queued or running job (or one waiting for answers)
 
 A 202 answers the job document with `Location: /v1/jobs/{id}`. With the invoke route the
 body is the arguments, as for a direct call, and a callback URL comes in `X-Callback-Url`.
@@ -204,7 +204,7 @@ def job_openapi(paths: dict[str, Any], errors: Callable[..., dict[str, Any]]) ->
             },
         },
         "delete": {
-            "summary": "Cancel a queued job",
+            "summary": "Cancel a queued or running job",
             "operationId": "cancelJob",
             "parameters": [job_id],
             "responses": {

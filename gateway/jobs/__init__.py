@@ -13,6 +13,6 @@
     job_runner.py     the workers: claim, call through the core, retry, dead-letter, purge
     job_service.py    JobService: submit, get, list, retry, cancel for a principal
 
-Like the core, nothing here knows a transport: HTTP and gRPC (and later MCP) adapt to
-`JobService`.
+Like the core, nothing here knows a transport: HTTP, gRPC and MCP (gateway/mcp/tasks.py, where
+a job is a task) adapt to `JobService`.
 """

@@ -21,7 +21,7 @@ class JobStatus(enum.StrEnum):
     FAILED = "failed"
     #: Every attempt found the runtime unavailable or overloaded: the dead-letter list.
     DEAD = "dead"
-    #: Cancelled by its caller while still queued.
+    #: Cancelled by its caller while queued or running (a running call is stopped).
     CANCELLED = "cancelled"
 
     @property
@@ -71,6 +71,9 @@ class Job:
     created: float = field(default_factory=time.time)
     updated: float = 0.0
     finished: float | None = None
+    #: What its caller answered to what the function asked (MCP tasks, tasks/update), a JSON
+    #: object by ask key: every attempt replays the call with them.
+    answers: bytes | None = None
 
     def document(self) -> dict[str, Any]:
         """The job as its owner reads it (GET /v1/jobs/{id}, callbacks)."""

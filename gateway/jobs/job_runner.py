@@ -28,6 +28,7 @@ from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.runtimes.functions.asking import ANSWERS_KEY
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 
 log = logging.getLogger("toolmesh.jobs")
@@ -62,6 +63,8 @@ class JobRunner:
         #: The ids of the jobs this gateway runs now: only their leases are renewed, so a job
         #: whose worker lost track of it (a failed write) lapses and runs again.
         self._held: set[str] = set()
+        #: The calls of the jobs this gateway runs now, by job id, so a cancel can stop one.
+        self._calls: dict[str, asyncio.Task[Result]] = {}
         #: Callbacks being delivered (an unfinished one is delivered again after a restart).
         self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -87,6 +90,12 @@ class JobRunner:
             asyncio.create_task(self._deliver(), name="job-callbacks"),
             asyncio.create_task(self._maintain(), name="job-maintenance"),
         ]
+
+    def abort(self, job_id: str) -> None:
+        """Stop the call of a job that was just cancelled, if this gateway runs it."""
+        call = self._calls.get(job_id)
+        if call is not None:
+            call.cancel()
 
     def stop_claiming(self) -> None:
         """Take no new jobs (the gateway is stopping); those running finish or are cut off."""
@@ -152,16 +161,30 @@ class JobRunner:
         # The submit checked the key's scope and spent its rate; the attempt runs as a principal
         # allowed exactly this function, with no rate limit of its own.
         principal = Principal(job.owner, (job.function,))
+        # Answers its caller gave to what the function asked (MCP tasks) replay with every attempt.
+        metadata = {ANSWERS_KEY: job.answers.decode()} if job.answers else {}
         request = InvokeRequest(
-            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id)
+            job.function, job.arguments, CallOptions(job.request_id or job.id, job.session_id, metadata)
         )
+        call = asyncio.create_task(
+            self.mesh.invoke(principal, request, Surface.BATCH, self.config.call_timeout)
+        )
+        self._calls[job.id] = call
         try:
-            result = await self.mesh.invoke(principal, request, Surface.BATCH, self.config.call_timeout)
+            result = await call
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not call.cancelled() or (current is not None and current.cancelling()):
+                raise  # the gateway is stopping
+            log.info("job cancelled while it ran", extra={"job": job.id})
+            return  # `abort`: the store already has it cancelled
         except Exception:
             # A bug, not the call's fault: counted as an attempt that another may get past.
             log.exception("job attempt failed unexpectedly", extra={"job": job.id})
             failure = ErrorInfo(InternalError.code, "internal error; see the gateway's log", retryable=True)
             result = Result.failure(failure)
+        finally:
+            self._calls.pop(job.id, None)
         job.result = result_json(result)
         run_after = 0.0
         error = result.error
@@ -180,6 +203,7 @@ class JobRunner:
         if job.status.finished and job.callback_url is not None:
             job.callback_state = CallbackState.PENDING
         if not await self.store.settle(job, self.worker, run_after):
+            # Or it was cancelled while another gateway ran it: then nothing runs again.
             log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
             return
         log.info(

@@ -8,14 +8,17 @@ caller sees only its own jobs (those its key, by name, submitted): another's job
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from toolmesh.config import ConfigError
 from toolmesh.errors import InvalidRequest, JobNotFound
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import InvokeRequest
+from toolmesh.gateway.core.result_json import result_from_json
 from toolmesh.gateway.jobs.argument_check import check_arguments
 from toolmesh.gateway.jobs.callbacks import CallbackSender, check_callback_url
 from toolmesh.gateway.jobs.destinations import Destinations
@@ -24,9 +27,12 @@ from toolmesh.gateway.jobs.job_runner import JobRunner
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.runtimes.functions.asking import pending_asks
 
 #: Most jobs one listing answers.
 MAX_LIST = 1000
+#: The statuses a job may be cancelled from (and a failed one that waits for answers).
+CANCELLABLE = (JobStatus.QUEUED, JobStatus.RUNNING)
 #: The statuses a job may be retried from.
 RETRYABLE = (JobStatus.DEAD, JobStatus.FAILED, JobStatus.CANCELLED)
 
@@ -121,14 +127,41 @@ class JobService:
         self.runner.wake()
         return again
 
-    async def cancel(self, principal: Principal, job_id: str) -> Job:
+    async def answer(
+        self, principal: Principal, job_id: str, answers: Mapping[str, Any], *, resume: bool
+    ) -> Job:
+        """Record answers to what a job's function asked its caller (it failed `input_required`);
+        with `resume`, queue it again to replay with every answer so far (one call's rate)."""
         job = await self.get(principal, job_id)
-        cancelled = await self.store.cancel(job.id, principal.name)
+        answered = await self.store.answer(job.id, principal.name, json.dumps(answers).encode())
+        if answered is None:
+            raise InvalidRequest(f"job {job_id!r} is {job.status.value}; it waits for no answer", param="id")
+        return await self.retry(principal, job_id) if resume else answered
+
+    async def cancel(self, principal: Principal, job_id: str) -> Job:
+        """Cancel a queued or running job, or one that waits for its caller's answers. A running
+        call is stopped at once when this gateway runs it; on another gateway it runs to its end,
+        and its result is dropped."""
+        job = await self.get(principal, job_id)
+        cancellable = CANCELLABLE + ((JobStatus.FAILED,) if waits_for_answers(job) else ())
+        cancelled = await self.store.cancel(job.id, principal.name, cancellable)
         if cancelled is None:
             raise InvalidRequest(
-                f"job {job_id!r} is {job.status.value}; only queued jobs can be cancelled", param="id"
+                f"job {job_id!r} is {job.status.value}; only queued or running jobs can be cancelled",
+                param="id",
             )
+        self.runner.abort(job.id)
         return cancelled
+
+
+def waits_for_answers(job: Job) -> bool:
+    """Whether `job` failed because its function asked its caller something (answered with
+    `answer`, from an MCP task)."""
+    return (
+        job.status is JobStatus.FAILED
+        and job.result is not None
+        and pending_asks(result_from_json(job.result)) is not None
+    )
 
 
 def _plausible(job_id: str) -> bool:

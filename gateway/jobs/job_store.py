@@ -51,8 +51,14 @@ class JobStore(Protocol):
         """Queue a job of `owner` in one of `from_status` again, attempts from zero."""
         ...
 
-    async def cancel(self, job_id: str, owner: str) -> Job | None:
-        """Cancel a queued job of `owner`; None if it is not queued (or not found)."""
+    async def answer(self, job_id: str, owner: str, answers: bytes) -> Job | None:
+        """Merge `answers` (a JSON object) into those of a failed job of `owner` whose function
+        asked its caller; None if it is not failed (or not found)."""
+        ...
+
+    async def cancel(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:
+        """Cancel a job of `owner` in one of `from_status` (a running one's settle then fails,
+        so its result is dropped); None if it is in another (or not found)."""
         ...
 
     async def take_callbacks(self, limit: int, hold: float) -> Sequence[Job]:

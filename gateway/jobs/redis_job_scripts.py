@@ -193,17 +193,33 @@ redis.call('XADD', stream, '*', 'id', id)
 return redis.call('HGETALL', job)
 """
 
-#: ARGV prefix, id, owner, now, finished ttl.
+#: ARGV prefix, id, owner, now, then "answer:<key>" and the answer's JSON, pairwise.
+ANSWER = """
+local job = P .. 'job:' .. ARGV[2]
+local f = redis.call('HMGET', job, 'status', 'owner')
+if f[1] ~= 'failed' or f[2] ~= ARGV[3] then return nil end
+redis.call('HSET', job, 'updated', ARGV[4], unpack(ARGV, 5))
+return redis.call('HGETALL', job)
+"""
+
+#: ARGV prefix, id, owner, now, finished ttl, then the statuses it may be cancelled from.
 CANCEL = """
 local id, now = ARGV[2], ARGV[4]
 local job = P .. 'job:' .. id
 local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state')
-if f[1] ~= 'queued' or f[2] ~= ARGV[3] then return nil end
+local allowed = false
+for i = 6, #ARGV do if ARGV[i] == f[1] then allowed = true end end
+if not allowed or f[2] ~= ARGV[3] then return nil end
+if f[1] ~= 'queued' and f[1] ~= 'running' then
+  -- Finished already (a failed job waiting for answers): off the queue, only its status changes.
+  redis.call('HSET', job, 'status', 'cancelled', 'updated', now)
+  return redis.call('HGETALL', job)
+end
 local cb = 'failed'
 if f[3] == 'none' then cb = 'none' end
 redis.call('HSET', job, 'status', 'cancelled', 'finished', now, 'updated', now, 'callback_state', cb)
 redis.call('ZREM', P .. 'delayed', id)
-release(job, id)  -- a recovered job's entry is still pending; a fresh one is skipped at claim
+release(job, id)  -- a running or recovered job's entry is pending; a fresh one is skipped at claim
 finish(job, id, now, ARGV[5])
 return redis.call('HGETALL', job)
 """

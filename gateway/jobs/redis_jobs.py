@@ -35,6 +35,7 @@ from toolmesh.errors import Overloaded, StateUnavailable
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.redis_job_scripts import (
     ADD,
+    ANSWER,
     CALLBACK_DONE,
     CANCEL,
     CLAIM,
@@ -57,6 +58,10 @@ SETTLE_TRIES = 4
 LOST = json.dumps({"code": "unavailable", "message": "the gateway running it stopped"})
 
 
+#: The hash field of each answer a job's caller gave (`answer:<ask key>`: the answer's JSON).
+ANSWER_FIELD = b"answer:"
+
+
 def _float(value: bytes | None) -> float | None:
     return None if value is None else float(value)
 
@@ -72,6 +77,10 @@ def _from_hash(h: dict[bytes, bytes]) -> Job:
 
     error = h.get(b"error")
     url = h.get(b"callback_url")
+    # One field per answer, so answers sent at once are all kept (no read-modify-write).
+    answers = {
+        k[len(ANSWER_FIELD) :].decode(): json.loads(v) for k, v in h.items() if k.startswith(ANSWER_FIELD)
+    }
     return Job(
         id=text(b"id"),
         owner=text(b"owner"),
@@ -89,6 +98,7 @@ def _from_hash(h: dict[bytes, bytes]) -> Job:
         created=float(h[b"created"]),
         updated=float(h.get(b"updated", h[b"created"])),
         finished=_float(h.get(b"finished")),
+        answers=json.dumps(answers).encode() if answers else None,
     )
 
 
@@ -115,6 +125,7 @@ class RedisJobStore:
         self._recover = script(RECOVER)
         self._requeue = script(REQUEUE)
         self._cancel = script(CANCEL)
+        self._answer = script(ANSWER)
         self._take_callbacks = script(TAKE_CALLBACKS)
         self._callback_done = script(CALLBACK_DONE)
         self._purge = script(PURGE)
@@ -239,8 +250,16 @@ class RedisJobStore:
         flat = await self._run(self._requeue, job_id, owner, repr(time.time()), *statuses)
         return None if not flat else _job(flat)
 
-    async def cancel(self, job_id: str, owner: str) -> Job | None:
-        flat = await self._run(self._cancel, job_id, owner, repr(time.time()), self._expiry)
+    async def answer(self, job_id: str, owner: str, answers: bytes) -> Job | None:
+        pairs: list[bytes] = []
+        for key, value in json.loads(answers).items():
+            pairs += [ANSWER_FIELD + key.encode(), json.dumps(value).encode()]
+        flat = await self._run(self._answer, job_id, owner, repr(time.time()), *pairs)
+        return None if not flat else _job(flat)
+
+    async def cancel(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:
+        statuses = [s.value for s in from_status]
+        flat = await self._run(self._cancel, job_id, owner, repr(time.time()), self._expiry, *statuses)
         return None if not flat else _job(flat)
 
     async def take_callbacks(self, limit: int, hold: float) -> Sequence[Job]:

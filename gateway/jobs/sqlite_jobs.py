@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished REAL,
     run_after REAL NOT NULL DEFAULT 0,
     worker TEXT,
-    lease_until REAL NOT NULL DEFAULT 0
+    lease_until REAL NOT NULL DEFAULT 0,
+    answers BLOB
 );
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (status, run_after);
 CREATE INDEX IF NOT EXISTS jobs_owner ON jobs (owner, status, created);
@@ -52,8 +53,10 @@ CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
 """
 _COLUMNS = (
     "id, owner, function, arguments, request_id, session_id, status, attempts, result, error,"
-    " callback_url, callback_state, callback_attempts, created, updated, finished"
+    " callback_url, callback_state, callback_attempts, created, updated, finished, answers"
 )
+#: Columns added since the first release, added to an older file when it is opened.
+_ADDED = {"answers": "BLOB"}
 _ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
 
 
@@ -75,7 +78,13 @@ def _job(row: Sequence[Any]) -> Job:
         created=row[13],
         updated=row[14],
         finished=row[15],
+        answers=_answers(row[16]),
     )
+
+
+def _answers(value: str | bytes | None) -> bytes | None:
+    # TEXT once json_patch has written it.
+    return value.encode() if isinstance(value, str) else value
 
 
 class SqliteJobStore:
@@ -103,6 +112,10 @@ class SqliteJobStore:
             # power cut may lose the last transactions, which fsync on every one would cost.
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
+            have = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+            for column, kind in _ADDED.items():
+                if column not in have:
+                    db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
             self._db = db
 
         await asyncio.get_running_loop().run_in_executor(self._thread, connect)
@@ -253,14 +266,27 @@ class SqliteJobStore:
         )
         return None if row is None else _job(row)
 
-    async def cancel(self, job_id: str, owner: str) -> Job | None:
-        now = time.time()
+    async def answer(self, job_id: str, owner: str, answers: bytes) -> Job | None:
+        # json_patch merges in one statement, so answers sent at once are all kept.
         row = await self._run(
             lambda db: db.execute(
-                "UPDATE jobs SET status = 'cancelled', finished = ?, updated = ?,"
+                "UPDATE jobs SET answers = json_patch(coalesce(answers, '{}'), ?), updated = ?"
+                f" WHERE id = ? AND owner = ? AND status = 'failed' RETURNING {_COLUMNS}",
+                (answers.decode(), time.time(), job_id, owner),
+            ).fetchone()
+        )
+        return None if row is None else _job(row)
+
+    async def cancel(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:
+        now = time.time()
+        marks = ", ".join("?" * len(from_status))
+        row = await self._run(
+            lambda db: db.execute(
+                "UPDATE jobs SET status = 'cancelled', finished = ?, updated = ?, worker = NULL,"
+                " lease_until = 0,"
                 " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'failed' END"
-                f" WHERE id = ? AND owner = ? AND status = 'queued' RETURNING {_COLUMNS}",
-                (now, now, job_id, owner),
+                f" WHERE id = ? AND owner = ? AND status IN ({marks}) RETURNING {_COLUMNS}",
+                (now, now, job_id, owner, *(s.value for s in from_status)),
             ).fetchone()
         )
         return None if row is None else _job(row)

@@ -63,6 +63,9 @@ def tool(spec: FunctionSpec) -> types.Tool:
     if _wraps(spec):
         assert spec.output_schema is not None
         definition["outputSchema"] = _wrapped_schema(spec.output_schema)
+    if spec.task_support:
+        # 2025-11-25's tool-level negotiation; 2026-07-28 has no such field (its sieve drops it).
+        definition["execution"] = {"taskSupport": spec.task_support}
     return types.Tool.model_validate(definition)
 
 

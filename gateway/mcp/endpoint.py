@@ -17,6 +17,9 @@ is found in each era) and its `ctx.report_progress` reports as `notifications/pr
 client sent a progress token, all on the call's response stream, before the result.
 `logging/setLevel` is served and the `logging` capability advertised.
 
+Tasks (tasks.py): with `[jobs]` on, a tools/call of a function declared with `task_support` can
+be answered with a task the client polls, which is a toolmesh job; both eras' forms are served.
+
 Asking the caller (`ctx.elicit`, `ctx.sample`, `ctx.list_roots`): on 2026-07-28 a call that asks
 answers with an input-required result and a sealed `requestState` (input_requests.py); in the
 handshake era its asks go to the client as requests on the call's stream (client_requests.py).
@@ -60,7 +63,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import mcp_types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
@@ -84,6 +87,7 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
 from toolmesh.gateway.mcp.client_requests import ClientRequests
@@ -93,6 +97,7 @@ from toolmesh.gateway.mcp.input_requests import Round, input_required, read_roun
 from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
 from toolmesh.gateway.mcp.prompts import Prompts
 from toolmesh.gateway.mcp.resources import Resources
+from toolmesh.gateway.mcp.tasks import McpTasks, TasksServer
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.runtimes.functions.asking import Ask, pending_asks
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
@@ -112,7 +117,12 @@ class McpEndpoint:
     """The SDK server over `mesh`, its stateless session manager, and the ASGI app in front."""
 
     def __init__(
-        self, mesh: Mesh, config: McpConfig, feed: ChangeFeed | None = None, state_secret: str | None = None
+        self,
+        mesh: Mesh,
+        config: McpConfig,
+        feed: ChangeFeed | None = None,
+        state_secret: str | None = None,
+        jobs: JobService | None = None,
     ) -> None:
         self.mesh = mesh
         self.config = config
@@ -127,7 +137,7 @@ class McpEndpoint:
         with warnings.catch_warnings():
             # Logging is deprecated from 2026-07-28 on (SEP-2577), and still what 2025 clients speak.
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.server: Server[Any] = Server(
+            self.server = TasksServer(
                 SERVER_NAME,
                 version=__version__,
                 on_list_tools=self._list_tools,
@@ -148,6 +158,8 @@ class McpEndpoint:
         self.server.middleware.append(
             state_boundary(state_secret, config.state_ttl, SERVER_NAME, self._principal_name)
         )
+        if jobs is not None:  # tasks are jobs: without `[jobs]`, every call runs directly
+            McpTasks(jobs).install(self.server)
         self._manager = StreamableHTTPSessionManager(
             self.server,
             stateless=True,

@@ -11,7 +11,7 @@ import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar, overload
+from typing import Any, ClassVar, Literal, TypeVar, overload
 
 from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.schema import parse_docstring
@@ -34,6 +34,7 @@ class FunctionOptions:
     #: Set by `@resource`, `@prompt` and `@completion` (features.py); None for a tool.
     feature: Feature | None = None
     examples: tuple[str, ...] = ()
+    task_support: str = ""
 
 
 @overload
@@ -54,6 +55,7 @@ def function(
     title: str = "",
     version: str = "",
     examples: Sequence[str] = (),
+    task_support: Literal["optional", "required"] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -72,6 +74,7 @@ def function(
     title: str = "",
     version: str = "",
     examples: Sequence[str] = (),
+    task_support: Literal["optional", "required"] | None = None,
 ) -> Any:
     """Mark a function as a tool and set its options; use bare or with arguments.
 
@@ -80,6 +83,9 @@ def function(
     `open_world` are hints for clients (and let the gateway retry idempotent calls).
     `examples` are prompts the function answers ("is it raining in Oslo?"): the router
     indexes each as one more view of the function (on toolset methods too).
+    `task_support` lets MCP clients run it as a task, an asynchronous job they poll: "optional"
+    (a client that supports tasks gets one, another a direct call) or "required" (only clients
+    that support tasks may call it); over HTTP and gRPC every function can be a job.
     """
     if isinstance(examples, str):
         raise DefinitionError(f"examples must be a list of prompts, not one string: {examples!r}")
@@ -91,6 +97,7 @@ def function(
         annotations=Annotations(read_only, destructive, idempotent, open_world, title),
         version=version,
         examples=tuple(examples),
+        task_support=task_support or "",
     )
 
     def mark(target: F) -> F:

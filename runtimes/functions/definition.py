@@ -117,6 +117,8 @@ class FunctionDefinition:
     version: str = ""
     #: Prompts this function answers, for the router: each is indexed as one more view of it.
     examples: Sequence[str] = ()
+    #: "optional" or "required": MCP clients may (must) run it as a task (`@toolmesh.function`).
+    task_support: str = ""
 
     def host(self, namespace: str = "") -> HostedFunction:
         ns = self.namespace or namespace
@@ -140,6 +142,7 @@ class FunctionDefinition:
             version=self.version,
             streaming=kind.streaming,
             examples=self.examples,
+            task_support=self.task_support,
         )
         return HostedFunction(spec, self.handler, kind, validator, context_param)
 

@@ -47,6 +47,7 @@ def host_function(fn: Any, namespace: str = "") -> HostedFunction:
         version=options.version,
         feature=options.feature,
         examples=options.examples,
+        task_support=options.task_support,
     )
 
 

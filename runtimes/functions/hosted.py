@@ -21,6 +21,9 @@ from toolmesh.runtimes.functions.schema import (
 )
 from toolmesh.runtimes.functions.spec import (
     MAX_TOOL_NAME,
+    TASK_SUPPORT,
+    TASKS_OPTIONAL,
+    TASKS_REQUIRED,
     Annotations,
     Feature,
     FunctionSpec,
@@ -85,6 +88,7 @@ def make_spec(
     streaming: bool,
     feature: Feature | None = None,
     examples: Sequence[str] = (),
+    task_support: str = "",
 ) -> FunctionSpec:
     """A FunctionSpec, after checking names and limits."""
     try:
@@ -102,6 +106,11 @@ def make_spec(
         raise DefinitionError(f"{qualified}: timeout must be positive, got {timeout}")
     if isinstance(examples, str) or not all(isinstance(e, str) and e.strip() for e in examples):
         raise DefinitionError(f"{qualified}: examples must be a list of non-empty strings")
+    if task_support not in TASK_SUPPORT:
+        raise DefinitionError(
+            f"{qualified}: task_support must be {TASKS_OPTIONAL!r} or {TASKS_REQUIRED!r},"
+            f" got {task_support!r}"
+        )
     return FunctionSpec(
         name=name,
         namespace=namespace,
@@ -114,6 +123,7 @@ def make_spec(
         streaming=streaming,
         feature=feature,
         examples=tuple(e.strip() for e in examples),
+        task_support=task_support,
     )
 
 
@@ -128,6 +138,7 @@ def host_callable(
     version: str = "",
     feature: Feature | None = None,
     examples: Sequence[str] = (),
+    task_support: str = "",
 ) -> HostedFunction:
     """Host a plain Python callable, deriving its schemas from type hints and docstring."""
     doc = parse_docstring(fn)
@@ -149,6 +160,7 @@ def host_callable(
         streaming=kind.streaming,
         feature=feature,
         examples=examples,
+        task_support=task_support,
     )
     if feature is not None:
         check_feature(spec, fn)

@@ -55,6 +55,13 @@ class Annotations:
     title: str = ""
 
 
+#: A function's `task_support` (`@toolmesh.function(task_support=...)`): whether an MCP client
+#: may run it as a task, an asynchronous job it polls (gateway/mcp/tasks.py), or must.
+TASKS_OPTIONAL = "optional"
+TASKS_REQUIRED = "required"
+TASK_SUPPORT = ("", TASKS_OPTIONAL, TASKS_REQUIRED)
+
+
 #: What a function can be besides a tool (`Feature.kind`): MCP's other server features.
 RESOURCE = "resource"
 PROMPT = "prompt"
@@ -105,6 +112,8 @@ class FunctionSpec:
     feature: Feature | None = None
     #: Prompts the function answers, for the router (see `@toolmesh.function(examples=...)`).
     examples: tuple[str, ...] = ()
+    #: Whether MCP clients may run it as a task: TASKS_OPTIONAL, TASKS_REQUIRED, or "" (never).
+    task_support: str = ""
 
     @property
     def qualified_name(self) -> str:
@@ -139,6 +148,7 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
         "streaming": spec.streaming,
         "version": spec.version,
         "examples": list(spec.examples),
+        **({"task_support": spec.task_support} if spec.task_support else {}),
         **({"feature": _feature_dict(spec.feature)} if spec.feature is not None else {}),
     }
 
@@ -179,4 +189,5 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
         streaming=bool(item.get("streaming")),
         feature=None if not feature else Feature(**{k: str(v) for k, v in feature.items()}),
         examples=tuple(str(e) for e in item.get("examples") or ()),
+        task_support=str(item.get("task_support") or ""),
     )

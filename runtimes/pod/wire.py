@@ -42,6 +42,7 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
         runtime=spec.runtime,
         feature=_feature_to_proto(spec.feature),
         examples=list(spec.examples),
+        task_support=spec.task_support,
     )
 
 
@@ -80,6 +81,7 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         runtime=message.runtime,
         feature=_feature_from_proto(message),
         examples=tuple(message.examples),
+        task_support=message.task_support,
     )
 
 

@@ -174,7 +174,7 @@ async def test_a_callback_to_a_name_that_resolves_inside_is_not_sent(
     assert json.loads(delivery.body)["id"] == job["id"]
 
 
-async def test_the_queue_is_bounded_and_queued_jobs_can_be_cancelled(
+async def test_the_queue_is_bounded_and_queued_or_running_jobs_can_be_cancelled(
     gateway_factory: StartGateway, tmp_path: Any
 ) -> None:
     gateway = await gateway_factory(jobs=JobsConfig(path=tmp_path / "bound.sqlite3", max_queued=2, workers=1))
@@ -188,11 +188,15 @@ async def test_the_queue_is_bounded_and_queued_jobs_can_be_cancelled(
         await wait_job(http, first["id"], lambda d: d["status"] == "running")
         cancelled = await http.delete(f"/v1/jobs/{second['id']}")
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
-        # Running: too late to cancel.
-        assert (await http.delete(f"/v1/jobs/{first['id']}")).status_code == 400
         assert (await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=ASYNC)).status_code == 202
-        assert (await wait_job(http, first["id"], finished))["status"] == "succeeded"
+        # Running: its call is stopped, and the job stays cancelled.
+        stopped = await http.delete(f"/v1/jobs/{first['id']}")
+        assert stopped.status_code == 200 and stopped.json()["status"] == "cancelled"
+        # Finished: too late to cancel.
+        assert (await http.delete(f"/v1/jobs/{first['id']}")).status_code == 400
         assert (await wait_job(http, second["id"], finished))["status"] == "cancelled"
+        await asyncio.sleep(1.2)  # past the end of the blocked call, had it not been stopped
+        assert (await http.get(f"/v1/jobs/{first['id']}")).json()["status"] == "cancelled"
 
 
 def error_of_5xx(response: httpx.Response) -> dict[str, Any]:

@@ -4,6 +4,9 @@ claims, leases shared by two stores (two gateways), bounds, dead letters, purgin
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -13,7 +16,9 @@ import pytest
 
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs import sqlite_jobs
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
+from toolmesh.gateway.jobs.job_service import CANCELLABLE
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
 from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
@@ -129,11 +134,54 @@ async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: O
     assert await store.settle(claimed, "g")
     pending = _job(callback="http://127.0.0.1:9/hook")
     await store.add(pending, 10)
-    assert await store.cancel(pending.id, "bob") is None, "only its owner cancels it"
-    assert await store.cancel(pending.id, "alice") is not None
+    assert await store.cancel(pending.id, "bob", CANCELLABLE) is None, "only its owner cancels it"
+    assert await store.cancel(pending.id, "alice", CANCELLABLE) is not None
     assert await store.purge(time.time() - 60) == 0
     assert await store.purge(time.time() + 1) == 2
     assert await store.list("alice", None, 10) == []
+
+
+async def test_a_running_job_is_cancelled_and_its_result_dropped(open_store: OpenStore) -> None:
+    store = await open_store()
+    job = _job()
+    await store.add(job, 1)
+    running = await store.claim("g", lease=5)
+    assert running is not None and running.status is JobStatus.RUNNING
+    cancelled = await store.cancel(job.id, "alice", CANCELLABLE)
+    assert cancelled is not None and cancelled.status is JobStatus.CANCELLED
+    assert await store.count_active() == 0, "a cancelled job frees its place in the queue"
+    running.status = JobStatus.SUCCEEDED
+    assert not await store.settle(running, "g"), "the worker's late result is dropped"
+    assert await store.claim("g", lease=5) is None
+    again = await store.get(job.id)
+    assert again is not None and again.status is JobStatus.CANCELLED and again.result is None
+    assert await store.cancel(job.id, "alice", CANCELLABLE) is None, "a finished job is not cancelled twice"
+
+
+async def test_answers_merge_on_a_failed_job_and_it_can_be_cancelled(open_store: OpenStore) -> None:
+    store = await open_store()
+    job = _job()
+    await store.add(job, 10)
+    assert await store.answer(job.id, "alice", b'{"a": {"x": 1}}') is None, "only a failed job"
+    running = await store.claim("g", lease=5)
+    assert running is not None
+    running.status = JobStatus.FAILED
+    assert await store.settle(running, "g")
+    assert await store.answer(job.id, "bob", b'{"a": {"x": 1}}') is None, "only its owner's"
+    await store.answer(job.id, "alice", b'{"a": {"x": 1}}')
+    both = await store.answer(job.id, "alice", b'{"b": {"y": [2]}}')
+    assert both is not None and both.answers is not None
+    assert json.loads(both.answers) == {"a": {"x": 1}, "b": {"y": [2]}}
+    again = await store.requeue(job.id, "alice", (JobStatus.FAILED,))
+    assert again is not None and again.answers == both.answers, "answers outlive a requeue"
+    claimed = await store.claim("g", lease=5)
+    assert claimed is not None and claimed.answers is not None
+    claimed.status = JobStatus.FAILED
+    assert await store.settle(claimed, "g")
+    assert await store.cancel(job.id, "alice", CANCELLABLE) is None
+    cancelled = await store.cancel(job.id, "alice", (JobStatus.FAILED,))
+    assert cancelled is not None and cancelled.status is JobStatus.CANCELLED
+    assert await store.count_active() == 0
 
 
 async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore) -> None:
@@ -156,6 +204,27 @@ async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore
     assert await two.count_active() == 1
     claimed = await one.claim("g", lease=5)
     assert claimed is not None and claimed.id == mine.id and claimed.attempts == 1
+
+
+async def test_a_jobs_file_from_before_answers_is_opened_and_gains_the_column(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    old_schema = sqlite_jobs._SCHEMA.replace(",\n    answers BLOB", "")
+    assert old_schema != sqlite_jobs._SCHEMA
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(old_schema)
+        db.execute(
+            "INSERT INTO jobs (id, owner, function, arguments, status, created, updated)"
+            " VALUES ('job_old', 'alice', 'add', ?, 'queued', 1, 1)",
+            (b"{}",),
+        )
+        db.commit()
+    store = SqliteJobStore(path)
+    await store.open()
+    try:
+        job = await store.get("job_old")
+        assert job is not None and job.answers is None
+    finally:
+        await store.close()
 
 
 async def test_redis_reclaims_an_idle_entry_with_xautoclaim_and_gives_back_a_live_one(

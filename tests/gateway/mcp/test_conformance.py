@@ -36,3 +36,6 @@ def test_every_scored_scenario_passes(tmp_path: Path) -> None:
     # What this branch serves, named so that a suite that stopped running them cannot pass vacuously.
     assert {"resources-templates-read", "prompts-get-embedded-resource", "completion-complete"} <= passing
     assert {"caching", "sep-2164-resource-not-found", "http-header-validation"} <= passing
+    # The tasks extension's scenarios are scored here although the suite does not score them.
+    scored = {s["name"] for s in results["2026-07-28"] if s["scored"]}
+    assert {"tasks-lifecycle", "tasks-dispatch-and-envelope", "tasks-mrtr-input"} <= scored & passing
