@@ -4,6 +4,7 @@ shared by replicas, and each change announced on the state feed."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -67,7 +68,7 @@ async def test_the_store_keeps_the_newest_few_per_version_across_replicas(open_s
         ("v1", "prompt 4", "alice"),
         ("v1", "prompt 3", "alice"),
     ]
-    assert all(a.at >= b.at for a, b in zip(listed, listed[1:], strict=False))
+    assert all(a.at >= b.at for a, b in itertools.pairwise(listed))
     assert await asyncio.to_thread(first.listing, "g") == []
     assert await asyncio.to_thread(first.remove, "f", "prompt 4") == 1
     assert await asyncio.to_thread(first.remove, "f", "prompt 4") == 0
@@ -92,7 +93,7 @@ async def test_a_routing_remembered_by_one_replica_is_read_by_another(open_store
     await asyncio.to_thread(first.remember, "r1", "parcels  left in the warehouse?")
     # Remembering does not wait for Redis: the prompt arrives just after.
     async with asyncio.timeout(5):
-        while await asyncio.to_thread(second.prompt, "r1") is None:
+        while await asyncio.to_thread(second.prompt, "r1") is None:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
     assert await asyncio.to_thread(second.prompt, "r1") == "parcels left in the warehouse?"
     assert await asyncio.to_thread(second.prompt, "unknown") is None
