@@ -36,7 +36,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, FinishedSpan
+from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER
 from toolmesh.tracing.scope import Scope, innermost
 from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, format_carrier, parse
 
@@ -84,7 +84,7 @@ class _Tracing:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         from toolmesh import __version__
-        from toolmesh.tracing.bridge import NestingTracerProvider
+        from toolmesh.tracing.bridge import NestingTracerProvider, api_context, api_span_context
         from toolmesh.tracing.otlp_batch import BatchExporter, ExportSettings
         from toolmesh.tracing.sampling import sampler_from
 
@@ -98,19 +98,20 @@ class _Tracing:
             ExportSettings.from_environ(environ), resource.attributes, ("toolmesh", __version__)
         )
         self.sample = sampler_from(environ)
-        self.current_api_span = trace.get_current_span
+        self.api_context = api_context
+        self.api_span_context = api_span_context
 
     def open(
         self, name: str, attributes: Mapping[str, Any] | None, parent: Carrier | None, server: bool
     ) -> Scope:
         state = ""
-        found = parse(parent) if parent is not None else None
+        found = parse(parent) if parent else None
         if found is not None:
             trace_id, parent_id, state = found.trace_id, found.span_id, found.state
             sampled = self.sample(trace_id, found.sampled)
-        elif parent is None and (inner := innermost(self.current_api_span)) is not None:
+        elif parent is None and (inner := innermost(self.api_context, self.api_span_context)) is not None:
             if isinstance(inner, Scope):
-                trace_id, parent_id, state = inner.span.trace_id, inner.span.span_id, inner.span.state
+                trace_id, parent_id, state = inner.trace_id, inner.span_id, inner.state
                 sampled = inner.sampled
             else:
                 trace_id, parent_id, sampled = inner.trace_id, inner.span_id, inner.trace_flags.sampled
@@ -119,7 +120,7 @@ class _Tracing:
             # No parent, or a carrier that names none properly: a new trace.
             trace_id, parent_id = random.getrandbits(128) or 1, 0
             sampled = self.sample(trace_id, None)
-        span = FinishedSpan(
+        return Scope(
             name,
             SPAN_KIND_SERVER if server else SPAN_KIND_INTERNAL,
             trace_id,
@@ -127,8 +128,10 @@ class _Tracing:
             parent_id,
             state,
             dict(attributes) if attributes else {},
+            sampled,
+            self.exporter,
+            self.api_context(),
         )
-        return Scope(span, sampled, self.exporter, self.current_api_span())
 
 
 _active: _Tracing | None = None
@@ -191,7 +194,7 @@ def carrier() -> Carrier:
     tracing is off or no span is current)."""
     if _active is None:
         return ()
-    inner = innermost(_active.current_api_span)
+    inner = innermost(_active.api_context, _active.api_span_context)
     if inner is None:
         return ()
     if isinstance(inner, Scope):

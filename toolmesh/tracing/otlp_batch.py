@@ -178,7 +178,13 @@ class BatchExporter:
         while not self._stopping:
             self._wake.wait(self._settings.schedule_delay)
             self._wake.clear()
-            self.flush()
+            # What is queued now, in full batches; not until the queue is empty: under steady
+            # load calls keep adding spans while a batch is sent, and draining to empty sent
+            # them one or two at a time, a POST (and its CPU) per span or so.
+            with self._exporting:
+                self._export_batch()
+                while len(self._queue) >= self._settings.max_batch:
+                    self._export_batch()
         self.flush()
 
     def _export_batch(self) -> None:
