@@ -38,8 +38,9 @@ DEFAULT_MAX_BATCH = 512
 #: Answers worth another try, as OTLP/HTTP defines them.
 RETRYABLE = frozenset({429, 502, 503, 504})
 ATTEMPTS = 3
-#: Spans encoded between pauses of the export thread.
-GIL_BREAK = 64
+#: Spans encoded between pauses of the export thread, and the pause, in seconds.
+GIL_BREAK = 32
+GIL_PAUSE = 0.00005
 SPAN_KIND_INTERNAL = 1
 SPAN_KIND_SERVER = 2
 
@@ -197,8 +198,11 @@ class BatchExporter:
         for done, span in enumerate(batch, 1):
             if done % GIL_BREAK == 0:
                 # Let a request's thread in: without a pause a waiting thread gets the GIL only
-                # at the interpreter's switch interval (5 ms), a whole no-op call's time.
-                time.sleep(0)
+                # at the interpreter's switch interval (5 ms), a whole no-op call's time. A real
+                # sleep, not sleep(0): that gives the GIL up and takes it straight back before
+                # the woken thread runs (a thread waking every 300 µs against a busy encoder,
+                # median wake-up delay: sleep(0) every 64 spans 101 µs, 50 µs every 32 73 µs).
+                time.sleep(GIL_PAUSE)
             encoded.append(span_bytes(span))
         body = self._encoder.request(encoded)
         dropped, self._dropped = self._dropped, 0
