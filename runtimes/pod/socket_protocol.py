@@ -77,7 +77,8 @@ def split_traced(payload: bytes) -> tuple[Carrier, bytes]:
     end = TRACE_LENGTH.size + length
     text = payload[TRACE_LENGTH.size : end].decode("ascii", "replace")
     if "\n" not in text:  # a traceparent alone, nearly always
-        return ((_pair(text),) if text else ()), payload[end:]
+        name, _, value = text.partition("=")
+        return (((name, value),) if text else ()), payload[end:]
     return tuple(_pair(line) for line in text.split("\n") if line), payload[end:]
 
 

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER
-from toolmesh.tracing.scope import Scope, innermost
+from toolmesh.tracing.scope import Scope, current, innermost
 from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, format_carrier, parse
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
@@ -194,6 +194,9 @@ def carrier() -> Carrier:
     tracing is off or no span is current)."""
     if _active is None:
         return ()
+    scope = current.get()
+    if scope is not None and _active.api_context() is scope.outer:
+        return scope.carrier()  # the common case, without `innermost`'s call
     inner = innermost(_active.api_context, _active.api_span_context)
     if inner is None:
         return ()

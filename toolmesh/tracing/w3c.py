@@ -17,6 +17,7 @@ Carrier = tuple[tuple[str, str], ...]
 
 _TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?\Z")
 _HEX = "0123456789abcdef"
+_new = tuple.__new__
 #: A version 00 traceparent's length: 2 + 32 + 16 + 2 hex digits and three dashes.
 _LENGTH = 55
 #: The sampled bit of trace-flags.
@@ -54,7 +55,8 @@ def parse(carrier: Carrier) -> Parent | None:
         trace_id, span_id = int(traceparent[3:35], 16), int(traceparent[36:52], 16)
         if not trace_id or not span_id:
             return None
-        return Parent(trace_id, span_id, bool(int(traceparent[53:], 16) & SAMPLED), state)
+        # tuple.__new__, not Parent(...): the named tuple's own __new__ is a Python call.
+        return _new(Parent, (trace_id, span_id, bool(int(traceparent[53:], 16) & SAMPLED), state))
     found = _TRACEPARENT.match(traceparent) or _TRACEPARENT.match(traceparent.strip().lower())
     if found is None:
         return None
