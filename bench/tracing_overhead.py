@@ -78,6 +78,8 @@ class Receiver(http.server.ThreadingHTTPServer):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: Receiver
+    # Keeps the connection, as a collector does (HTTP/1.0 made every export a new connection).
+    protocol_version = "HTTP/1.1"
     answer = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
     def do_POST(self) -> None:
