@@ -82,9 +82,6 @@ class FinishedSpan:
         self.start = time.time_ns()
         self.end = 0
 
-    def set_attribute(self, key: str, value: str | int | float | bool) -> None:
-        self.attributes[key] = value
-
 
 @dataclass(frozen=True)
 class ExportSettings:

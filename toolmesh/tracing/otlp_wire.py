@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _DOUBLE = struct.Struct("<d")
-_FIXED64 = struct.Struct("<Q")
 _INT64 = 1 << 64
 
 # Tags: (field number << 3) | wire type (0 varint, 1 fixed64, 2 length-delimited).
