@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import time
 from json.encoder import encode_basestring_ascii as _quote
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -85,7 +84,13 @@ class RequestLog:
         path = scope["path"]
         try:
             if traced:
-                await self._traced(scope, receive, send_wrapper, tuple(trace), lambda: status)
+                # Named by the method alone: paths hold function names, unbounded for a tracing
+                # backend. Inline rather than a method of its own: a call less per request.
+                with tracing.span(method, {"url.path": path}, parent=tuple(trace), server=True) as span:
+                    await self.app(scope, receive, send_wrapper)
+                    span.attributes["http.response.status_code"] = status
+                    if status >= 500:
+                        tracing.mark_failed(span, f"HTTP {status}")
             else:
                 await self.app(scope, receive, send_wrapper)
         finally:
@@ -98,15 +103,6 @@ class RequestLog:
                     f'"principal": {_quote(self._auth.name_of(authorization))}, '
                     f'"bytes_out": {sent}}}\n'
                 )
-
-    async def _traced(self, scope: Scope, receive: Receive, send: Send, parent: Any, status: Any) -> None:
-        # Named by the method alone: paths hold function names, unbounded for a tracing backend.
-        attributes = {"url.path": scope["path"]}
-        with tracing.span(scope["method"], attributes, parent=parent, server=True) as span:
-            await self.app(scope, receive, send)
-            span.set_attribute("http.response.status_code", status())
-            if status() >= 500:
-                tracing.mark_failed(span, f"HTTP {status()}")
 
     def flush(self) -> None:
         if self.lines is not None:

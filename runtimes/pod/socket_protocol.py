@@ -64,7 +64,10 @@ def invoke_frame(call_id: int, request: bytes, timeout: float, trace: Carrier) -
     """An INVOKE frame, or an INVOKE_TRACED one when the call carries a trace context."""
     if not trace:
         return frame(INVOKE, call_id, request, timeout)
-    context = "\n".join(f"{name}={value}" for name, value in trace).encode("ascii", "replace")
+    if len(trace) == 1:  # a traceparent alone, nearly always
+        context = f"{trace[0][0]}={trace[0][1]}".encode("ascii", "replace")
+    else:
+        context = "\n".join(f"{name}={value}" for name, value in trace).encode("ascii", "replace")
     return frame(INVOKE_TRACED, call_id, TRACE_LENGTH.pack(len(context)) + context + request, timeout)
 
 
@@ -72,8 +75,11 @@ def split_traced(payload: bytes) -> tuple[Carrier, bytes]:
     """An INVOKE_TRACED payload's trace context and request."""
     (length,) = TRACE_LENGTH.unpack_from(payload)
     end = TRACE_LENGTH.size + length
-    lines = payload[TRACE_LENGTH.size : end].decode("ascii", "replace").split("\n")
-    return tuple(_pair(line) for line in lines if line), payload[end:]
+    text = payload[TRACE_LENGTH.size : end].decode("ascii", "replace")
+    if "\n" not in text:  # a traceparent alone, nearly always
+        name, _, value = text.partition("=")
+        return (((name, value),) if text else ()), payload[end:]
+    return tuple(_pair(line) for line in text.split("\n") if line), payload[end:]
 
 
 def _pair(line: str) -> tuple[str, str]:

@@ -75,6 +75,10 @@ def test_gateway_and_pod_spans_join_the_callers_trace(up: StartUp, receiver: Rec
 
     [http_span] = [s for s in spans if s.service == "toolmesh-gateway" and s.parent_id == caller_span]
     assert http_span.name == "POST"
+    assert http_span.attributes == {
+        "url.path": "/v1/functions/add_then_double/invoke",
+        "http.response.status_code": 200,
+    }
     names = {s.name for s in spans if s.service == "toolmesh-gateway"}
     assert {"toolmesh.queue_wait", "toolmesh.cold_start", "/toolmesh.v1.Mesh/Invoke"} <= names
     [composed] = [s for s in spans if s.service == "toolmesh-runtime-composer"]

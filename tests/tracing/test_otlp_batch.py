@@ -82,6 +82,20 @@ def test_the_thread_exports_after_the_schedule_delay(receiver: Receiver) -> None
     exporter.shutdown()
 
 
+def test_under_steady_load_spans_go_out_in_full_batches(receiver: Receiver) -> None:
+    # Spans keep arriving while a batch is sent: what comes in meanwhile waits for a full batch
+    # (or the schedule delay), rather than going out a POST for every span or two.
+    exporter = exporter_for(receiver, OTEL_BSP_MAX_EXPORT_BATCH_SIZE="50", OTEL_BSP_SCHEDULE_DELAY="60000")
+    for _ in range(420):
+        exporter.add(finished())
+        time.sleep(0.0005)
+    receiver.wait_for("toolmesh-test", 400, timeout=5)
+    time.sleep(0.2)
+    assert (len(receiver.headers), len(receiver.spans)) == (8, 400)
+    exporter.shutdown()  # the last 20 go out at the end
+    assert (len(receiver.headers), len(receiver.spans)) == (9, 420)
+
+
 def test_gzip_is_sent_when_asked(receiver: Receiver) -> None:
     exporter = exporter_for(receiver, OTEL_EXPORTER_OTLP_TRACES_COMPRESSION="gzip")
     exporter.add(finished())

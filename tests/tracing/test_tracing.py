@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import subprocess
@@ -42,6 +43,22 @@ def test_a_pod_imports_no_opentelemetry_until_tracing_is_on(module: str) -> None
 def test_the_gateway_imports_no_tracing_sdk_until_tracing_is_on() -> None:
     # The MCP SDK imports opentelemetry's API itself; the SDK and the exporter are ours.
     assert loaded_after("toolmesh.gateway.server", ("opentelemetry.sdk", "opentelemetry.exporter")) == []
+
+
+def test_opentelemetry_s_current_context_is_read_in_one_call() -> None:
+    # The fast reader every traced span and carrier use; should OpenTelemetry move its context
+    # variable, the slower public call would be used, and this says so.
+    from opentelemetry import context
+
+    from toolmesh.tracing.bridge import api_context
+
+    assert isinstance(getattr(api_context, "__self__", None), contextvars.ContextVar)
+    assert api_context() is context.get_current() and not api_context()
+    token = context.attach(context.set_value("key", "value"))
+    try:
+        assert api_context() is context.get_current() and api_context()
+    finally:
+        context.detach(token)
 
 
 NESTING = """

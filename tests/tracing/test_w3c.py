@@ -32,11 +32,22 @@ def test_a_later_version_is_read_by_its_first_four_fields() -> None:
         f"00-{TRACE}-{SPAN}-01-extra",  # version 00 has exactly four fields
         f"00-{TRACE[:-1]}-{SPAN}-01",
         f"00-{TRACE}-{SPAN}-0g",
+        # The length of a good one, so read the quick way, but not hex digits where they belong.
+        f"00-{TRACE[:-1]}_-{SPAN}-01",
+        f"00-{TRACE[:-1]}+-{SPAN}-01",
+        f"00-{TRACE}-{SPAN}--1",
+        f"00-{TRACE}-{SPAN[:-1]}--01",
+        f"00-{TRACE}-{SPAN}- 1",
         "00-\udcff-x-01",
     ],
 )
 def test_a_malformed_parent_is_no_parent(traceparent: str) -> None:
     assert parse((("traceparent", traceparent),)) is None
+
+
+def test_upper_case_and_surrounding_space_are_forgiven() -> None:
+    for traceparent in (f"00-{TRACE.upper()}-{SPAN}-01", f" 00-{TRACE}-{SPAN}-01 "):
+        assert parse((("traceparent", traceparent),)) == Parent(int(TRACE, 16), int(SPAN, 16), True, "")
 
 
 def test_what_is_sent_on_is_what_is_read_back() -> None:

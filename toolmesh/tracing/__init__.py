@@ -36,8 +36,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER, FinishedSpan
-from toolmesh.tracing.scope import Scope, innermost
+from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER
+from toolmesh.tracing.scope import Scope, current, innermost
 from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, format_carrier, parse
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
@@ -84,7 +84,7 @@ class _Tracing:
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
         from toolmesh import __version__
-        from toolmesh.tracing.bridge import NestingTracerProvider
+        from toolmesh.tracing.bridge import NestingTracerProvider, api_context, api_span_context
         from toolmesh.tracing.otlp_batch import BatchExporter, ExportSettings
         from toolmesh.tracing.sampling import sampler_from
 
@@ -98,37 +98,8 @@ class _Tracing:
             ExportSettings.from_environ(environ), resource.attributes, ("toolmesh", __version__)
         )
         self.sample = sampler_from(environ)
-        self.current_api_span = trace.get_current_span
-
-    def open(
-        self, name: str, attributes: Mapping[str, Any] | None, parent: Carrier | None, server: bool
-    ) -> Scope:
-        state = ""
-        found = parse(parent) if parent is not None else None
-        if found is not None:
-            trace_id, parent_id, state = found.trace_id, found.span_id, found.state
-            sampled = self.sample(trace_id, found.sampled)
-        elif parent is None and (inner := innermost(self.current_api_span)) is not None:
-            if isinstance(inner, Scope):
-                trace_id, parent_id, state = inner.span.trace_id, inner.span.span_id, inner.span.state
-                sampled = inner.sampled
-            else:
-                trace_id, parent_id, sampled = inner.trace_id, inner.span_id, inner.trace_flags.sampled
-                state = inner.trace_state.to_header() if inner.trace_state else ""
-        else:
-            # No parent, or a carrier that names none properly: a new trace.
-            trace_id, parent_id = random.getrandbits(128) or 1, 0
-            sampled = self.sample(trace_id, None)
-        span = FinishedSpan(
-            name,
-            SPAN_KIND_SERVER if server else SPAN_KIND_INTERNAL,
-            trace_id,
-            random.getrandbits(64) or 1,
-            parent_id,
-            state,
-            dict(attributes) if attributes else {},
-        )
-        return Scope(span, sampled, self.exporter, self.current_api_span())
+        self.api_context = api_context
+        self.api_span_context = api_span_context
 
 
 _active: _Tracing | None = None
@@ -180,10 +151,41 @@ def span(
 ) -> contextlib.AbstractContextManager[Any]:
     """A span around the block, current within it, yielding the span (None when tracing is off).
     Its parent is the current span, or the one `parent` names (an empty or malformed carrier:
-    none, a new trace). `server`: the span of a request received from another process."""
-    if _active is None:
+    none, a new trace). `server`: the span of a request received from another process. The span
+    keeps `attributes` if it is a dict (callers pass a new one), else a copy."""
+    # One function, not a call into the started tracing's: each call on a request's path costs
+    # a few µs more in a server than in a loop (its code and data are no longer in the caches).
+    active = _active
+    if active is None:
         return _NO_SPAN
-    return _active.open(name, attributes, parent, server)
+    state = ""
+    found = parse(parent) if parent else None
+    if found is not None:
+        trace_id, parent_id, state = found.trace_id, found.span_id, found.state
+        sampled = active.sample(trace_id, found.sampled)
+    elif parent is None and (inner := innermost(active.api_context, active.api_span_context)) is not None:
+        if isinstance(inner, Scope):
+            trace_id, parent_id, state = inner.trace_id, inner.span_id, inner.state
+            sampled = inner.sampled
+        else:
+            trace_id, parent_id, sampled = inner.trace_id, inner.span_id, inner.trace_flags.sampled
+            state = inner.trace_state.to_header() if inner.trace_state else ""
+    else:
+        # No parent, or a carrier that names none properly: a new trace.
+        trace_id, parent_id = random.getrandbits(128) or 1, 0
+        sampled = active.sample(trace_id, None)
+    return Scope(
+        name,
+        SPAN_KIND_SERVER if server else SPAN_KIND_INTERNAL,
+        trace_id,
+        random.getrandbits(64) or 1,
+        parent_id,
+        state,
+        attributes if isinstance(attributes, dict) else dict(attributes or {}),
+        sampled,
+        active.exporter,
+        active.api_context(),
+    )
 
 
 def carrier() -> Carrier:
@@ -191,7 +193,10 @@ def carrier() -> Carrier:
     tracing is off or no span is current)."""
     if _active is None:
         return ()
-    inner = innermost(_active.current_api_span)
+    scope = current.get()
+    if scope is not None and _active.api_context() is scope.outer:
+        return scope.carrier()  # the common case, without `innermost`'s call
+    inner = innermost(_active.api_context, _active.api_span_context)
     if inner is None:
         return ()
     if isinstance(inner, Scope):

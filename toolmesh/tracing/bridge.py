@@ -7,8 +7,11 @@ Imported only once tracing is on (it imports the SDK).
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable
 from typing import Any
 
+from opentelemetry import context as api
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import TracerProvider
@@ -18,17 +21,35 @@ from toolmesh.tracing.scope import Scope, innermost
 _FLAGS = (trace.TraceFlags(0), trace.TraceFlags(1))
 
 
+def _context_reader() -> Callable[[], Context]:
+    # OpenTelemetry's default runtime context keeps the current context in a context variable:
+    # reading it is one C call, where `get_current()` is a chain of Python calls that a traced
+    # request paid two or three times. Another runtime context (OTEL_PYTHON_CONTEXT) is asked.
+    variable = getattr(getattr(api, "_RUNTIME_CONTEXT", None), "_current_context", None)
+    if isinstance(variable, contextvars.ContextVar):
+        return variable.get
+    return api.get_current
+
+
+#: OpenTelemetry's current context (an empty one while no API span or value is current).
+api_context = _context_reader()
+
+
+def api_span_context(context: Context) -> Any:
+    """The span context of the API span current in `context` (an invalid one if none)."""
+    return trace.get_current_span(context).get_span_context()
+
+
 def parent_context(context: Context | None) -> Context | None:
     """`context` if the caller gave one, else one holding toolmesh's current span when that is
     the innermost (None lets OpenTelemetry use its own current context)."""
     if context is not None:
         return context
-    found = innermost(trace.get_current_span)
+    found = innermost(api_context, api_span_context)
     if not isinstance(found, Scope):
         return None
-    span = found.span
-    state = trace.TraceState.from_header([span.state]) if span.state else None
-    parent = trace.SpanContext(span.trace_id, span.span_id, False, _FLAGS[found.sampled], state)
+    state = trace.TraceState.from_header([found.state]) if found.state else None
+    parent = trace.SpanContext(found.trace_id, found.span_id, False, _FLAGS[found.sampled], state)
     return trace.set_span_in_context(trace.NonRecordingSpan(parent))
 
 

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 _DOUBLE = struct.Struct("<d")
-_FIXED64 = struct.Struct("<Q")
 _INT64 = 1 << 64
 
 # Tags: (field number << 3) | wire type (0 varint, 1 fixed64, 2 length-delimited).
@@ -26,11 +25,18 @@ _KEY, _VALUE = b"\x0a", b"\x12"
 _STRING, _BOOL, _INT, _DOUBLE_VALUE = b"\x0a", b"\x10", b"\x18", b"\x21"
 _STATUS_MESSAGE, _STATUS_CODE_ERROR = b"\x12", b"\x18\x02"
 _RESOURCE_SPANS, _SCOPE_SPANS, _SPANS = b"\x0a", b"\x12", b"\x12"
+# The fixed-size fields with their tags and lengths.
+_TRACE_ID_16, _SPAN_ID_8, _PARENT_ID_8 = _TRACE_ID + b"\x10", _SPAN_ID + b"\x08", _PARENT_ID + b"\x08"
+_TIMES = struct.Struct("<BQBQ")
+_BYTES = [bytes((i,)) for i in range(0x80)]
+_CACHE_LIMIT = 1024
+_NAMES: dict[str, bytes] = {}
+_KEYS: dict[str, bytes] = {}
 
 
 def _varint(value: int) -> bytes:
     if value < 0x80:
-        return bytes((value,))
+        return _BYTES[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -40,14 +46,29 @@ def _varint(value: int) -> bytes:
 
 
 def _delimited(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
+    size = len(payload)
+    return tag + (_BYTES[size] if size < 0x80 else _varint(size)) + payload
 
 
 def _any_value(value: Any) -> bytes:
+    kind = type(value)
+    if kind is str:
+        return _delimited(_STRING, value.encode())
+    if kind is bool:
+        return _BOOL + (b"\x01" if value else b"\x00")
+    if kind is int:
+        return _INT + _varint(value % _INT64)  # int64: a negative one as its two's complement
+    if kind is float:
+        return _DOUBLE_VALUE + _DOUBLE.pack(value)
+    return _subclass_value(value)
+
+
+def _subclass_value(value: Any) -> bytes:
+    # Written as their base type (an IntEnum as an int); anything else as its text.
     if isinstance(value, bool):
         return _BOOL + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
-        return _INT + _varint(value % _INT64)  # int64: a negative one as its two's complement
+        return _INT + _varint(value % _INT64)
     if isinstance(value, float):
         return _DOUBLE_VALUE + _DOUBLE.pack(value)
     return _delimited(_STRING, str(value).encode())
@@ -58,23 +79,37 @@ def key_value(key: str, value: Any) -> bytes:
     return _delimited(_KEY, key.encode()) + _delimited(_VALUE, _any_value(value))
 
 
+def _cached(cache: dict[str, bytes], tag: bytes, text: str) -> bytes:
+    # Span names and attribute keys come from a small set (the code's own); the cap keeps a
+    # process that makes endless distinct names from growing, at the price of encoding them.
+    found = cache.get(text)
+    if found is None:
+        found = _delimited(tag, text.encode())
+        if len(cache) < _CACHE_LIMIT:
+            cache[text] = found
+    return found
+
+
 def span_bytes(span: Any) -> bytes:
     """One `Span` (a `FinishedSpan`), encoded."""
     parts = [
-        _TRACE_ID + b"\x10" + span.trace_id.to_bytes(16, "big"),
-        _SPAN_ID + b"\x08" + span.span_id.to_bytes(8, "big"),
+        _TRACE_ID_16,
+        span.trace_id.to_bytes(16, "big"),
+        _SPAN_ID_8,
+        span.span_id.to_bytes(8, "big"),
     ]
     if span.state:
         parts.append(_delimited(_TRACE_STATE, span.state.encode()))
     if span.parent_id:
-        parts.append(_PARENT_ID + b"\x08" + span.parent_id.to_bytes(8, "big"))
-    parts.append(_delimited(_NAME, span.name.encode()))
-    parts.append(_KIND + _varint(span.kind))
-    parts.append(_START + _FIXED64.pack(span.start))
-    parts.append(_END + _FIXED64.pack(span.end))
-    attributes: Mapping[str, Any] = span.attributes
-    for key, value in attributes.items():
-        parts.append(_delimited(_ATTRIBUTE, key_value(key, value)))
+        parts += (_PARENT_ID_8, span.parent_id.to_bytes(8, "big"))
+    parts += (
+        _cached(_NAMES, _NAME, span.name),
+        _KIND + _BYTES[span.kind],
+        _TIMES.pack(_START[0], span.start, _END[0], span.end),
+    )
+    for key, value in span.attributes.items():
+        attribute = _cached(_KEYS, _KEY, key) + _delimited(_VALUE, _any_value(value))
+        parts.append(_delimited(_ATTRIBUTE, attribute))
     if span.error is not None:
         parts.append(
             _delimited(_STATUS, _delimited(_STATUS_MESSAGE, span.error.encode()) + _STATUS_CODE_ERROR)

@@ -128,5 +128,11 @@ def test_a_traced_invoke_carries_the_trace_context_in_front_of_the_request() -> 
     length, kind, call_id, timeout = HEADER.unpack_from(traced)
     assert (kind, call_id, timeout, length) == (INVOKE_TRACED, 7, 1.5, len(traced) - HEADER.size)
     assert split_traced(traced[HEADER.size :]) == (trace, b"request bytes")
+    # A traceparent alone (the usual case, written and read the short way).
+    alone = trace[:1]
+    assert split_traced(invoke_frame(7, b"request bytes", 1.5, alone)[HEADER.size :]) == (
+        alone,
+        b"request bytes",
+    )
     # Untraced calls keep the plain frame: nothing added when tracing is off.
     assert invoke_frame(7, b"request bytes", 1.5, ()) == HEADER.pack(13, INVOKE, 7, 1.5) + b"request bytes"
