@@ -151,7 +151,7 @@ class McpTasks:
             job = await self.jobs.submit(principal, call)
         except ToolmeshError as exc:
             raise refusal(exc) from None
-        working = Outcome("working")
+        working = TaskState("working")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             # Written here, past the SDK's serializer, so its envelope is ours to fill.
             meta = {SERVER_INFO_META_KEY: self._stamp}
@@ -298,7 +298,7 @@ class McpTasks:
         except ToolmeshError as exc:  # another's or unknown: job_not_found, -32602
             raise refusal(exc) from None
 
-    def _task(self, job: Job, state: Outcome, *, modern: bool) -> dict[str, Any]:
+    def _task(self, job: Job, state: TaskState, *, modern: bool) -> dict[str, Any]:
         """The fields of a Task, in the era's names."""
         task: dict[str, Any] = {
             "taskId": job.id,
@@ -334,7 +334,7 @@ def negotiated(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class TaskState:
     """Where a job stands, as a task: its status, and its tool result or JSON-RPC error."""
 
     status: str
@@ -346,22 +346,22 @@ class Outcome:
     asks: tuple[Ask, ...] = ()
 
 
-def outcome(job: Job, *, modern: bool) -> Outcome:
+def outcome(job: Job, *, modern: bool) -> TaskState:
     """`job` as a task of the era: a function that asked its caller waits for the answers in
     2026-07-28 (`tasks/update`); 2025-11-25 has no way to send them, so there it is an error result."""
     if not job.status.finished:
-        return Outcome("working")
+        return TaskState("working")
     if job.status is JobStatus.CANCELLED:
-        return Outcome("cancelled")
+        return TaskState("cancelled")
     result = result_from_json(job.result) if job.result is not None else None
     pending = pending_asks(result) if modern and result is not None else None
     if pending is not None and job.status is JobStatus.FAILED:
         answered = json.loads(job.answers) if job.answers else {}
-        return Outcome("input_required", asks=tuple(a for a in pending[0] if a.key not in answered))
+        return TaskState("input_required", asks=tuple(a for a in pending[0] if a.key not in answered))
     if result is not None and (job.status is JobStatus.SUCCEEDED or _tool_error(result)):
-        return Outcome("completed", result)
+        return TaskState("completed", result)
     code, message = (job.error or {}).get("code", ""), (job.error or {}).get("message", "")
-    return Outcome("failed", error={"code": from_code(code, message).jsonrpc_code, "message": message})
+    return TaskState("failed", error={"code": from_code(code, message).jsonrpc_code, "message": message})
 
 
 def iso_time(unix: float) -> str:
