@@ -25,12 +25,18 @@ SAMPLED = 0x01
 
 
 class Parent(NamedTuple):
-    """A span's parent as a carrier names it."""
+    """A span's parent as a carrier names it, in ids: what the gateway sends its local pods
+    (no hex written and read back per call)."""
 
     trace_id: int
     span_id: int
     sampled: bool
     state: str
+
+
+#: A call's trace context: the W3C pairs as they came from another process, or the ids of the
+#: span the call was made in; empty when the call is not traced.
+Trace = Carrier | Parent
 
 
 def parse(carrier: Carrier) -> Parent | None:
@@ -67,6 +73,13 @@ def parse(carrier: Carrier) -> Parent | None:
     if not trace_id or not span_id:
         return None
     return Parent(trace_id, span_id, bool(int(flags, 16) & SAMPLED), state)
+
+
+def as_carrier(trace: Trace) -> Carrier:
+    """`trace` as W3C pairs (gRPC metadata, `Context.trace_context`)."""
+    if type(trace) is Parent:
+        return format_carrier(*trace)
+    return trace  # type: ignore[return-value]
 
 
 def format_carrier(trace_id: int, span_id: int, sampled: bool, state: str) -> Carrier:
