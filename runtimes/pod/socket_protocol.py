@@ -80,7 +80,7 @@ def invoke_frame(call_id: int, request: bytes, timeout: float, trace: Trace) -> 
     if ids is None:
         return frame(INVOKE, call_id, request, timeout)
     trace_id, span_id, sampled, state = ids
-    encoded = state.encode("ascii", "replace")
+    encoded = state.encode("ascii", "replace") if state else b""
     header = TRACED_HEADER.pack(
         TRACE_IDS.size + len(encoded) + len(request),
         INVOKE_TRACED,

@@ -166,8 +166,8 @@ def span(
     else:
         found = parse(parent) if parent else None  # type: ignore[arg-type]
     if found is not None:
-        trace_id, parent_id, state = found.trace_id, found.span_id, found.state
-        sampled = active.sample(trace_id, found.sampled)
+        trace_id, parent_id, sampled, state = found
+        sampled = active.sample(trace_id, sampled)
     elif parent is None and (inner := innermost(active.api_context, active.api_span_context)) is not None:
         if isinstance(inner, Scope):
             trace_id, parent_id, state = inner.trace_id, inner.span_id, inner.state
