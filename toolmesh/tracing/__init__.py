@@ -39,7 +39,16 @@ from typing import Any
 
 from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER
 from toolmesh.tracing.scope import Scope, current, innermost
-from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, Parent, Trace, as_carrier, parse
+from toolmesh.tracing.w3c import (
+    TRACEPARENT,
+    TRACESTATE,
+    Carrier,
+    Parent,
+    Trace,
+    as_carrier,
+    format_carrier,
+    parse,
+)
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
 EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
@@ -193,7 +202,7 @@ def span(
     )
 
 
-def context() -> Trace:
+def context() -> Parent | tuple[()]:
     """The current span's trace context in ids, to send with a call (empty when tracing is off
     or no span is current)."""
     if _active is None:
@@ -212,7 +221,10 @@ def context() -> Trace:
 
 def carrier() -> Carrier:
     """`context` as W3C pairs (empty when tracing is off or no span is current)."""
-    return as_carrier(context())
+    if _active is None:
+        return ()
+    found = context()
+    return format_carrier(*found) if found else ()
 
 
 def carrier_from(pairs: Any) -> Carrier:
