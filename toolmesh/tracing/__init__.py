@@ -48,6 +48,7 @@ from toolmesh.tracing.w3c import (
     as_carrier,
     format_carrier,
     parse,
+    parse_traceparent,
 )
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
@@ -253,6 +254,7 @@ __all__ = [
     "enabled",
     "flush",
     "mark_failed",
+    "parse_traceparent",
     "service_to_trace",
     "shutdown",
     "span",
