@@ -189,7 +189,7 @@ class Mesh:
             session_id=options.session_id,
             metadata=dict(options.metadata),
             deadline=time.monotonic() + timeout,
-            trace=tracing.carrier(),
+            trace=tracing.context(),
             events=request.events,
         )
         return call, timeout

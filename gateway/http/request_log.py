@@ -30,6 +30,7 @@ from toolmesh.runtimes.pod.executor import new_request_id
 from toolmesh.runtimes.pod.logs import LineBuffer, access
 
 REQUEST_ID_HEADER = b"x-request-id"
+_TRACE_HEADERS = (b"traceparent", b"tracestate")
 #: Longest path written to the log: paths are the client's, and a line stays a line.
 MAX_LOGGED_PATH = 512
 
@@ -54,15 +55,18 @@ class RequestLog:
         started = time.perf_counter()
         request_id = b""
         authorization = None
-        trace: list[tuple[str, str]] = []
+        traceparent = tracestate = b""
         traced = tracing.enabled()
         for name, value in scope["headers"]:
             if name == REQUEST_ID_HEADER:
                 request_id = value
             elif name == b"authorization":
                 authorization = value.decode("latin-1")
-            elif traced and name in (b"traceparent", b"tracestate"):
-                trace.append((name.decode(), value.decode("latin-1")))
+            elif traced and name in _TRACE_HEADERS:
+                if name == b"traceparent":
+                    traceparent = value
+                else:
+                    tracestate = value
         if not request_id:
             request_id = new_request_id().encode()
             scope = {**scope, "headers": [*scope["headers"], (REQUEST_ID_HEADER, request_id)]}
@@ -84,9 +88,16 @@ class RequestLog:
         path = scope["path"]
         try:
             if traced:
-                # Named by the method alone: paths hold function names, unbounded for a tracing
-                # backend. Inline rather than a method of its own: a call less per request.
-                with tracing.span(method, {"url.path": path}, parent=tuple(trace), server=True) as span:
+                # The caller's parent read straight from the headers (no pairs built to be read
+                # again); none or a malformed one: a new trace. Named by the method alone: paths
+                # hold function names, unbounded for a tracing backend. Inline rather than a
+                # method of its own: a call less per request.
+                parent = (
+                    tracing.parse_traceparent(traceparent.decode("latin-1"), tracestate.decode("latin-1"))
+                    if traceparent
+                    else None
+                )
+                with tracing.span(method, {"url.path": path}, parent=parent or (), server=True) as span:
                     await self.app(scope, receive, send_wrapper)
                     span.attributes["http.response.status_code"] = status
                     if status >= 500:

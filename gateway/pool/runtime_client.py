@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from toolmesh import tracing
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
 from toolmesh.errors import PermissionDenied, ResourceExhausted, ToolmeshError, Unauthenticated, Unavailable
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
@@ -107,7 +108,7 @@ class RuntimeClient:
         """The call's metadata: the token, and the trace context when the call has one."""
         if not call.trace:
             return self._metadata
-        return (*(self._metadata or ()), *call.trace)
+        return (*(self._metadata or ()), *tracing.as_carrier(call.trace))
 
     async def invoke(self, call: Call, timeout: float, *, wait_for_ready: bool = False) -> Result:
         if call.events is not None:

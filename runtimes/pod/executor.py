@@ -68,8 +68,8 @@ class Call:
     #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
     deadline: float | None = None
     received_at: float = field(default_factory=time.perf_counter)
-    #: The caller's W3C trace context (toolmesh.tracing.Carrier); empty when not traced.
-    trace: tuple[tuple[str, str], ...] = ()
+    #: The caller's trace context (W3C pairs or the ids of the caller's span); empty when not traced.
+    trace: tracing.Trace = ()
     #: What the caller wants to hear while the call runs (log records, progress); None: nothing.
     events: Listener | None = None
 
@@ -353,7 +353,7 @@ class Executor:
                 deadline=time.monotonic() + timeout,
                 invoker=self,
                 loop=asyncio.get_running_loop(),
-                trace_context=tracing.carrier() or call.trace,
+                trace_context=tracing.carrier() or tracing.as_carrier(call.trace),
                 events=channel,
             )
             arguments[hosted.context_param] = ctx

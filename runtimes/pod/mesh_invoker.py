@@ -7,6 +7,7 @@ import time
 
 import grpc
 
+from toolmesh import tracing
 from toolmesh.error_shapes import from_rpc_error
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
@@ -39,7 +40,9 @@ class MeshInvoker:
         timeout = None if call.deadline is None else max(call.deadline - time.monotonic(), 0.001)
         try:
             reply = await stub.Invoke(
-                wire.call_to_proto(call), timeout=timeout, metadata=(*self._metadata, *call.trace)
+                wire.call_to_proto(call),
+                timeout=timeout,
+                metadata=(*self._metadata, *tracing.as_carrier(call.trace)),
             )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"the mesh at {self.address}") from None

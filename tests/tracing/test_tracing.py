@@ -78,6 +78,10 @@ with tracing.span("request", {"path": "/x"}, parent=caller, server=True):
             raise KeyError("k")
     except KeyError:
         pass
+    ids = tracing.context()
+# The ids a local pod is sent: its span joins the trace as the W3C pairs would have it join.
+with tracing.span("from-ids", parent=ids, server=True):
+    pass
 with tracing.span("unsampled", parent=(("traceparent", "00-%(trace)s-%(caller)s-00"),)):
     unsampled = tracing.carrier()
 with tracing.span("second", parent=caller):
@@ -85,7 +89,7 @@ with tracing.span("second", parent=caller):
     with trace.use_span(manual, end_on_exit=True):
         via_use_span = tracing.carrier()
     after_it = tracing.carrier()
-print(json.dumps([sent_on, unsampled, via_use_span, after_it]))
+print(json.dumps([sent_on, unsampled, via_use_span, after_it, tracing.as_carrier(ids)]))
 tracing.shutdown()
 """
 
@@ -103,7 +107,15 @@ def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
             check=True,
         )
     spans = {span.name: span for span in receiver.spans}
-    assert set(spans) == {"request", "users-own", "inside-users", "raises", "second", "started-not-current"}
+    assert set(spans) == {
+        "request",
+        "users-own",
+        "inside-users",
+        "raises",
+        "second",
+        "started-not-current",
+        "from-ids",
+    }
     assert {span.trace_id for span in spans.values()} == {trace_id}
     assert spans["request"].parent_id == caller and spans["request"].kind == 2
     assert spans["request"].trace_state == "v=1" and spans["request"].attributes == {"path": "/x"}
@@ -111,7 +123,7 @@ def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
     assert spans["inside-users"].parent_id == spans["users-own"].span_id
     assert spans["inside-users"].status == (2, "no") and spans["raises"].status == (2, "KeyError")
     # What is sent on names the innermost span, whoever made it; an unsampled trace stays unsampled.
-    sent_on, unsampled, via_use_span, after_it = json.loads(done.stdout)
+    sent_on, unsampled, via_use_span, after_it, ids_as_pairs = json.loads(done.stdout)
     users_own = f"00-{trace_id}-{spans['users-own'].span_id}-01"
     assert sent_on == [["traceparent", users_own], ["tracestate", "v=1"]]
     [[_, traceparent]] = unsampled
@@ -122,3 +134,6 @@ def test_toolmesh_spans_and_api_spans_nest_both_ways(tmp_path: Path) -> None:
     assert manual.parent_id == second.span_id
     assert via_use_span == [["traceparent", f"00-{trace_id}-{manual.span_id}-01"], ["tracestate", "v=1"]]
     assert after_it == [["traceparent", f"00-{trace_id}-{second.span_id}-01"], ["tracestate", "v=1"]]
+    from_ids, request = spans["from-ids"], spans["request"]
+    assert (from_ids.parent_id, from_ids.trace_state, from_ids.kind) == (request.span_id, "v=1", 2)
+    assert ids_as_pairs == [["traceparent", f"00-{trace_id}-{request.span_id}-01"], ["tracestate", "v=1"]]

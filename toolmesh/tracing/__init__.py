@@ -19,8 +19,9 @@ their own, the global provider's tracers make API spans opened inside one its ch
 Off, nothing here imports OpenTelemetry and every call below is one global lookup: `span`
 returns a shared null context and `carrier` an empty tuple. The trace context travels as a
 `Carrier`, the W3C ``traceparent`` and ``tracestate`` pairs, which is the shape gRPC metadata
-takes: in gRPC metadata to pods and to the gateway's Mesh service, in the socket protocol's
-INVOKE_TRACED frame, and in `Call.trace` / `Context.trace_context` for ctx.invoke.
+takes: in gRPC metadata to pods and to the gateway's Mesh service, and in `Context.trace_context`
+for ctx.invoke. Within a process and to the pods the gateway runs itself (the socket protocol's
+INVOKE_TRACED frame) it stays in ids, a `Parent` (`context`): `Call.trace` is either (`Trace`).
 
 Tracing is per process (OpenTelemetry's tracer provider is global): `start` once at start-up,
 after any fork (the export thread does not cross one).
@@ -38,7 +39,17 @@ from typing import Any
 
 from toolmesh.tracing.otlp_batch import SPAN_KIND_INTERNAL, SPAN_KIND_SERVER
 from toolmesh.tracing.scope import Scope, current, innermost
-from toolmesh.tracing.w3c import TRACEPARENT, TRACESTATE, Carrier, format_carrier, parse
+from toolmesh.tracing.w3c import (
+    TRACEPARENT,
+    TRACESTATE,
+    Carrier,
+    Parent,
+    Trace,
+    as_carrier,
+    format_carrier,
+    parse,
+    parse_traceparent,
+)
 
 SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
 EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
@@ -54,6 +65,7 @@ FLUSH_TIMEOUT = 5.0
 
 log = logging.getLogger("toolmesh.tracing")
 _NO_SPAN = contextlib.nullcontext(None)
+_new = tuple.__new__
 
 
 def service_to_trace(environ: Mapping[str, str], default: str) -> str | None:
@@ -146,7 +158,7 @@ def span(
     name: str,
     attributes: Mapping[str, str | int | float | bool] | None = None,
     *,
-    parent: Carrier | None = None,
+    parent: Trace | None = None,
     server: bool = False,
 ) -> contextlib.AbstractContextManager[Any]:
     """A span around the block, current within it, yielding the span (None when tracing is off).
@@ -159,10 +171,13 @@ def span(
     if active is None:
         return _NO_SPAN
     state = ""
-    found = parse(parent) if parent else None
+    if type(parent) is Parent:  # ids, as the gateway sends them to a local pod
+        found: Parent | None = parent
+    else:
+        found = parse(parent) if parent else None  # type: ignore[arg-type]
     if found is not None:
-        trace_id, parent_id, state = found.trace_id, found.span_id, found.state
-        sampled = active.sample(trace_id, found.sampled)
+        trace_id, parent_id, sampled, state = found
+        sampled = active.sample(trace_id, sampled)
     elif parent is None and (inner := innermost(active.api_context, active.api_span_context)) is not None:
         if isinstance(inner, Scope):
             trace_id, parent_id, state = inner.trace_id, inner.span_id, inner.state
@@ -188,21 +203,29 @@ def span(
     )
 
 
-def carrier() -> Carrier:
-    """The current span's trace context, to send with a call to another process (empty when
-    tracing is off or no span is current)."""
+def context() -> Parent | tuple[()]:
+    """The current span's trace context in ids, to send with a call (empty when tracing is off
+    or no span is current)."""
     if _active is None:
         return ()
     scope = current.get()
     if scope is not None and _active.api_context() is scope.outer:
-        return scope.carrier()  # the common case, without `innermost`'s call
+        return scope.context()  # the common case, without `innermost`'s call
     inner = innermost(_active.api_context, _active.api_span_context)
     if inner is None:
         return ()
     if isinstance(inner, Scope):
-        return inner.carrier()
+        return inner.context()
     state = inner.trace_state.to_header() if inner.trace_state else ""
-    return format_carrier(inner.trace_id, inner.span_id, inner.trace_flags.sampled, state)
+    return _new(Parent, (inner.trace_id, inner.span_id, inner.trace_flags.sampled, state))
+
+
+def carrier() -> Carrier:
+    """`context` as W3C pairs (empty when tracing is off or no span is current)."""
+    if _active is None:
+        return ()
+    found = context()
+    return format_carrier(*found) if found else ()
 
 
 def carrier_from(pairs: Any) -> Carrier:
@@ -222,11 +245,16 @@ __all__ = [
     "TRACEPARENT",
     "TRACESTATE",
     "Carrier",
+    "Parent",
+    "Trace",
+    "as_carrier",
     "carrier",
     "carrier_from",
+    "context",
     "enabled",
     "flush",
     "mark_failed",
+    "parse_traceparent",
     "service_to_trace",
     "shutdown",
     "span",

@@ -18,14 +18,16 @@ from collections.abc import Callable
 from typing import Any
 
 from toolmesh.tracing.otlp_batch import BatchExporter, FinishedSpan
-from toolmesh.tracing.w3c import Carrier, format_carrier
+from toolmesh.tracing.w3c import Parent
+
+_new = tuple.__new__
 
 
 class Scope(FinishedSpan):
     """One of toolmesh's spans made current for a block, then ended and queued for export. The
     span and its scope are one object: a call's path allocates one per span."""
 
-    __slots__ = ("_carrier", "_exporter", "_token", "outer", "sampled")
+    __slots__ = ("_exporter", "_token", "outer", "sampled")
 
     def __init__(
         self,
@@ -55,12 +57,10 @@ class Scope(FinishedSpan):
         self._exporter = exporter
         #: OpenTelemetry's context current when this span opened.
         self.outer = outer
-        self._carrier: Carrier | None = None
 
-    def carrier(self) -> Carrier:
-        if self._carrier is None:
-            self._carrier = format_carrier(self.trace_id, self.span_id, self.sampled, self.state)
-        return self._carrier
+    def context(self) -> Parent:
+        """This span as the parent of a call made within it."""
+        return _new(Parent, (self.trace_id, self.span_id, self.sampled, self.state))
 
     def __enter__(self) -> Scope:
         self._token = current.set(self)
