@@ -5,7 +5,6 @@ in one place, `transport_errors`."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping
@@ -23,10 +22,8 @@ from toolmesh.errors import (
     InvalidRequest,
     ToolmeshError,
     Unavailable,
-    Violation,
-    from_code,
 )
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import Content, Result, content_from_document, result_from_document
 from toolmesh.runtimes.functions.spec import FunctionSpec, spec_from_dict
 
 T = TypeVar("T")
@@ -71,7 +68,9 @@ def invoke(
     if session_id:
         headers["x-session-id"] = session_id
     body = json_bytes(dict(arguments or {}), "arguments")
-    return Request("POST", function_path(name) + "/invoke", result, content=body, headers=headers)
+    return Request(
+        "POST", function_path(name) + "/invoke", result_from_document, content=body, headers=headers
+    )
 
 
 def tools(format: str, strict: bool) -> Request[list[dict[str, Any]]]:
@@ -151,51 +150,6 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP-date: toolmesh never sends one, and guessing clocks helps no one
 
 
-def _compact(value: Any) -> bytes:
-    """The JSON encoding runtimes produce (compact UTF-8), so results match the gRPC path byte for byte."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _content(item: Mapping[str, Any]) -> Content:
-    kind = item["type"]
-    if kind == "text":
-        return Text(item["text"])
-    if kind == "json":
-        return Json(_compact(item["json"]))
-    if kind == "binary":
-        return Binary(base64.b64decode(item["data"]), item.get("mime_type") or "application/octet-stream")
-    raise ValueError(f"unknown content type {kind!r}")
-
-
-def _error_info(error: Mapping[str, Any]) -> ErrorInfo:
-    code = str(error["code"])
-    violations = tuple(
-        Violation(str(v["path"]), str(v["expected"]), str(v["got"]), str(v["message"]))
-        for v in error.get("violations") or ()
-    )
-    # The HTTP shape has no `retryable`; it is a property of the error's class.
-    retryable = from_code(code, "").retryable
-    return ErrorInfo(
-        code, str(error.get("message") or ""), violations, error.get("traceback") or "", retryable
-    )
-
-
-def result(body: Mapping[str, Any]) -> Result:
-    """A `Result` from the JSON `result_json` writes."""
-    structured = body.get("structured")
-    error = body.get("error")
-    timing = body.get("timing") or {}
-    return Result(
-        content=[_content(item) for item in body.get("content") or ()],
-        is_error=bool(body.get("is_error")),
-        structured_json=None if structured is None else _compact(structured),
-        error=None if error is None else _error_info(error),
-        queued_ms=float(timing.get("queued_ms") or 0.0),
-        duration_ms=float(timing.get("duration_ms") or 0.0),
-        request_id=str(body.get("request_id") or ""),
-    )
-
-
 def stream(
     name: str, arguments: Mapping[str, Any] | None, request_id: str | None, session_id: str | None
 ) -> Request[Result]:
@@ -217,9 +171,9 @@ def streamed(event: Event) -> Content | Result | None:
     try:
         document = json.loads(event.data)
         if event.name == "content":
-            return _content(document)
+            return content_from_document(document)
         if event.name == "result":
-            return result(document)
+            return result_from_document(document)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InternalError(f"unexpected {event.name} event in a stream: {exc!r}") from None
     raise from_envelope(document) or InternalError(f"malformed error event: {event.data[:200]!r}")

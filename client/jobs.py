@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from toolmesh.client.http_requests import Request, invoke, result
-from toolmesh.runtimes.functions.results import Result
+from toolmesh.client.http_requests import Request, invoke
+from toolmesh.runtimes.functions.results import Result, result_from_document
 
 JOBS_PATH = "/v1/jobs"
 #: A job in one of these states will not change again (unless retried).
@@ -43,7 +43,7 @@ def job(document: Mapping[str, Any]) -> RemoteJob:
         function=str(document["function"]),
         status=str(document["status"]),
         attempts=int(document.get("attempts") or 0),
-        result=None if found is None else result(found),
+        result=None if found is None else result_from_document(found),
         document=document,
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text, result_from_document
 
 
 def content_json(item: Content) -> bytes:
@@ -55,21 +55,4 @@ def result_json(result: Result) -> bytes:
 
 def result_from_json(document: bytes) -> Result:
     """The inverse of `result_json`, for a result kept as its document (a job's)."""
-    doc = json.loads(document)
-    content: list[Content] = []
-    for item in doc.get("content", ()):
-        if item["type"] == "text":
-            content.append(Text(item["text"]))
-        elif item["type"] == "json":
-            content.append(Json(json.dumps(item["json"]).encode()))
-        else:
-            content.append(Binary(base64.b64decode(item["data"]), item["mime_type"]))
-    structured = doc.get("structured")
-    error = doc.get("error")
-    return Result(
-        content=content,
-        is_error=bool(doc.get("is_error")),
-        structured_json=None if structured is None else json.dumps(structured).encode(),
-        error=None if error is None else ErrorInfo(error["code"], error["message"]),
-        request_id=str(doc.get("request_id") or ""),
-    )
+    return result_from_document(json.loads(document))

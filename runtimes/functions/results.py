@@ -13,8 +13,9 @@ items plus, for JSON-like values, the structured result:
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,3 +162,52 @@ def content_bytes(content: Sequence[Content]) -> int:
         elif isinstance(item, Json | Binary):
             total += len(item.data)
     return total
+
+
+# -- results from their JSON document (HTTP answers, job results) -----------------------------
+
+
+def _compact(value: Any) -> bytes:
+    """The JSON encoding runtimes produce (compact UTF-8), so results match the gRPC path byte for byte."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def content_from_document(item: Mapping[str, Any]) -> Content:
+    """A content item from its JSON document (`content` of what gateway/core/result_json.py writes)."""
+    kind = item["type"]
+    if kind == "text":
+        return Text(item["text"])
+    if kind == "json":
+        return Json(_compact(item["json"]))
+    if kind == "binary":
+        return Binary(base64.b64decode(item["data"]), item.get("mime_type") or "application/octet-stream")
+    raise ValueError(f"unknown content type {kind!r}")
+
+
+def _error_info(error: Mapping[str, Any]) -> ErrorInfo:
+    code = str(error["code"])
+    violations = tuple(
+        Violation(str(v["path"]), str(v["expected"]), str(v["got"]), str(v["message"]))
+        for v in error.get("violations") or ()
+    )
+    # The HTTP shape has no `retryable`; it is a property of the error's class.
+    retryable = from_code(code, "").retryable
+    return ErrorInfo(
+        code, str(error.get("message") or ""), violations, error.get("traceback") or "", retryable
+    )
+
+
+def result_from_document(body: Mapping[str, Any]) -> Result:
+    """A `Result` from the JSON `result_json` writes."""
+    structured = body.get("structured")
+    error = body.get("error")
+    timing = body.get("timing") or {}
+    return Result(
+        content=[content_from_document(item) for item in body.get("content") or ()],
+        is_error=bool(body.get("is_error")),
+        structured_json=None if structured is None else _compact(structured),
+        error=None if error is None else _error_info(error),
+        queued_ms=float(timing.get("queued_ms") or 0.0),
+        duration_ms=float(timing.get("duration_ms") or 0.0),
+        request_id=str(body.get("request_id") or ""),
+    )

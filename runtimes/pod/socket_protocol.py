@@ -41,7 +41,7 @@ from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.tracing import Parent, Trace
-from toolmesh.tracing.w3c import parse
+from toolmesh.tracing.w3c import SAMPLED, new_parent, parse
 from toolmesh.v1 import invoke_pb2
 
 HEADER = struct.Struct(">IBQd")
@@ -56,9 +56,6 @@ TRACE_IDS = struct.Struct(">QQQBH")
 #: INVOKE_TRACED's header and trace ids, written with one pack.
 TRACED_HEADER = struct.Struct(HEADER.format + TRACE_IDS.format[1:])
 _LOW_64 = (1 << 64) - 1
-#: The sampled bit of the trace flags.
-SAMPLED = 0x01
-_new = tuple.__new__
 #: A log record or progress report of a running call (pod -> gateway).
 EVENT = 8
 #: Largest payload accepted, as for gRPC messages. A frame over it ends the connection and so
@@ -100,7 +97,7 @@ def split_traced(payload: bytes) -> tuple[Parent, bytes]:
     high, low, span_id, flags, length = TRACE_IDS.unpack_from(payload)
     end = TRACE_IDS.size + length
     state = payload[TRACE_IDS.size : end].decode("ascii", "replace") if length else ""
-    return _new(Parent, (high << 64 | low, span_id, bool(flags & SAMPLED), state)), payload[end:]
+    return new_parent((high << 64 | low, span_id, bool(flags & SAMPLED), state)), payload[end:]
 
 
 class FrameReader(asyncio.Protocol):

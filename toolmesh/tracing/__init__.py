@@ -47,6 +47,7 @@ from toolmesh.tracing.w3c import (
     Trace,
     as_carrier,
     format_carrier,
+    new_parent,
     parse,
     parse_traceparent,
 )
@@ -65,7 +66,6 @@ FLUSH_TIMEOUT = 5.0
 
 log = logging.getLogger("toolmesh.tracing")
 _NO_SPAN = contextlib.nullcontext(None)
-_new = tuple.__new__
 
 
 def service_to_trace(environ: Mapping[str, str], default: str) -> str | None:
@@ -217,7 +217,7 @@ def context() -> Parent | tuple[()]:
     if isinstance(inner, Scope):
         return inner.context()
     state = inner.trace_state.to_header() if inner.trace_state else ""
-    return _new(Parent, (inner.trace_id, inner.span_id, inner.trace_flags.sampled, state))
+    return new_parent((inner.trace_id, inner.span_id, inner.trace_flags.sampled, state))
 
 
 def carrier() -> Carrier:

@@ -51,24 +51,13 @@ def _delimited(tag: bytes, payload: bytes) -> bytes:
 
 
 def _any_value(value: Any) -> bytes:
-    kind = type(value)
-    if kind is str:
+    if type(value) is str:  # nearly every attribute: no isinstance chain for it
         return _delimited(_STRING, value.encode())
-    if kind is bool:
-        return _BOOL + (b"\x01" if value else b"\x00")
-    if kind is int:
-        return _INT + _varint(value % _INT64)  # int64: a negative one as its two's complement
-    if kind is float:
-        return _DOUBLE_VALUE + _DOUBLE.pack(value)
-    return _subclass_value(value)
-
-
-def _subclass_value(value: Any) -> bytes:
-    # Written as their base type (an IntEnum as an int); anything else as its text.
+    # bool before int (a bool is an int); subclasses (an IntEnum) as their base type.
     if isinstance(value, bool):
         return _BOOL + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
-        return _INT + _varint(value % _INT64)
+        return _INT + _varint(value % _INT64)  # int64: a negative one as its two's complement
     if isinstance(value, float):
         return _DOUBLE_VALUE + _DOUBLE.pack(value)
     return _delimited(_STRING, str(value).encode())

@@ -18,9 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toolmesh.tracing.otlp_batch import BatchExporter, FinishedSpan
-from toolmesh.tracing.w3c import Parent
-
-_new = tuple.__new__
+from toolmesh.tracing.w3c import Parent, new_parent
 
 
 class Scope(FinishedSpan):
@@ -60,7 +58,7 @@ class Scope(FinishedSpan):
 
     def context(self) -> Parent:
         """This span as the parent of a call made within it."""
-        return _new(Parent, (self.trace_id, self.span_id, self.sampled, self.state))
+        return new_parent((self.trace_id, self.span_id, self.sampled, self.state))
 
     def __enter__(self) -> Scope:
         self._token = current.set(self)

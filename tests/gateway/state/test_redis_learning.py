@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 import redis.asyncio as redis
 
-from tests.gateway.state.conftest import RedisServer
+from tests.gateway.state.conftest import RedisServer, free_port
 from tests.gateway.state.test_redis_feed import until
+from toolmesh.cli import main
 from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.state.loop_calls import LoopCalls
 from toolmesh.gateway.state.redis_client import Outage, connect
@@ -113,3 +115,18 @@ async def test_redis_away_fails_learning_and_lookups_but_never_a_routing(
     await asyncio.to_thread(routings.remember, "r1", "p")  # logged, not raised
     redis_server.start()
     assert await asyncio.to_thread(store.add, "f", "v1", "p", "alice") == ["p"]
+
+
+def test_the_examples_command_says_when_the_shared_state_is_away_or_misnamed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "toolmesh.toml"
+    config.write_text("")
+    listing = ["router", "examples", "list", "--config", str(config)]
+    # Nothing listens there: a clear line and exit 2, not a traceback.
+    monkeypatch.setenv("TOOLMESH_STATE_URL", f"redis://127.0.0.1:{free_port()}/0")
+    assert main(listing) == 2
+    assert "shared state (Redis) cannot be reached" in capsys.readouterr().err
+    monkeypatch.setenv("TOOLMESH_STATE_URL", "http://127.0.0.1:1/0")
+    assert main(listing) == 2
+    assert "is not a Redis URL" in capsys.readouterr().err
