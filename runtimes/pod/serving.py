@@ -56,6 +56,8 @@ from toolmesh.runtimes.pod.socket_protocol import SocketServer
 from toolmesh.runtimes.pod.telemetry import PodMetrics, serve_metrics
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
+#: Seconds gRPC calls accepted at the end of a drain get to be turned away by the executor.
+REFUSAL_GRACE = 0.5
 RUNTIME_SERVICE = runtime_pb2.DESCRIPTOR.services_by_name["Runtime"].full_name
 
 log = logging.getLogger("toolmesh.runtime")
@@ -231,8 +233,11 @@ class Pod:
             # Whatever still runs after the grace period is cancelled here (and below for gRPC).
             self._socket_server.close()
         if self.server is not None:
-            # Whatever still runs after the grace period is cancelled here.
-            await self.server.stop(0)
+            # A call gRPC accepted just before this, not yet at the executor, would be cancelled
+            # by stop(0) ("Cancelling all calls": the gateway cannot tell it never ran, so it may
+            # not send it elsewhere). A moment's grace lets it reach the executor, which turns it
+            # away as draining (retryable); whatever still runs after that is cancelled here.
+            await self.server.stop(REFUSAL_GRACE)
         if self.executor is not None:
             self.executor.close()
         if self.mesh is not None:
