@@ -242,29 +242,12 @@ def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, 
     for doc in pool:
         rows = rng.normal(size=(10, embedder.dimension)).astype(np.float32)
         rich._views.set(rich._slots[doc.key], rows / np.linalg.norm(rows, axis=1, keepdims=True))
-    # The same catalog again, learning a prompt before every route (a busy gateway where
-    # every routed call succeeds): each one is another example of a function, set as
-    # Router.learn sets it; the route after it pays for whatever that change costs.
-    learning = FunctionIndex(embedder)
-    learning.sync(pool)
-    for doc in pool:
-        slot = learning._slots[doc.key]
-        learning._author[slot] = rich._views._rows[rich._slots[doc.key]]
-        learning._refresh_views(slot)
-    learned = [q.prompt for q in load_queries(args.data / "bfcl_pool_queries.jsonl")][args.prompts :]
-    embedder.embed(learned)  # embedding a learned prompt is the learning call's, not the route's
-    routers = {
-        "zero-shot": Router(zero, 0.3),
-        "10 examples per function": Router(rich, 0.3),
-        "10 examples per function, a prompt learned before each route": Router(learning, 0.3),
-    }
+    routers = {"zero-shot": Router(zero, 0.3), "10 examples per function": Router(rich, 0.3)}
     timings: dict[str, list[float]] = {name: [] for name in routers}
     for prompt in prompts[:20]:  # warm-up
         for router in routers.values():
             router.route(prompt)
-    for i, prompt in enumerate(prompts):
-        learner = pool[int(rng.integers(len(pool)))].key
-        learning.set_learned(learner, [*learning.learned(learner), learned[i % len(learned)]][-20:])
+    for prompt in prompts:
         for name, router in routers.items():
             embedder.memo.pop(prompt, None)  # each route embeds its prompt, as in production
             began = time.perf_counter()

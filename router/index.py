@@ -44,7 +44,7 @@ from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, Vectors, normalise
 from toolmesh.router.text import Document, terms, text_hash
 from toolmesh.router.views import ExampleViews
-from toolmesh.router.whitening import SHRINKAGE
+from toolmesh.router.whitening import SHRINKAGE, Fitted, Snapshot
 
 LEXICAL_WEIGHT = 0.02
 #: Shares of the cosine from the best example and from the examples' centroid (for
@@ -260,6 +260,14 @@ class FunctionIndex:
         self._refresh_views(slot)
         self._bm25.add(slot, self._terms_of(self._docs[slot], slot))
         return True
+
+    def fit_snapshot(self) -> Snapshot | None:
+        """The example rows to fit the views' whitening on elsewhere, when a fit is due and
+        none is out (views.py); its result must come back through `install_fit`."""
+        return self._views.snapshot()
+
+    def install_fit(self, fitted: Fitted | None) -> None:
+        self._views.install(fitted)
 
     def slot_keys(self) -> list[str | None]:
         """The key in each slot of `score_all`'s arrays (None for a free slot)."""

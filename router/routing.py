@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import uuid
@@ -12,6 +13,9 @@ from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
 from toolmesh.router.learning import ExampleStore, RecentRoutings, Routings
 from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document, text_hash
+from toolmesh.router.whitening import Fitted, Snapshot
+
+log = logging.getLogger("toolmesh.router")
 
 #: Score added to functions this session used recently (most recent first), so they win near-ties.
 RECENCY_BONUS = (0.03, 0.02, 0.01)
@@ -68,6 +72,8 @@ class Router:
         self.learned = learned
         self.routings = routings or RecentRoutings()
         self._lock = threading.Lock()
+        #: The thread fitting the example views' whitening, if one was started.
+        self.fitter: threading.Thread | None = None
 
     def sync(self, docs: Iterable[Document]) -> SyncReport:
         """Follow the catalog: index what is new or changed, drop what is gone, and give each
@@ -82,6 +88,12 @@ class Router:
                 for key, prompts in current.items():
                     if self.index.learned(key) != prompts:
                         self.index.set_learned(key, prompts)
+        # Following the catalog is not on any request's path: fit here, and routes keep the
+        # map they have until this one is ready.
+        with self._lock:
+            snapshot = self.index.fit_snapshot()
+        if snapshot is not None:
+            self._fit(snapshot)
         return report
 
     # -- learning from use -------------------------------------------------------------------
@@ -93,6 +105,7 @@ class Router:
         prompts = self.learned.add(key, version(self.document(key)), prompt, principal)
         with self._lock:
             self.index.set_learned(key, prompts)
+        self._fit_when_due()
         return prompts
 
     def forget(self, key: str, prompt: str | None = None) -> int:
@@ -112,6 +125,27 @@ class Router:
         with self._lock:
             if key in self.index and self.index.learned(key) != prompts:
                 self.index.set_learned(key, prompts)
+        self._fit_when_due()
+
+    def _fit_when_due(self) -> None:
+        """Fit the example views' whitening again once enough examples changed, in a thread
+        of its own: neither the routes nor the call that learned wait for it (a fit is
+        ~0.2-1 s at 20,000 example rows, and tens of milliseconds at any size)."""
+        with self._lock:
+            snapshot = self.index.fit_snapshot()
+        if snapshot is not None:
+            self.fitter = threading.Thread(target=self._fit, args=(snapshot,), name="router-fit", daemon=True)
+            self.fitter.start()
+
+    def _fit(self, snapshot: Snapshot) -> None:
+        fitted: Fitted | None = None
+        try:
+            fitted = snapshot.fit()
+        except Exception:  # routing goes on with the map it has; the next change tries again
+            log.exception("router: fitting the example views' whitening failed")
+        finally:
+            with self._lock:
+                self.index.install_fit(fitted)
 
     def routed_prompt(self, routing_id: str) -> str | None:
         """The prompt of a recent routing (None: unknown or forgotten)."""

@@ -12,9 +12,10 @@ The rows live in one matrix, one segment per function (segments.py), so a query 
 one small matrix-vector product for the whitening, one over the examples and one
 segmented max. A prompt learned from use rewrites one function's segment (or moves it to
 the end), so the next route pays for whitening that function's rows, not the catalog's.
-Fitting the whitening is the costly part of a full rebuild (~0.5-1 s for 20,000 rows), so
-it is fitted again only when the rows have changed by more than `REFIT_CHANGE` since the
-last fit.
+Fitting the whitening is the costly part (~0.2-1 s for 20,000 rows; the eigendecomposition
+alone, tens of milliseconds at any size), so it is fitted again only when the rows have
+changed by more than `REFIT_CHANGE` since the last fit, and the router fits it in a thread
+of its own (`snapshot` / `install`) while routes go on with the map they have.
 
 On a large catalog that product is most of a route's work (2,000 functions with ten
 examples each: 20,000 rows), so past `EXACT_ROWS` rows only a shortlist is scored
@@ -30,7 +31,7 @@ from numpy.typing import NDArray
 
 from toolmesh.router.embedding.embedder import Vectors, normalise
 from toolmesh.router.segments import SegmentMatrix
-from toolmesh.router.whitening import SHRINKAGE, within_whitening
+from toolmesh.router.whitening import SHRINKAGE, Fitted, Snapshot, whitened_slots
 
 #: Up to this many example rows, every one is scored for every query.
 EXACT_ROWS = 4096
@@ -48,15 +49,21 @@ class ExampleViews:
         self.dimension = dimension
         self.shrinkage = shrinkage
         self._whitening: Vectors | None = None
-        #: Rows the whitening was fitted on, and rows changed since (None: fit at the next build).
+        #: Example rows added or removed so far; that count when the whitening was fitted (None:
+        #: never), and how many rows it was fitted on.
+        self._changes = 0
+        self._fit_mark: int | None = None
         self._fitted_on = 0
-        self._changed: int | None = None
+        #: Whether a `snapshot` is out being fitted (see `install`).
+        self._fitting = False
         #: Per slot: its example rows as given; and as compared (whitened, unit length), with
         #: their centroid, once computed.
         self._rows: dict[int, Vectors] = {}
-        self._prepared: dict[int, tuple[Vectors, Vectors]] = {}
-        #: Slots whose rows changed since the segments were last brought up to date.
+        self._whitened: dict[int, tuple[Vectors, Vectors]] = {}
+        #: Slots whose rows changed since the segments were last brought up to date, and
+        #: whether all of them must be laid out anew (a new whitening arrived).
         self._dirty: set[int] = set()
+        self._relayout = False
         self._segments = SegmentMatrix(dimension)
 
     def __len__(self) -> int:
@@ -78,59 +85,67 @@ class ExampleViews:
         after = {row.tobytes() for row in new} if new is not None else set()
         if before != after:
             self._dirty.add(slot)
-            self._prepared.pop(slot, None)
-            if self._changed is not None:
-                self._changed += len(before ^ after)
+            self._whitened.pop(slot, None)
+            self._changes += len(before ^ after)
 
     def has(self, slot: int) -> bool:
         return slot in self._rows
 
+    # -- fitting the whitening ---------------------------------------------------------------
+
+    @property
+    def refit_due(self) -> bool:
+        """Whether the rows changed by more than `REFIT_CHANGE` since the whitening was fitted."""
+        if not self._rows:
+            return False
+        return self._fit_mark is None or self._changes - self._fit_mark > REFIT_CHANGE * self._fitted_on
+
+    def snapshot(self) -> Snapshot | None:
+        """The rows to fit the whitening on elsewhere, when a fit is due and none is out
+        already; the fit (or None, if it failed) must come back through `install`. Until it
+        does, changes are whitened with the map in use."""
+        if self._fitting or not self.refit_due:
+            return None
+        self._fitting = True
+        return Snapshot(dict(self._rows), self.shrinkage, self._changes)
+
+    def install(self, fitted: Fitted | None) -> None:
+        """Use a fit made on a `snapshot` from the next update on."""
+        self._fitting = False
+        if fitted is not None:
+            self._use(fitted)
+
+    def _use(self, fitted: Fitted) -> None:
+        rows = fitted.snapshot.rows
+        self._whitening = fitted.whitening
+        self._fit_mark, self._fitted_on = fitted.snapshot.changes, sum(len(r) for r in rows.values())
+        # Rows changed since the snapshot are whitened again at the layout.
+        self._whitened = {s: w for s, w in fitted.whitened.items() if self._rows.get(s) is rows[s]}
+        self._relayout = True
+
+    # -- keeping the segments up to date -----------------------------------------------------
+
     def _update(self) -> None:
-        """Bring the segments up to date with the rows: after enough change, fit the
-        whitening again and lay every segment out anew; otherwise write only the changed
-        slots (compacting when moved segments have left too many dead ones behind)."""
-        changed = self._changed
-        refit = changed is None or changed > REFIT_CHANGE * self._fitted_on
-        if refit:
-            self._fit()
-        else:
-            live = sorted(s for s in self._dirty if s in self._rows)
-            self._prepare(live)
+        """Bring the segments up to date with the rows: write the changed slots' segments
+        (compacting when moved segments left too many dead ones), or lay all of them out anew
+        after a new fit. A fit that is due and not out elsewhere is made here (never fitted:
+        always), on the route path: what an index without a router to fit it pays."""
+        if self.refit_due and (not self._fitting or self._fit_mark is None):
+            self._use(Snapshot(dict(self._rows), self.shrinkage, self._changes).fit())
+        if not self._relayout:
+            live = [s for s in sorted(self._dirty) if s in self._rows]
+            self._whitened.update(whitened_slots(self._rows, live, self._whitening))
             for slot in self._dirty:
                 if slot in self._rows:
-                    self._segments.put(slot, *self._prepared[slot])
+                    self._segments.put(slot, *self._whitened[slot])
                 else:
                     self._segments.remove(slot)
-        if refit or self._segments.wasted:
-            self._prepare([s for s in self._rows if s not in self._prepared])
-            self._segments.compact(self._prepared)
+        if self._relayout or self._segments.wasted:
+            missing = [s for s in self._rows if s not in self._whitened]
+            self._whitened.update(whitened_slots(self._rows, missing, self._whitening))
+            self._segments.compact(self._whitened)
         self._dirty.clear()
-
-    def _fit(self) -> None:
-        slots = sorted(self._rows)
-        self._whitening = None
-        if slots and self.shrinkage is not None:
-            matrix = np.concatenate([self._rows[s] for s in slots])
-            counts = np.array([len(self._rows[s]) for s in slots], np.int64)
-            self._whitening = within_whitening(matrix, counts, self.shrinkage)
-        self._fitted_on = sum(len(rows) for rows in self._rows.values())
-        self._changed = 0 if slots else None
-        self._prepared.clear()
-
-    def _whiten(self, vectors: NDArray[np.float32]) -> Vectors:
-        if self._whitening is not None:
-            vectors = vectors @ self._whitening
-        return normalise(vectors)
-
-    def _prepare(self, slots: list[int]) -> None:
-        """Whiten the rows and the centroid of each of `slots` (in one product each)."""
-        if not slots:
-            return
-        counts = [len(self._rows[s]) for s in slots]
-        rows = self._whiten(np.concatenate([self._rows[s] for s in slots]))
-        centroids = self._whiten(np.stack([self._rows[s].mean(axis=0) for s in slots]))
-        for slot, own, centroid in zip(slots, np.split(rows, np.cumsum(counts)[:-1]), centroids, strict=True):
-            self._prepared[slot] = (own, centroid)
+        self._relayout = False
 
     def scores(
         self, query_vector: Vectors, size: int, dense: NDArray[np.float32] | None = None
@@ -138,7 +153,7 @@ class ExampleViews:
         """Per slot below `size`: the highest cosine between the query and one of its
         examples, and the cosine with their centroid; NaN where a slot has none. `dense`
         (the description scores, per slot) picks the shortlist on a large catalog."""
-        if self._dirty:
+        if self._dirty or self._relayout:
             self._update()
         best = np.full(size, np.nan, np.float32)
         centroid = np.full(size, np.nan, np.float32)
