@@ -6,7 +6,10 @@ and then shared out among the parameters that take that enum: a mention goes to 
 most one parameter, "to/into/in <option>" goes to the target of a from/to pair, and the
 first other mention to its source. A parameter left without a mention stays empty (its
 default, or a question, comes later); one that alone faces two different options it
-cannot tell apart is *unclear*: the executor asks rather than picking one.
+cannot tell apart is *unclear*: the executor asks rather than picking one. A target left
+without a mention while the prompt names one that is not among the options ("100
+fahrenheit to rankine", "100 dollars to bitcoin") is *unknown*: its default would
+contradict the prompt, so the executor asks for that too.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.currencies import CODES, code_of, currency_mentions
-from toolmesh.router.text import split_identifier, words
+from toolmesh.router.text import STOPWORDS, split_identifier, words
 
 if TYPE_CHECKING:
     from toolmesh.router.extraction.extract import Param, _Text
@@ -31,7 +34,14 @@ _FROM_PARAM = words("from source origin input start")
 _INITIAL = re.compile(r"(?<![A-Za-z°])(°?)([A-Z])(?![\w])")
 _NUMBER_END = re.compile(r"\d\s*$")
 _NUMBER_START = re.compile(r"\s*\d")
+_FIRST_NUMBER = re.compile(r"\d")
 _CURRENCY_WORDS = words("currency currencies")
+# "to rankine", "into bitcoin", "in centigrade": what a conversion's target may be named after.
+_TARGET = re.compile(r"\b(?:to|into|in)\s+([a-z][a-z-]*)", re.I)
+# Words after "to"/"in" that start something else than a target ("to see if", "in my oven").
+_NOT_TARGETS = STOPWORDS | words("see check know find make tell show compare convert degrees units")
+#: Other names of common options, which no fuzzy match finds ("100 F in centigrade").
+_ALIASES = {"celsius": ("centigrade",)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +92,10 @@ def mentions(text: _Text, options: Sequence[object]) -> list[Mention]:
         if hit is None:
             break
         add(hit[0], hit[1].start, hit[1].end)
+    for option in named:
+        for alias in _ALIASES.get(str(option).lower(), ()):
+            for match in re.finditer(rf"\b{alias}\b", text.text, re.I):
+                add(option, match.start(), match.end())
     for mention in currency_mentions(text.text) if currencies else ():
         if mention.code in currencies:
             # "$100", "100 pounds": the number keeps its text (it may have read it as its unit).
@@ -113,8 +127,19 @@ def _side(param: Param) -> str:
     return "to" if tokens & _TO_PARAM else "from" if tokens & _FROM_PARAM else ""
 
 
-def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], list[str]]:
-    """Values for the enum parameters the prompt settles, and the ones it leaves unclear.
+def _named_target(text: _Text, after: int) -> str | None:
+    """The first word past `after` that the prompt names as a target ("to X", "into X",
+    "in X") and that nothing has read yet: no option matched it."""
+    for match in _TARGET.finditer(text.text, after):
+        word = match.group(1).lower()
+        if word not in _NOT_TARGETS and text.free(match.start(1), match.end(1)):
+            return word
+    return None
+
+
+def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], list[str], dict[str, str]]:
+    """Values for the enum parameters the prompt settles; the ones it leaves unclear; and
+    targets it names with a word that is none of their options (parameter -> that word).
     The mentions used are taken from `text`."""
     chosen: dict[str, object] = {}
     unclear: list[str] = []
@@ -122,10 +147,15 @@ def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], lis
     for param in params:
         if offered := options_of(param):
             groups.setdefault(tuple(map(str, offered)), []).append(param)
+    # Where the conversion starts: its value or the first option named ("I'd like to turn
+    # 100 F..." names no target in "to turn").
+    number = _FIRST_NUMBER.search(text.text)
+    start = number.start() if number else len(text.text)
     for group in groups.values():
         found = mentions(text, options_of(group[0]))
         if not found:
             continue
+        start = min(start, found[0].start)
         used: set[int] = set()
 
         def give(param: Param, mention: Mention, used: set[int] = used) -> None:
@@ -164,4 +194,8 @@ def choose(params: Sequence[Param], text: _Text) -> tuple[dict[str, object], lis
             free = next((m for m in found if m.start not in used and m.cue in ("", side)), None)
             if free is not None:
                 give(param, free)
-    return chosen, unclear
+    settled = {*chosen, *unclear}
+    targets = [p for p in params if options_of(p) and _side(p) == "to" and p.name not in settled]
+    named = _named_target(text, start) if targets else None
+    unknown = {p.name: named for p in targets} if named is not None else {}
+    return chosen, unclear, unknown

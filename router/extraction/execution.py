@@ -88,15 +88,20 @@ def _needs_more(
     needs: list[dict[str, Any]] = []
     violations = []
     for name in found.missing:
-        unclear = name in found.unclear
-        reason = "the prompt names more than one choice" if unclear else "not in the prompt"
+        if name in found.unclear:
+            reason, expected, got = "the prompt names more than one choice", "one clear choice", "several"
+        elif name in found.unknown:
+            named = found.unknown[name]
+            reason = f"the prompt asks for {named!r}, which is not an option"
+            expected, got = "one of the options", named
+        else:
+            reason, expected, got = "not in the prompt", "a value in the prompt", "nothing"
         need: dict[str, Any] = {"name": name, "reason": reason}
         options = (properties.get(name) or {}).get("enum")
         if options:
             need["options"] = list(options)
         needs.append(need)
-        expected = "one clear choice" if unclear else "a value in the prompt"
-        violations.append(Violation(name, expected, "several" if unclear else "nothing", f"{name}: {reason}"))
+        violations.append(Violation(name, expected, got, f"{name}: {reason}"))
     error = InvalidArguments(
         f"{function} needs {', '.join(found.missing)}, which the prompt does not give clearly",
         violations,

@@ -51,12 +51,14 @@ _TO_WORDS = words("destination to arrival end target")
 class Extraction:
     """The arguments found, where each came from, and the required ones still missing.
     `unclear` names enum parameters the prompt gives two or more choices for without
-    saying which: they are left out (no default either), and count as missing."""
+    saying which, `unknown` targets it names with a word none of their options matches
+    (parameter -> that word): both are left out (no default either), and count as missing."""
 
     arguments: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     unclear: list[str] = field(default_factory=list)
+    unknown: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,7 +414,7 @@ def extract_arguments(
                 text.take(span.start, span.end)
     quotes = v.spans(v.QUOTED, prompt)
 
-    chosen, out.unclear = choices.choose(params, text)
+    chosen, out.unclear, out.unknown = choices.choose(params, text)
     for name, value in chosen.items():
         out.arguments[name], out.sources[name] = value, "enum"
     readers: list[tuple[Callable[[Param], bool], Callable[[Param], Any]]] = [
@@ -431,7 +433,7 @@ def extract_arguments(
     for param in params:
         if param.name in out.arguments:
             continue
-        if param.name in out.unclear:
+        if param.name in out.unclear or param.name in out.unknown:
             out.missing.append(param.name)
         elif previous is not None and param.name in previous:
             out.arguments[param.name], out.sources[param.name] = previous[param.name], "previous"

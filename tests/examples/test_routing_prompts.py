@@ -111,3 +111,22 @@ async def test_a_session_routes_follow_ups_with_the_previous_prompt(executor: Pr
         routed = executor.router.route(second["prompt"], session_id=session)
         together += routed.candidates[0].key == second["function"]
     assert alone <= len(conversations) / 2 < len(conversations) - 3 <= together
+
+
+async def test_a_conversion_to_a_unit_it_does_not_have_is_asked_for(executor: PromptExecutor) -> None:
+    """convert_temperature converts to celsius by default: for "... to rankine" that default
+    would be a confident wrong answer, so the plan asks, naming what the prompt asked for."""
+    for prompt, named in (
+        ("convert 100 fahrenheit to rankine", "rankine"),
+        ("what is 50 F in rankine?", "rankine"),
+    ):
+        assert executor.router.route(prompt).match == "convert_temperature"
+        settled, needs = await _plan(executor, prompt)
+        assert "to_unit" not in settled and settled["from_unit"] == "fahrenheit"
+        assert {
+            "name": "to_unit",
+            "reason": f"the prompt asks for {named!r}, which is not an option",
+            "options": ["celsius", "fahrenheit", "kelvin"],
+        } in needs
+    settled, needs = await _plan(executor, "what is 100 F in centigrade")
+    assert needs == [] and settled == {"value": 100, "from_unit": "fahrenheit", "to_unit": "celsius"}

@@ -157,3 +157,45 @@ def test_one_mention_fills_one_slot() -> None:
     assert found.sources["to_unit"] == "default"  # the default, not the one mention read twice
     both = extract_arguments("convert 50 fahrenheit", CURRENCY | {"properties": TEMPERATURE["properties"]})
     assert list(both.arguments.values()).count("fahrenheit") == 1
+
+
+@pytest.mark.parametrize(
+    ("schema", "prompt", "arguments", "unknown"),
+    [
+        (
+            TEMPERATURE,
+            "convert 100 fahrenheit to rankine",
+            {"value": 100, "from_unit": "fahrenheit"},
+            "rankine",
+        ),
+        (TEMPERATURE, "what is 50 F in rankine?", {"value": 50, "from_unit": "fahrenheit"}, "rankine"),
+        (TEMPERATURE, "convert 100 usd to eur", {"value": 100}, "eur"),
+        (CURRENCY, "convert 100 dollars to bitcoin", {"amount": 100, "from_currency": "USD"}, "bitcoin"),
+    ],
+)
+def test_a_target_that_is_not_an_option_is_asked_for(
+    schema: dict[str, Any], prompt: str, arguments: dict[str, Any], unknown: str
+) -> None:
+    """The prompt names where to convert to, and it is none of the options: the default
+    target would contradict it, so the target is asked for, naming what the prompt said."""
+    found = extract_arguments(prompt, schema)
+    assert found.arguments == arguments
+    target = "to_unit" if schema is TEMPERATURE else "to_currency"
+    assert target in found.missing and found.unknown == {target: unknown}
+
+
+@pytest.mark.parametrize(
+    ("prompt", "to_unit"),
+    [
+        ("convert 100 fahrenheit", "celsius"),  # no target named: the default
+        ("convert 100 fahrenheit to see if it is hot", "celsius"),  # "to see": not a target
+        ("I'd like to turn 100 fahrenheit around", "celsius"),  # before the value: not a target
+        ("convert 100 fahrenheit to degrees kelvin", "kelvin"),
+        ("what is 100 F in centigrade", "celsius"),  # another name of an option
+        ("Convert 100 Fahrenheit To Celsius", "celsius"),
+    ],
+)
+def test_targets_the_options_have_are_read_and_silence_keeps_the_default(prompt: str, to_unit: str) -> None:
+    found = extract_arguments(prompt, TEMPERATURE)
+    assert found.arguments == {"value": 100, "from_unit": "fahrenheit", "to_unit": to_unit}
+    assert found.missing == [] and found.unknown == {}
