@@ -219,6 +219,33 @@ def main() -> None:
         print("| " + " | ".join(str(v) for v in row.values()) + " |")
 
 
+EXAMPLES = 10
+
+
+def topped_up_pool(data: Path, functions: int) -> list[Document]:
+    """The BFCL pool cut or topped up with renamed copies to `functions` functions."""
+    pool = load_pool(data / "bfcl_pool.json")
+    while len(pool) < functions:
+        copy = len(pool) // 1879
+        pool += [dataclasses.replace(d, key=f"{d.key}-c{copy}", namespace=f"copy{copy}") for d in pool]
+    return pool[:functions]
+
+
+def index_with_examples(embedder: Embedder, pool: list[Document], seed: int = 0) -> FunctionIndex:
+    """An index of `pool` whose every function has EXAMPLES author examples. The examples'
+    vectors cost the same whatever they say: random unit rows stand in for embedded prompts
+    (embedding 20,000 of them would only slow the bench's set-up)."""
+    index = FunctionIndex(embedder)
+    index.sync(pool)
+    rng = np.random.default_rng(seed)
+    for doc in pool:
+        slot = index._slots[doc.key]
+        rows = rng.normal(size=(EXAMPLES, embedder.dimension)).astype(np.float32)
+        index._author[slot] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        index._refresh_views(slot)
+    return index
+
+
 def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, object]]:
     """Route p50/p95 over a 2,000-function catalog, zero-shot and with 10 examples each,
     the two indexes taking turns prompt by prompt in one process."""
@@ -226,22 +253,11 @@ def latency(args: argparse.Namespace, embedder: MemoEmbedder) -> list[dict[str, 
 
     from toolmesh.router.routing import Router
 
-    pool = load_pool(args.data / "bfcl_pool.json")
-    while len(pool) < args.functions:  # top up with renamed copies
-        copy = len(pool) // 1879
-        pool += [dataclasses.replace(d, key=f"{d.key}-c{copy}", namespace=f"copy{copy}") for d in pool]
-    pool = pool[: args.functions]
+    pool = topped_up_pool(args.data, args.functions)
     prompts = [q.prompt for q in load_queries(args.data / "bfcl_pool_queries.jsonl")][: args.prompts]
     zero = FunctionIndex(embedder)
     zero.sync(pool)
-    rich = FunctionIndex(embedder)
-    rich.sync(pool)
-    # The examples' vectors cost the same whatever they say: random unit rows stand in for
-    # 20,000 embedded prompts (embedding them would only slow the bench's set-up).
-    rng = np.random.default_rng(0)
-    for doc in pool:
-        rows = rng.normal(size=(10, embedder.dimension)).astype(np.float32)
-        rich._views.set(rich._slots[doc.key], rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    rich = index_with_examples(embedder, pool)
     routers = {"zero-shot": Router(zero, 0.3), "10 examples per function": Router(rich, 0.3)}
     timings: dict[str, list[float]] = {name: [] for name in routers}
     for prompt in prompts[:20]:  # warm-up

@@ -22,7 +22,6 @@ prompt is the learning call's work, not the route's).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import tempfile
 import time
@@ -30,37 +29,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from router_examples import SHARED, MemoEmbedder  # bench/ is on the path when run as a script
+from router_examples import (  # bench/ is on the path when run as a script
+    EXAMPLES,
+    SHARED,
+    MemoEmbedder,
+    index_with_examples,
+    topped_up_pool,
+)
 
-from toolmesh.router.evaluate import load_pool, load_queries
+from toolmesh.router.evaluate import load_queries
 from toolmesh.router.index import FunctionIndex
 from toolmesh.router.learning import LearnedExamples
 from toolmesh.router.routing import Router
 from toolmesh.router.text import Document
-
-EXAMPLES = 10
-
-
-def catalog(data: Path, functions: int) -> list[Document]:
-    pool = load_pool(data / "bfcl_pool.json")
-    while len(pool) < functions:  # top up with renamed copies
-        copy = len(pool) // 1879
-        pool += [dataclasses.replace(d, key=f"{d.key}-c{copy}", namespace=f"copy{copy}") for d in pool]
-    return pool[:functions]
-
-
-def index_with_examples(embedder: MemoEmbedder, pool: list[Document], seed: int = 0) -> FunctionIndex:
-    """An index of `pool` whose every function has EXAMPLES random unit rows as author examples."""
-    index = FunctionIndex(embedder)
-    index.sync(pool)
-    rng = np.random.default_rng(seed)
-    for doc in pool:
-        slot = index._slots[doc.key]
-        rows = rng.normal(size=(EXAMPLES, embedder.dimension)).astype(np.float32)
-        index._author[slot] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-        index._refresh_views(slot)
-    return index
-
 
 Step = Callable[[int], bool]
 
@@ -147,7 +128,7 @@ def main() -> None:
     embedder.embed(learned)
     tables: dict[str, list[dict[str, object]]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        pool = catalog(args.data, args.functions)
+        pool = topped_up_pool(args.data, args.functions)
         zero = FunctionIndex(embedder)
         zero.sync(pool)
         store = LearnedExamples(Path(scratch) / "large.sqlite3")
@@ -161,7 +142,7 @@ def main() -> None:
         tables[f"{len(pool)} functions"] = timed(embedder, routers, prompts, steps)
         store.close()
 
-        small = catalog(args.data, args.small)
+        small = topped_up_pool(args.data, args.small)
         small_prompts = queries[: args.small_prompts]
         learned_small = queries[args.small_prompts :]
         embedder.embed(learned_small)

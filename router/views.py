@@ -107,6 +107,9 @@ class ExampleViews:
         if self._fitting or not self.refit_due:
             return None
         self._fitting = True
+        return self._snapshot()
+
+    def _snapshot(self) -> Snapshot:
         return Snapshot(dict(self._rows), self.shrinkage, self._changes)
 
     def install(self, fitted: Fitted | None) -> None:
@@ -131,7 +134,7 @@ class ExampleViews:
         after a new fit. A fit that is due and not out elsewhere is made here (never fitted:
         always), on the route path: what an index without a router to fit it pays."""
         if self.refit_due and (not self._fitting or self._fit_mark is None):
-            self._use(Snapshot(dict(self._rows), self.shrinkage, self._changes).fit())
+            self._use(self._snapshot().fit())
         if not self._relayout:
             live = [s for s in sorted(self._dirty) if s in self._rows]
             self._whitened.update(whitened_slots(self._rows, live, self._whitening))
