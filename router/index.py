@@ -192,9 +192,14 @@ class FunctionIndex:
 
     def upsert(self, docs: Iterable[Document]) -> SyncReport:
         """Add documents, or replace those whose key is already indexed (if their text changed)."""
+        docs = list(docs)
         changed = [
             d for d in docs if d.key not in self._slots or self._hashes[self._slots[d.key]] != d.text_hash()
         ]
+        for doc in docs:
+            # Same text, perhaps other annotations (read_only, destructive): nothing to embed.
+            if doc.key in self._slots and doc not in changed:
+                self._docs[self._slots[doc.key]] = doc
         vectors, examples, embedded = self._vectors_for(changed)
         added = 0
         for doc, vector, own in zip(changed, vectors, examples, strict=True):

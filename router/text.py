@@ -98,6 +98,10 @@ class Document:
     #: Prompts this function answers, written by its author: each is embedded as one more
     #: view of the function (see index.py), and their words join its BM25 terms.
     examples: tuple[str, ...] = ()
+    #: The function's own side-effect annotations (MCP's readOnlyHint and destructiveHint). A
+    #: catalog without them (BFCL) leaves both False: free-text routing then reads the description.
+    read_only: bool = False
+    destructive: bool = False
 
     @property
     def display_name(self) -> str:

@@ -26,6 +26,8 @@ def spec_document(spec: FunctionSpec) -> Document:
         description=spec.description,
         parameters=spec.input_schema,
         examples=spec.examples,
+        read_only=spec.annotations.read_only,
+        destructive=spec.annotations.destructive,
     )
 
 
