@@ -196,9 +196,10 @@ class FunctionIndex:
         changed = [
             d for d in docs if d.key not in self._slots or self._hashes[self._slots[d.key]] != d.text_hash()
         ]
+        changed_keys = {d.key for d in changed}
         for doc in docs:
             # Same text, perhaps other annotations (read_only, destructive): nothing to embed.
-            if doc.key in self._slots and doc not in changed:
+            if doc.key in self._slots and doc.key not in changed_keys:
                 self._docs[self._slots[doc.key]] = doc
         vectors, examples, embedded = self._vectors_for(changed)
         added = 0
