@@ -265,7 +265,7 @@ async def start_gateway(
     )
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     state.feed.listen_learned(router.relearn)
-    mesh = Mesh(catalog, pool, auth, settings, metrics, router)
+    mesh = Mesh(catalog, pool, auth, settings, metrics, router, state.confirmations)
     jobs = None
     if config.jobs.enabled:
         store = None if state.jobs is None else state.jobs(config.jobs)

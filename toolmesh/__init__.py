@@ -29,6 +29,7 @@ _quiet_grpc(_os.environ)
 from toolmesh._lazy import lazy_attributes as _lazy_attributes
 from toolmesh.errors import (
     Cancelled,
+    ConfirmationInvalid,
     DefinitionError,
     FunctionError,
     FunctionNotFound,
@@ -38,6 +39,7 @@ from toolmesh.errors import (
     InvalidArguments,
     InvalidRequest,
     JobNotFound,
+    NotFromFreeText,
     Overloaded,
     PayloadTooLarge,
     PermissionDenied,
@@ -82,6 +84,7 @@ __all__ = [
     "Binary",
     "Cancelled",
     "Client",
+    "ConfirmationInvalid",
     "Context",
     "DefinitionError",
     "Embedded",
@@ -98,6 +101,7 @@ __all__ = [
     "JobNotFound",
     "Json",
     "Message",
+    "NotFromFreeText",
     "Overloaded",
     "Parameter",
     "PayloadTooLarge",

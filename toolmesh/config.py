@@ -268,6 +268,8 @@ class RouterConfig(_Section):
     max_sessions: int = Field(defaults.DEFAULT_MAX_SESSIONS, ge=1)
     #: Turns remembered per session (older ones are dropped).
     session_turns: int = Field(defaults.DEFAULT_SESSION_TURNS, ge=1)
+    #: Seconds a free-text call that needs a confirmation waits for it (then it is forgotten).
+    confirmation_ttl: float = Field(defaults.DEFAULT_CONFIRMATION_TTL, gt=0, le=3600)
     llm: LlmConfig | None = None
 
     @field_validator("cache_dir", "data_dir", "model", "tokenizer")

@@ -55,6 +55,8 @@ DEFAULT_ROUTER_WORKERS = 2
 DEFAULT_SESSION_TTL = 24 * 3600.0
 DEFAULT_MAX_SESSIONS = 10_000
 DEFAULT_SESSION_TURNS = 50
+#: Seconds a free-text call waits for its confirmation (gateway/state/confirmations.py).
+DEFAULT_CONFIRMATION_TTL = 120.0
 DEFAULT_LLM_TIMEOUT = 20.0
 #: Keys and channels of shared state start with this (several meshes can share one Redis).
 DEFAULT_STATE_KEY_PREFIX = "toolmesh:"

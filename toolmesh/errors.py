@@ -11,6 +11,7 @@ own::
     │   └── UnsupportedMediaType 415 INVALID_ARGUMENT   a body not sent as JSON
     ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
+    │   └── NotFromFreeText    403  PERMISSION_DENIED   free text may not run it (free_text="never")
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
     ├── JobNotFound            404  NOT_FOUND           no job by that id (or one of another key)
     ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
@@ -24,6 +25,8 @@ own::
     ├── FunctionError          502  UNKNOWN             the function raised (raised by clients/ctx.invoke)
     ├── InputRequired          409  FAILED_PRECONDITION the function asks its caller (ctx.elicit...) and
     │                                                   the caller cannot answer (only MCP clients can)
+    ├── ConfirmationInvalid    409  FAILED_PRECONDITION a free-text call's confirmation is unknown,
+    │                                                   expired or already used
     └── InternalError          500  INTERNAL            a bug in toolmesh, never a client's mistake
 
 `code` is the stable machine-readable name of each class; it travels in result
@@ -134,6 +137,13 @@ class PermissionDenied(ToolmeshError):
     grpc_status = grpc.StatusCode.PERMISSION_DENIED
     openai_type = "permission_error"
     jsonrpc_code = -32003
+
+
+class NotFromFreeText(PermissionDenied):
+    """Free text (`/v1/execute`) chose a function that may not run from free text
+    (`free_text="never"`); `details` hold the planned call. Call the function directly."""
+
+    code = "not_from_free_text"
 
 
 class FunctionNotFound(ToolmeshError):
@@ -256,6 +266,17 @@ class InputRequired(ToolmeshError):
     jsonrpc_code = -32600
 
 
+class ConfirmationInvalid(ToolmeshError):
+    """A confirmation sent back to `/v1/execute` names no pending call: it never existed, it
+    expired, or it was used already (each runs its call once). Send the prompt again."""
+
+    code = "confirmation_invalid"
+    http_status = 409
+    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32600
+
+
 class InternalError(ToolmeshError):
     """Something inside toolmesh went wrong; never caused by client input."""
 
@@ -268,6 +289,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     UnsupportedMediaType,
     Unauthenticated,
     PermissionDenied,
+    NotFromFreeText,
     FunctionNotFound,
     JobNotFound,
     PayloadTooLarge,
@@ -280,6 +302,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     Cancelled,
     FunctionError,
     InputRequired,
+    ConfirmationInvalid,
     InternalError,
 )
 _BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}

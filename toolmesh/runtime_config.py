@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
+from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -106,6 +109,31 @@ class RuntimeConfig(BaseModel):
     #: With `address` and no `modules`: a file listing the runtime's functions (`toolmesh
     #: functions --module ... --format json`); without either, the gateway asks the pods at start.
     catalog: str | None = None
+    #: Whether free text (`/v1/execute`) may run the runtime's functions, over what their
+    #: decorators say: a policy for all of them ("confirm"), or a table from function names
+    #: (globs over the unqualified or qualified name) to policies, the most specific first:
+    #: `{ "*" = "confirm", "list_*" = "run", remove_item = "never" }`. See FREE_TEXT_POLICIES.
+    free_text: dict[str, FreeTextPolicy] = Field(default_factory=dict)
+
+    @field_validator("free_text", mode="before")
+    @classmethod
+    def _every_function(cls, value: object) -> object:
+        return {"*": value} if isinstance(value, str) else value
+
+    def free_text_for(self, name: str, qualified_name: str) -> FreeTextPolicy | None:
+        """The policy `free_text` sets for a function (None: its own): an exact name wins over
+        a glob, and a longer glob over a shorter one."""
+        for pattern in sorted(self.free_text, key=lambda p: (any(c in p for c in "*?["), -len(p))):
+            if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(qualified_name, pattern):
+                return self.free_text[pattern]
+        return None
+
+    def with_free_text(self, spec: FunctionSpec) -> FunctionSpec:
+        """`spec` with the free-text policy this runtime sets for it, if any."""
+        policy = self.free_text_for(spec.name, spec.qualified_name) if self.free_text else None
+        if policy is None or policy == spec.annotations.free_text:
+            return spec
+        return dataclasses.replace(spec, annotations=dataclasses.replace(spec.annotations, free_text=policy))
 
     @model_validator(mode="after")
     def _check(self) -> RuntimeConfig:

@@ -2,7 +2,7 @@
 
     list: functions, function, namespaces, system_message, tools
     call: invoke, stream, execute_batch
-    free text: route, execute
+    free text: route, execute, confirm, route_feedback
     operations: reload, recent_invocations
 
 HTTP routes, the gRPC Mesh service, MCP and the OpenAI adapters parse their wire form into
@@ -22,17 +22,19 @@ from typing import Any
 
 from toolmesh import tracing
 from toolmesh.config import GatewayConfig, RouterConfig
-from toolmesh.errors import FunctionNotFound, InvalidRequest, ToolmeshError
+from toolmesh.errors import FunctionNotFound, InvalidRequest, NotFromFreeText, ToolmeshError
 from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import ADMIN, LEARN, Authenticator, Principal
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.drain import Drain
+from toolmesh.gateway.core.free_text import carried_arguments, verdict
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.recent_invocations import InvocationRecord, RecentInvocations
 from toolmesh.gateway.core.reloading import Reloader, ReloadReport
 from toolmesh.gateway.core.requests import (
     CallOptions,
+    ConfirmRequest,
     ExecuteRequest,
     InvokeRequest,
     RouteRequest,
@@ -41,13 +43,17 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import REFUSALS, Surface
 from toolmesh.gateway.core.tool_formats import tool_definition
-from toolmesh.router.extraction.execution import Execution
+from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
+from toolmesh.router.extraction.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.features import match_uri
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import RESOURCE, FunctionSpec
 from toolmesh.runtimes.pod.executor import Call, new_request_id
+
+#: What a refusal of a free-text call says of the call it planned.
+PLANNED_CALL = ("function", "arguments", "argument_sources", "candidates", "routing_id")
 
 
 class Mesh:
@@ -59,6 +65,7 @@ class Mesh:
         config: GatewayConfig,
         metrics: GatewayMetrics | None = None,
         router: RouterService | None = None,
+        confirmations: Confirmations | None = None,
     ) -> None:
         self.catalog = catalog
         self.pool = pool
@@ -67,6 +74,8 @@ class Mesh:
         self.metrics = metrics or GatewayMetrics()
         #: Free-text routing; without one, route/execute/tools?query answer 503.
         self.router = router or RouterService(RouterConfig(enabled=False))
+        #: Free-text calls waiting for their confirmation (in Redis where `[state]` says).
+        self.confirmations = confirmations or LocalConfirmations()
         #: The calls in flight, for a graceful stop (server.py).
         self.drain = Drain()
         #: Hot reload of the runtimes (`reload`, SIGHUP, `toolmesh up --reload`).
@@ -303,32 +312,107 @@ class Mesh:
             return await free_text.rank(self.router, principal.allows, request)
 
     async def execute(self, principal: Principal, request: ExecuteRequest) -> Execution:
-        """Route the prompt, extract the arguments and call the function (a direct call)."""
+        """Route the prompt and extract the arguments; run the call when the free-text policy
+        lets it run at once (a read_only function), else answer the planned call with a
+        confirmation to send to `confirm` (gateway/core/free_text.py)."""
         options = request.options
         session = request.route.session_id or options.session_id
+        executor = self.router.executor()
+        prompt = request.route.prompt
+        # The route span: routing, argument extraction and the call, as one step of the request.
+        with tracing.span("toolmesh.execute", {"toolmesh.dry_run": request.dry_run}):
+            execution = await executor.plan(
+                prompt,
+                k=request.route.k or self.router.config.k,
+                session_id=request.route.session_id,
+                allowed=principal.allows,
+                base_url=request.base_url,
+                with_key=not self.auth.open,
+            )
+            spec = self.function(execution.function, principal)
+            judged = verdict(spec, execution.sources)
+            if judged.confirm:
+                execution.confirmation = {
+                    "reason": judged.reason,
+                    "destructive": judged.destructive,
+                    "carried": carried_arguments(execution.sources),
+                }
+            if judged.never:
+                planned = {k: v for k, v in execution.to_dict().items() if k in PLANNED_CALL}
+                raise NotFromFreeText(judged.reason, param="prompt", details=planned)
+            if request.dry_run or judged.confirm:
+                # No call follows to count against the rate limit: the routing counts instead.
+                await principal.spend()
+                if judged.confirm and not request.dry_run:
+                    await self._await_confirmation(principal, execution, prompt, request.route.session_id)
+                await executor.record(request.route.session_id, prompt, execution)
+                return execution
+            caller = self._caller(principal, options, session)
+            return await executor.run(execution, caller, prompt, session_id=request.route.session_id)
+
+    async def _await_confirmation(
+        self, principal: Principal, execution: Execution, prompt: str, session: str | None
+    ) -> None:
+        """Keep the planned call for `confirm`, and put its token in the answer."""
+        assert execution.confirmation is not None
+        pending = PendingCall(
+            principal=principal.name,
+            function=execution.function,
+            arguments=execution.arguments,
+            sources=execution.sources,
+            prompt=prompt,
+            session_id=session,
+            routing_id=execution.route.routing_id,
+            match=execution.route.match,
+            follow_up=execution.follow_up,
+            code=execution.code,
+        )
+        ttl = self.router.config.confirmation_ttl
+        token = await self.confirmations.put(pending, ttl)
+        execution.confirmation = {**execution.confirmation, "token": token, "expires_in": ttl}
+
+    async def confirm(self, principal: Principal, request: ConfirmRequest) -> Execution:
+        """Run the free-text call a confirmation stands for, once, exactly as it was planned
+        (its function, its arguments), for the caller it was planned for. A confirmed call is
+        evidence the router chose right: a caller holding `@learn` teaches it the prompt."""
+        executor = self.router.executor()
+        pending = await self.confirmations.take(request.token, principal.name)
+        # The caller's scopes may have changed since: it must still be allowed the function.
+        self.function(pending.function, principal)
+        route = RouteResult(pending.match, [], pending.routing_id)
+        execution = Execution(
+            pending.function,
+            pending.arguments,
+            pending.sources,
+            route,
+            code=pending.code,
+            follow_up=pending.follow_up,
+            session_id=pending.session_id,
+        )
+        options = request.options
+        caller = self._caller(principal, options, pending.session_id or options.session_id)
+        with tracing.span("toolmesh.execute", {"toolmesh.confirmed": True}):
+            return await executor.run(
+                execution,
+                caller,
+                pending.prompt,
+                session_id=pending.session_id,
+                learn_as=principal.name if principal.may(LEARN) else None,
+            )
+
+    def _caller(self, principal: Principal, options: CallOptions, session: str | None) -> FunctionCaller:
+        """Free text's way to call a function: a direct invoke, its result as JSON."""
 
         async def call(function: str, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
             invocation = InvokeRequest(
                 function,
                 json.dumps(dict(arguments)).encode(),
-                CallOptions(options.request_id, session, options.metadata, options.timeout),
+                CallOptions(options.request_id, session or "", options.metadata, options.timeout),
             )
             answer: Mapping[str, Any] = json.loads(result_json(await self.invoke(principal, invocation)))
             return answer
 
-        # The route span: routing, argument extraction and the call, as one step of the request.
-        with tracing.span("toolmesh.execute", {"toolmesh.dry_run": request.dry_run}):
-            return await self.router.executor().execute(
-                request.route.prompt,
-                call,
-                k=request.route.k or self.router.config.k,
-                session_id=request.route.session_id,
-                dry_run=request.dry_run,
-                allowed=principal.allows,
-                base_url=request.base_url,
-                with_key=not self.auth.open,
-                learn_as=principal.name if principal.may(LEARN) else None,
-            )
+        return call
 
     async def route_feedback(self, principal: Principal, routing_id: str, function: str) -> dict[str, Any]:
         """Teach the router that `function` was right for a recent routing's prompt; needs `@learn`."""

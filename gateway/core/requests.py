@@ -4,6 +4,7 @@ into these (raising InvalidRequest naming the bad field), and the core never see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -156,6 +157,26 @@ class ExecuteRequest:
     options: CallOptions = field(default_factory=CallOptions)
     #: Where the caller reached the gateway, for the code snippet that repeats the call.
     base_url: str = "http://127.0.0.1:8080"
+
+
+#: A confirmation token as the gateway writes them (URL-safe base64); anything else is refused unread.
+_CONFIRMATION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmRequest:
+    """Run the free-text call a confirmation token stands for (from an `ExecuteRequest`'s answer)."""
+
+    token: str
+    options: CallOptions = field(default_factory=CallOptions)
+
+    @classmethod
+    def parse(cls, token: object, options: CallOptions | None = None) -> ConfirmRequest:
+        if not isinstance(token, str) or not _CONFIRMATION.match(token):
+            raise InvalidRequest(
+                "confirm must be the confirmation token of an earlier execute answer", param="confirm"
+            )
+        return cls(token, options or CallOptions())
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import grpc
@@ -9,9 +10,16 @@ import grpc
 from toolmesh.errors import InvalidRequest, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
-from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest
+from toolmesh.gateway.core.requests import (
+    CallOptions,
+    ConfirmRequest,
+    ExecuteRequest,
+    InvokeRequest,
+    RouteRequest,
+)
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.router.extraction.execution import Execution
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
@@ -48,6 +56,34 @@ def _job(job: Job) -> mesh_pb2.Job:
         created_at=job.created,
         updated_at=job.updated or job.created,
         finished_at=job.finished or 0.0,
+    )
+
+
+def _execution(execution: Execution) -> mesh_pb2.ExecuteResponse:
+    confirmation = None
+    if execution.confirmation is not None:
+        held = execution.confirmation
+        confirmation = mesh_pb2.Confirmation(
+            token=held.get("token", ""),
+            reason=held["reason"],
+            destructive=held["destructive"],
+            carried=held["carried"],
+            expires_in=held.get("expires_in", 0.0),
+        )
+    return mesh_pb2.ExecuteResponse(
+        status=execution.status,
+        function=execution.function,
+        arguments_json=json.dumps(execution.arguments).encode(),
+        argument_sources=execution.sources,
+        result_json=b"" if execution.result is None else json.dumps(execution.result).encode(),
+        follow_up=execution.follow_up,
+        routing_id=execution.route.routing_id,
+        candidates=[
+            mesh_pb2.RouteCandidate(name=c.key, score=c.score, dense=c.dense, lexical=c.lexical)
+            for c in execution.route.candidates
+        ],
+        confirmation=confirmation,
+        session_id=execution.session_id or "",
     )
 
 
@@ -129,6 +165,31 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         return mesh_pb2.RouteResponse(
             match=ranked.match or "", candidates=candidates, routing_id=ranked.routing_id
         )
+
+    async def Execute(self, request: mesh_pb2.ExecuteRequest, context: Context) -> mesh_pb2.ExecuteResponse:
+        try:
+            principal = self._principal(context)
+            options = CallOptions.parse("", request.session_id, {}, context.time_remaining())
+            if request.confirm:
+                if request.prompt or request.k or request.session_id or request.dry_run:
+                    raise InvalidRequest("confirm goes alone: the planned call is run as it was planned")
+                execution = await self._mesh.confirm(
+                    principal, ConfirmRequest.parse(request.confirm, options)
+                )
+            else:
+                route = RouteRequest.parse(
+                    request.prompt,
+                    request.k,
+                    request.session_id,
+                    max_chars=self._mesh.router.config.max_prompt_chars,
+                )
+                execution = await self._mesh.execute(
+                    principal, ExecuteRequest(route, request.dry_run, options)
+                )
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return _execution(execution)
 
     async def RouteFeedback(
         self, request: mesh_pb2.RouteFeedbackRequest, context: Context

@@ -1,7 +1,9 @@
 """The router's HTTP surface: thin conversions onto `Mesh.route` and `Mesh.execute`.
 
 POST /v1/route      {"prompt", "k"?, "session_id"?}  -> {"match", "candidates"}
-POST /v1/execute    {"prompt", "session_id"?, "dry_run"?, "k"?} -> function, arguments, result, code
+POST /v1/execute    {"prompt", "session_id"?, "dry_run"?, "k"?} -> status, function, arguments, result,
+                    code, confirmation (gateway/core/free_text.py)
+POST /v1/execute    {"confirm": token} -> the confirmed call, run once
 POST /v1/route/feedback {"routing_id", "function"} -> what was learned (needs the `@learn` scope)
 """
 
@@ -16,7 +18,7 @@ from starlette.routing import Route
 
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.mesh import Mesh
-from toolmesh.gateway.core.requests import CallOptions, ExecuteRequest, RouteRequest
+from toolmesh.gateway.core.requests import CallOptions, ConfirmRequest, ExecuteRequest, RouteRequest
 from toolmesh.gateway.http.adapt import base_url, body, caller, json_response
 from toolmesh.gateway.http.payloads import parse_json
 
@@ -51,14 +53,19 @@ def free_text_routes(mesh: Mesh) -> list[Route]:
     async def execute_endpoint(request: Request) -> Response:
         principal = caller(mesh, request)
         fields = {"prompt", "k", "session_id", "dry_run"}
-        document = _object(parse_json(await body(mesh, request), depth), fields)
+        document = parse_json(await body(mesh, request), depth)
+        if isinstance(document, dict) and "confirm" in document:
+            token = _object(document, {"confirm"})["confirm"]
+            confirm = ConfirmRequest.parse(token, CallOptions.from_headers(request.headers))
+            return json_response((await mesh.confirm(principal, confirm)).to_dict())
+        document = _object(document, fields | {"confirm"})
         dry_run = document.get("dry_run", False)
         if not isinstance(dry_run, bool):
             raise InvalidRequest("dry_run must be true or false", param="dry_run")
         route = _route_request(document, request, max_chars)
         execute = ExecuteRequest(route, dry_run, CallOptions.from_headers(request.headers), base_url(request))
         execution = await mesh.execute(principal, execute)
-        return json_response({**execution.to_dict(), "session_id": route.session_id})
+        return json_response(execution.to_dict())
 
     async def feedback_endpoint(request: Request) -> Response:
         principal = caller(mesh, request)

@@ -190,7 +190,8 @@ class Pool:
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
         found = self._runtime(runtime)
-        return list(found.specs), list(found.namespaces)
+        config = self._configs[runtime]
+        return [config.with_free_text(spec) for spec in found.specs], list(found.namespaces)
 
     async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         return await self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)

@@ -1,9 +1,11 @@
 """What the gateway shares with its other replicas, built from `[state]` once at start-up.
 
     no url            LocalLimits, LocalFeed, the router's SQLite sessions    (one gateway)
-                      and learned examples, routings in memory, SQLite jobs
+                      and learned examples, routings and pending free-text
+                      confirmations in memory, SQLite jobs
     url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisExamples,  (any number)
-                      RedisRoutings, RedisJobStore, on one client
+                      RedisRoutings, RedisConfirmations, RedisJobStore,
+                      on one client
 
 Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from toolmesh.config import RouterConfig, StateConfig
 from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.jobs.job_store import JobStore
+from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
 from toolmesh.jobs_config import JobsConfig
@@ -47,6 +50,8 @@ class SharedState:
     jobs: JobsFactory | None = None
     examples: ExamplesFactory | None = None
     routings: RoutingsFactory | None = None
+    #: Free-text calls waiting for their confirmation.
+    confirmations: Confirmations = field(default_factory=LocalConfirmations)
 
     async def check(self) -> None:
         """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
@@ -70,6 +75,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
     from toolmesh.gateway.state.loop_calls import LoopCalls
     from toolmesh.gateway.state.redis_client import Outage, connect, redact
+    from toolmesh.gateway.state.redis_confirmations import RedisConfirmations
     from toolmesh.gateway.state.redis_feed import RedisFeed
     from toolmesh.gateway.state.redis_learning import RedisExamples, RedisRoutings
     from toolmesh.gateway.state.redis_limits import RedisLimits
@@ -114,4 +120,5 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         jobs,
         examples=lambda: RedisExamples(client, prefix, outage, calls),
         routings=lambda: RedisRoutings(client, prefix, calls),
+        confirmations=RedisConfirmations(client, prefix, outage),
     )

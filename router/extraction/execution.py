@@ -55,9 +55,23 @@ class Execution:
     result: Mapping[str, Any] | None = None
     code: dict[str, str] = field(default_factory=dict)
     follow_up: bool = False
+    #: Why the call waits (or would wait) for a confirmation, and the token that runs it: set
+    #: by the gateway's free-text policy (gateway/core/free_text.py); None: it runs.
+    confirmation: Mapping[str, Any] | None = None
+    session_id: str | None = None
+
+    @property
+    def status(self) -> str:
+        """ "done" (it ran), "needs_confirmation" (send the token back to run it) or "planned"."""
+        if self.result is not None:
+            return "done"
+        if self.confirmation is not None and "token" in self.confirmation:
+            return "needs_confirmation"
+        return "planned"
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "status": self.status,
             "function": self.function,
             "arguments": self.arguments,
             "argument_sources": self.sources,
@@ -66,6 +80,8 @@ class Execution:
             "follow_up": self.follow_up,
             "routing_id": self.route.routing_id,
             "candidates": self.route.to_dict()["candidates"],
+            "confirmation": self.confirmation,
+            "session_id": self.session_id,
         }
 
 
@@ -150,22 +166,17 @@ class PromptExecutor:
             return previous.function, True
         return route.match, False
 
-    async def execute(
+    async def plan(
         self,
         prompt: str,
-        invoker: FunctionCaller,
         *,
         k: int = 5,
         session_id: str | None = None,
-        dry_run: bool = False,
         allowed: Callable[[str], bool] | None = None,
         base_url: str = "http://127.0.0.1:8080",
         with_key: bool = False,
-        learn_as: str | None = None,
     ) -> Execution:
-        """Route, extract, call. `learn_as` names a caller allowed to teach the router: when
-        the router chose the function (not a session's follow-up) and the call succeeded,
-        the prompt becomes a learned example of it."""
+        """Route and extract: the call the prompt asks for, not run (see `run`)."""
         plan = await self.in_worker(functools.partial(self._plan, prompt, k, session_id, allowed))
         route, function, found = plan.route, plan.function, plan.found
         if function is None:
@@ -182,28 +193,75 @@ class PromptExecutor:
             found.missing = [name for name in found.missing if name not in found.arguments]
         if found.missing:
             raise _needs_more(function, doc.parameters, found, route)
-        execution = Execution(function, found.arguments, found.sources, route, follow_up=plan.follow_up)
+        execution = Execution(
+            function, found.arguments, found.sources, route, follow_up=plan.follow_up, session_id=session_id
+        )
         execution.code = code_for(base_url, function, found.arguments, with_key=with_key)
-        if not dry_run:
-            execution.result = await invoker(function, found.arguments)
-            succeeded = not execution.result.get("is_error")
-            if learn_as is not None and succeeded and not plan.follow_up and function == route.match:
-                learn = functools.partial(self.router.learn, function, prompt, learn_as)
-                try:
-                    await self.in_worker(learn)
-                except Exception as exc:  # the call ran; learning is a bonus
-                    log.warning(f"router did not learn from a call of {function}: {exc}")
-        sessions = self.router.sessions
-        if session_id and sessions is not None:
-            record = functools.partial(
-                sessions.record, session_id, prompt, function, found.arguments, execution.result
-            )
-            try:
-                await self.in_worker(record)
-            except Unavailable as exc:
-                # The call ran: its result matters more than the session's memory of it.
-                log.warning(f"session {session_id!r} did not record a turn: {exc.message}")
         return execution
+
+    async def run(
+        self,
+        execution: Execution,
+        invoker: FunctionCaller,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        learn_as: str | None = None,
+    ) -> Execution:
+        """Call a planned execution and record it in the session. `learn_as` names a caller
+        allowed to teach the router, and is given only when someone other than the router
+        vouched for the choice (a confirmed call): when the router chose the function (not a
+        session's follow-up) and the call succeeded, the prompt becomes a learned example."""
+        function = execution.function
+        execution.result = await invoker(function, execution.arguments)
+        succeeded = not execution.result.get("is_error")
+        route = execution.route
+        if learn_as is not None and succeeded and not execution.follow_up and function == route.match:
+            learn = functools.partial(self.router.learn, function, prompt, learn_as)
+            try:
+                await self.in_worker(learn)
+            except Exception as exc:  # the call ran; learning is a bonus
+                log.warning(f"router did not learn from a call of {function}: {exc}")
+        await self.record(session_id, prompt, execution)
+        return execution
+
+    async def record(self, session_id: str | None, prompt: str, execution: Execution) -> None:
+        """Keep the turn in the session, run or only planned (its result None), so that a
+        follow-up continues it."""
+        sessions = self.router.sessions
+        if not session_id or sessions is None:
+            return
+        record = functools.partial(
+            sessions.record, session_id, prompt, execution.function, execution.arguments, execution.result
+        )
+        try:
+            await self.in_worker(record)
+        except Unavailable as exc:
+            # The call ran (or was planned): that matters more than the session's memory of it.
+            log.warning(f"session {session_id!r} did not record a turn: {exc.message}")
+
+    async def execute(
+        self,
+        prompt: str,
+        invoker: FunctionCaller,
+        *,
+        k: int = 5,
+        session_id: str | None = None,
+        dry_run: bool = False,
+        allowed: Callable[[str], bool] | None = None,
+        base_url: str = "http://127.0.0.1:8080",
+        with_key: bool = False,
+    ) -> Execution:
+        """Plan, then run unless `dry_run`, whatever the function does: for callers that decided
+        already (evaluations, tests). The gateway asks its free-text policy in between
+        (gateway/core/free_text.py). Nothing is learned: the router chose alone."""
+        execution = await self.plan(
+            prompt, k=k, session_id=session_id, allowed=allowed, base_url=base_url, with_key=with_key
+        )
+        if dry_run:
+            await self.record(session_id, prompt, execution)
+            return execution
+        return await self.run(execution, invoker, prompt, session_id=session_id)
 
     def _plan(
         self, prompt: str, k: int, session_id: str | None, allowed: Callable[[str], bool] | None

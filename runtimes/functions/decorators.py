@@ -15,7 +15,12 @@ from typing import Any, ClassVar, Literal, TypeVar, overload
 
 from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.schema import parse_docstring
-from toolmesh.runtimes.functions.spec import Annotations, Feature
+from toolmesh.runtimes.functions.spec import (
+    FREE_TEXT_POLICIES,
+    Annotations,
+    Feature,
+    FreeTextPolicy,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 OPTIONS_ATTRIBUTE = "__toolmesh__"
@@ -56,6 +61,7 @@ def function(
     version: str = "",
     examples: Sequence[str] = (),
     task_support: Literal["optional", "required"] | None = None,
+    free_text: FreeTextPolicy = "auto",
 ) -> Callable[[F], F]: ...
 
 
@@ -75,6 +81,7 @@ def function(
     version: str = "",
     examples: Sequence[str] = (),
     task_support: Literal["optional", "required"] | None = None,
+    free_text: FreeTextPolicy = "auto",
 ) -> Any:
     """Mark a function as a tool and set its options; use bare or with arguments.
 
@@ -86,7 +93,12 @@ def function(
     `task_support` lets MCP clients run it as a task, an asynchronous job they poll: "optional"
     (a client that supports tasks gets one, another a direct call) or "required" (only clients
     that support tasks may call it); over HTTP and gRPC every function can be a job.
+    `free_text` says whether free text (`/v1/execute`, where the router chose the function) may
+    run it: "auto" runs read_only functions and asks for a confirmation before any other, "run"
+    never asks, "confirm" always asks, "never" refuses (a client must call it directly).
     """
+    if free_text not in FREE_TEXT_POLICIES:
+        raise DefinitionError(f"free_text must be one of {', '.join(FREE_TEXT_POLICIES)}: {free_text!r}")
     if isinstance(examples, str):
         raise DefinitionError(f"examples must be a list of prompts, not one string: {examples!r}")
     options = FunctionOptions(
@@ -94,7 +106,7 @@ def function(
         namespace=namespace,
         description=description,
         timeout=timeout,
-        annotations=Annotations(read_only, destructive, idempotent, open_world, title),
+        annotations=Annotations(read_only, destructive, idempotent, open_world, title, free_text),
         version=version,
         examples=tuple(examples),
         task_support=task_support or "",

@@ -20,6 +20,7 @@ from toolmesh.runtimes.functions.schema import (
     signature_parameters,
 )
 from toolmesh.runtimes.functions.spec import (
+    FREE_TEXT_POLICIES,
     MAX_TOOL_NAME,
     TASK_SUPPORT,
     TASKS_OPTIONAL,
@@ -106,6 +107,11 @@ def make_spec(
         raise DefinitionError(f"{qualified}: timeout must be positive, got {timeout}")
     if isinstance(examples, str) or not all(isinstance(e, str) and e.strip() for e in examples):
         raise DefinitionError(f"{qualified}: examples must be a list of non-empty strings")
+    if annotations.free_text not in FREE_TEXT_POLICIES:
+        raise DefinitionError(
+            f"{qualified}: free_text must be one of {', '.join(FREE_TEXT_POLICIES)},"
+            f" got {annotations.free_text!r}"
+        )
     if task_support not in TASK_SUPPORT:
         raise DefinitionError(
             f"{qualified}: task_support must be {TASKS_OPTIONAL!r} or {TASKS_REQUIRED!r},"

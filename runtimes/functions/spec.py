@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 #: Function and namespace names: words of letters and digits joined by single
 #: '_' or '-'. Excluding '.' and '__' keeps both qualified forms reversible.
@@ -53,6 +53,19 @@ class Annotations:
     idempotent: bool = False
     open_world: bool = False
     title: str = ""
+    #: Whether `/v1/execute` (free text) may run it: one of FREE_TEXT_POLICIES.
+    free_text: str = "auto"
+
+
+#: How a function may run from free text (`POST /v1/execute`, gRPC `Execute`, the console), where
+#: the router, not a client, chose it (gateway/core/free_text.py):
+#:   auto     read_only functions run; any other asks for a confirmation first (the default)
+#:   run      runs without a confirmation, whatever its annotations say
+#:   confirm  always asks for a confirmation, even when read_only
+#:   never    never runs from free text: call it directly
+FREE_TEXT_AUTO, FREE_TEXT_RUN, FREE_TEXT_CONFIRM, FREE_TEXT_NEVER = "auto", "run", "confirm", "never"
+FREE_TEXT_POLICIES = (FREE_TEXT_AUTO, FREE_TEXT_RUN, FREE_TEXT_CONFIRM, FREE_TEXT_NEVER)
+FreeTextPolicy = Literal["auto", "run", "confirm", "never"]
 
 
 #: A function's `task_support` (`@toolmesh.function(task_support=...)`): whether an MCP client
@@ -143,6 +156,7 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
             "idempotent": annotations.idempotent,
             "open_world": annotations.open_world,
             "title": annotations.title,
+            "free_text": annotations.free_text,
         },
         "timeout": spec.timeout,
         "streaming": spec.streaming,
@@ -183,6 +197,7 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
             idempotent=bool(hints.get("idempotent")),
             open_world=bool(hints.get("open_world")),
             title=hints.get("title") or "",
+            free_text=hints.get("free_text") or FREE_TEXT_AUTO,
         ),
         timeout=None if timeout is None else float(timeout),
         version=item.get("version") or "",

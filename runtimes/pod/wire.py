@@ -16,7 +16,13 @@ from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.functions.spec import Annotations, Feature, FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.functions.spec import (
+    FREE_TEXT_AUTO,
+    Annotations,
+    Feature,
+    FunctionSpec,
+    NamespaceSpec,
+)
 from toolmesh.runtimes.pod.executor import Call, new_request_id
 from toolmesh.v1 import function_pb2, invoke_pb2
 
@@ -35,6 +41,7 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
             idempotent=a.idempotent,
             open_world=a.open_world,
             title=a.title,
+            free_text=a.free_text,
         ),
         timeout_seconds=spec.timeout or 0.0,
         version=spec.version,
@@ -74,7 +81,9 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         description=message.description,
         input_schema=json.loads(message.input_schema or b"{}"),
         output_schema=json.loads(message.output_schema) if message.output_schema else None,
-        annotations=Annotations(a.read_only, a.destructive, a.idempotent, a.open_world, a.title),
+        annotations=Annotations(
+            a.read_only, a.destructive, a.idempotent, a.open_world, a.title, a.free_text or FREE_TEXT_AUTO
+        ),
         timeout=message.timeout_seconds or None,
         version=message.version,
         streaming=message.streaming,

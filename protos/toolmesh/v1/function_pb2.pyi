@@ -31,6 +31,7 @@ class FunctionAnnotations(_message.Message):
     IDEMPOTENT_FIELD_NUMBER: _builtins.int
     OPEN_WORLD_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
+    FREE_TEXT_FIELD_NUMBER: _builtins.int
     read_only: _builtins.bool
     """The function does not modify its environment."""
     destructive: _builtins.bool
@@ -43,6 +44,11 @@ class FunctionAnnotations(_message.Message):
     """The function talks to an open world of external entities (the web, other services)."""
     title: _builtins.str
     """A human-friendly title for user interfaces."""
+    free_text: _builtins.str
+    """Whether free text (Mesh.Execute, POST /v1/execute) may run it without a confirmation:
+    "auto" (empty: read_only functions run, others are confirmed first), "run", "confirm"
+    or "never" (call it directly). Not an MCP annotation: MCP clients choose their tools.
+    """
     def __init__(
         self,
         *,
@@ -51,10 +57,11 @@ class FunctionAnnotations(_message.Message):
         idempotent: _builtins.bool = ...,
         open_world: _builtins.bool = ...,
         title: _builtins.str = ...,
+        free_text: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["destructive", b"destructive", "idempotent", b"idempotent", "open_world", b"open_world", "read_only", b"read_only", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["destructive", b"destructive", "free_text", b"free_text", "idempotent", b"idempotent", "open_world", b"open_world", "read_only", b"read_only", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

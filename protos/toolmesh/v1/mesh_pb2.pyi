@@ -237,6 +237,163 @@ class RouteResponse(_message.Message):
 Global___RouteResponse: _TypeAlias = RouteResponse  # noqa: Y015
 
 @_typing.final
+class ExecuteRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROMPT_FIELD_NUMBER: _builtins.int
+    K_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    CONFIRM_FIELD_NUMBER: _builtins.int
+    prompt: _builtins.str
+    k: _builtins.int
+    """Candidates to consider and return; 0 means the gateway default (5)."""
+    session_id: _builtins.str
+    """The session a follow-up continues ("and for Oslo?")."""
+    dry_run: _builtins.bool
+    """Plan only: route and extract, never call, hand out no confirmation."""
+    confirm: _builtins.str
+    """A confirmation token from an earlier ExecuteResponse of the same caller: runs that planned
+    call once; the other fields must then be empty.
+    """
+    def __init__(
+        self,
+        *,
+        prompt: _builtins.str = ...,
+        k: _builtins.int = ...,
+        session_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+        confirm: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["confirm", b"confirm", "dry_run", b"dry_run", "k", b"k", "prompt", b"prompt", "session_id", b"session_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExecuteRequest: _TypeAlias = ExecuteRequest  # noqa: Y015
+
+@_typing.final
+class Confirmation(_message.Message):
+    """Why a planned call waits for a confirmation, and the token that runs it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOKEN_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DESTRUCTIVE_FIELD_NUMBER: _builtins.int
+    CARRIED_FIELD_NUMBER: _builtins.int
+    EXPIRES_IN_FIELD_NUMBER: _builtins.int
+    token: _builtins.str
+    """Send it back as ExecuteRequest.confirm; empty on a dry run."""
+    reason: _builtins.str
+    destructive: _builtins.bool
+    """The function says it may delete or overwrite data."""
+    expires_in: _builtins.float
+    """Seconds the token stays valid."""
+    @_builtins.property
+    def carried(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Arguments a follow-up took from the session's previous call instead of its own prompt."""
+
+    def __init__(
+        self,
+        *,
+        token: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        destructive: _builtins.bool = ...,
+        carried: _abc.Iterable[_builtins.str] | None = ...,
+        expires_in: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["carried", b"carried", "destructive", b"destructive", "expires_in", b"expires_in", "reason", b"reason", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Confirmation: _TypeAlias = Confirmation  # noqa: Y015
+
+@_typing.final
+class ExecuteResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ArgumentSourcesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    FUNCTION_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    ARGUMENT_SOURCES_FIELD_NUMBER: _builtins.int
+    RESULT_JSON_FIELD_NUMBER: _builtins.int
+    FOLLOW_UP_FIELD_NUMBER: _builtins.int
+    ROUTING_ID_FIELD_NUMBER: _builtins.int
+    CANDIDATES_FIELD_NUMBER: _builtins.int
+    CONFIRMATION_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    status: _builtins.str
+    """"done" (the call ran: result_json), "needs_confirmation" (confirmation.token runs it) or
+    "planned" (a dry run).
+    """
+    function: _builtins.str
+    """Qualified function name."""
+    arguments_json: _builtins.bytes
+    """The extracted arguments, as UTF-8 JSON."""
+    result_json: _builtins.bytes
+    """The result as the JSON document HTTP's invoke answers; empty unless status is "done"."""
+    follow_up: _builtins.bool
+    """This turn continued the session's previous function."""
+    routing_id: _builtins.str
+    """Names this routing in RouteFeedback."""
+    session_id: _builtins.str
+    @_builtins.property
+    def argument_sources(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Where each argument came from: "number", "string", "enum", "previous", "default"..."""
+
+    @_builtins.property
+    def candidates(self) -> _containers.RepeatedCompositeFieldContainer[Global___RouteCandidate]: ...
+    @_builtins.property
+    def confirmation(self) -> Global___Confirmation:
+        """Set when the call waits (or, on a dry run, would wait) for a confirmation."""
+
+    def __init__(
+        self,
+        *,
+        status: _builtins.str = ...,
+        function: _builtins.str = ...,
+        arguments_json: _builtins.bytes = ...,
+        argument_sources: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        result_json: _builtins.bytes = ...,
+        follow_up: _builtins.bool = ...,
+        routing_id: _builtins.str = ...,
+        candidates: _abc.Iterable[Global___RouteCandidate] | None = ...,
+        confirmation: Global___Confirmation | None = ...,
+        session_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["confirmation", b"confirmation"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument_sources", b"argument_sources", "arguments_json", b"arguments_json", "candidates", b"candidates", "confirmation", b"confirmation", "follow_up", b"follow_up", "function", b"function", "result_json", b"result_json", "routing_id", b"routing_id", "session_id", b"session_id", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExecuteResponse: _TypeAlias = ExecuteResponse  # noqa: Y015
+
+@_typing.final
 class RouteFeedbackRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -64,6 +64,11 @@ class MeshStub:
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.FromString,
                 _registered_method=True)
+        self.Execute = channel.unary_unary(
+                '/toolmesh.v1.Mesh/Execute',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.ExecuteRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ExecuteResponse.FromString,
+                _registered_method=True)
         self.SubmitJob = channel.unary_unary(
                 '/toolmesh.v1.Mesh/SubmitJob',
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.SubmitJobRequest.SerializeToString,
@@ -124,6 +129,18 @@ class MeshServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Execute(self, request, context):
+        """Routes a free-text prompt, extracts the arguments and calls the function when free text may
+        run it at once (a read_only function, or free_text="run"); any other call is answered planned,
+        with a confirmation token, and an Execute whose `confirm` is that token runs exactly it, once
+        (HTTP: POST /v1/execute). NOT_FOUND when no function fits, INVALID_ARGUMENT when the prompt
+        lacks a required value, PERMISSION_DENIED for a function with free_text="never",
+        FAILED_PRECONDITION for a confirmation that expired or was used.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubmitJob(self, request, context):
         """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
         Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
@@ -175,6 +192,11 @@ def add_MeshServicer_to_server(servicer, server):
                     servicer.RouteFeedback,
                     request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.FromString,
                     response_serializer=toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.SerializeToString,
+            ),
+            'Execute': grpc.unary_unary_rpc_method_handler(
+                    servicer.Execute,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ExecuteRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.ExecuteResponse.SerializeToString,
             ),
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
@@ -330,6 +352,33 @@ class Mesh:
             '/toolmesh.v1.Mesh/RouteFeedback',
             toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackRequest.SerializeToString,
             toolmesh_dot_v1_dot_mesh__pb2.RouteFeedbackResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Execute(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/Execute',
+            toolmesh_dot_v1_dot_mesh__pb2.ExecuteRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.ExecuteResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -51,6 +51,14 @@ class MeshStub:
     POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
     INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
     """
+    Execute: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.ExecuteRequest, _mesh_pb2.ExecuteResponse]
+    """Routes a free-text prompt, extracts the arguments and calls the function when free text may
+    run it at once (a read_only function, or free_text="run"); any other call is answered planned,
+    with a confirmation token, and an Execute whose `confirm` is that token runs exactly it, once
+    (HTTP: POST /v1/execute). NOT_FOUND when no function fits, INVALID_ARGUMENT when the prompt
+    lacks a required value, PERMISSION_DENIED for a function with free_text="never",
+    FAILED_PRECONDITION for a confirmation that expired or was used.
+    """
     SubmitJob: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]
     """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
     Invoke (unknown function, bad arguments, rate limit), or RESOURCE_EXHAUSTED when the queue is full.
@@ -83,6 +91,14 @@ class MeshAsyncStub(MeshStub):
     """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
     POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
     INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+    """
+    Execute: _aio.UnaryUnaryMultiCallable[_mesh_pb2.ExecuteRequest, _mesh_pb2.ExecuteResponse]  # type: ignore[assignment]
+    """Routes a free-text prompt, extracts the arguments and calls the function when free text may
+    run it at once (a read_only function, or free_text="run"); any other call is answered planned,
+    with a confirmation token, and an Execute whose `confirm` is that token runs exactly it, once
+    (HTTP: POST /v1/execute). NOT_FOUND when no function fits, INVALID_ARGUMENT when the prompt
+    lacks a required value, PERMISSION_DENIED for a function with free_text="never",
+    FAILED_PRECONDITION for a confirmation that expired or was used.
     """
     SubmitJob: _aio.UnaryUnaryMultiCallable[_mesh_pb2.SubmitJobRequest, _mesh_pb2.Job]  # type: ignore[assignment]
     """Queues a call as a job and answers at once (HTTP: `Prefer: respond-async`). Refused like
@@ -143,6 +159,20 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
         POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
         INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+        """
+
+    @_abc_1.abstractmethod
+    def Execute(
+        self,
+        request: _mesh_pb2.ExecuteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.ExecuteResponse, _abc.Awaitable[_mesh_pb2.ExecuteResponse]]:
+        """Routes a free-text prompt, extracts the arguments and calls the function when free text may
+        run it at once (a read_only function, or free_text="run"); any other call is answered planned,
+        with a confirmation token, and an Execute whose `confirm` is that token runs exactly it, once
+        (HTTP: POST /v1/execute). NOT_FOUND when no function fits, INVALID_ARGUMENT when the prompt
+        lacks a required value, PERMISSION_DENIED for a function with free_text="never",
+        FAILED_PRECONDITION for a confirmation that expired or was used.
         """
 
     @_abc_1.abstractmethod

@@ -123,13 +123,18 @@ async def test_tools_with_a_query_returns_only_the_top_k(http: httpx.AsyncClient
 
 async def test_execute_routes_extracts_invokes_and_shows_the_code(http: httpx.AsyncClient) -> None:
     prompt = "Send an urgent email to alice@example.com with subject 'Lunch moved'"
-    answer = (await http.post("/v1/execute", json={"prompt": prompt})).json()
-    assert answer["function"] == "send_email"
-    assert answer["arguments"] == {"to": "alice@example.com", "subject": "Lunch moved", "urgent": True}
+    planned = (await http.post("/v1/execute", json={"prompt": prompt})).json()
+    # send_email is not read_only: free text plans it and waits for a confirmation.
+    assert planned["status"] == "needs_confirmation" and planned["result"] is None
+    assert planned["function"] == "send_email"
+    assert planned["arguments"] == {"to": "alice@example.com", "subject": "Lunch moved", "urgent": True}
+    token = planned["confirmation"]["token"]
+    answer = (await http.post("/v1/execute", json={"confirm": token})).json()
+    assert answer["status"] == "done" and answer["arguments"] == planned["arguments"]
     assert answer["result"]["content"] == [
         {"type": "text", "text": "sent to alice@example.com: Lunch moved (urgent)"}
     ]
-    assert answer["candidates"][0]["name"] == "send_email"
+    assert planned["candidates"][0]["name"] == "send_email"
     code = answer["code"]
     assert "curl -s -X POST" in code["curl"] and "/v1/functions/send_email/invoke" in code["curl"]
     # The Python snippet is runnable as it is and repeats the call.
@@ -146,6 +151,8 @@ async def test_execute_dry_run_does_not_call(http: httpx.AsyncClient) -> None:
     answer = (await http.post("/v1/execute", json={"prompt": prompt, "dry_run": True})).json()
     assert answer["function"] == "set_timer" and answer["arguments"] == {"seconds": 900, "label": "tea"}
     assert answer["result"] is None and answer["argument_sources"]["seconds"] == "number"
+    # A dry run says that running it would need a confirmation, and hands out no token.
+    assert answer["status"] == "planned" and "token" not in answer["confirmation"]
     bad = await http.post("/v1/execute", json={"prompt": prompt, "dry_run": "yes"})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "dry_run"
 

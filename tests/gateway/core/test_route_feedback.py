@@ -1,4 +1,4 @@
-"""Learning from use through a real gateway: `POST /v1/route/feedback`, successful routed calls,
+"""Learning from use through a real gateway: `POST /v1/route/feedback`, confirmed routed calls,
 the `@learn` permission, and persistence across a restart (SQLite under the router's data dir)."""
 
 from __future__ import annotations
@@ -47,18 +47,24 @@ async def test_feedback_and_routed_calls_teach_the_router_only_with_learn(
         assert (await http.post("/v1/route/feedback", json=unknown, headers=teacher)).status_code == 400
         missing = {"routing_id": routed["routing_id"], "function": "no_such_function"}
         assert (await http.post("/v1/route/feedback", json=missing, headers=teacher)).status_code == 404
-        # A successful call the router chose teaches it too, for a caller with @learn only.
+        # A call the router chose alone teaches nothing (it may be wrong); a call someone
+        # confirmed teaches it, for a caller with @learn only.
         for headers in (plain, teacher):
             done = await http.post(
                 "/v1/execute", json={"prompt": "weather in Lisbon please"}, headers=headers
             )
-            assert done.status_code == 200 and done.json()["function"] == "get_weather"
+            assert done.status_code == 200 and done.json()["status"] == "done"
+            timer = {"prompt": "set a timer for 5 minutes"}
+            planned = (await http.post("/v1/execute", json=timer, headers=headers)).json()
+            token = planned["confirmation"]["token"]
+            confirmed = await http.post("/v1/execute", json={"confirm": token}, headers=headers)
+            assert confirmed.json()["status"] == "done" and confirmed.json()["function"] == "set_timer"
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     learned = {(row.function, row.prompt, row.principal) for row in store.listing()}
     store.close()
     assert learned == {
         ("download_file", PROMPT, "teacher"),
-        ("get_weather", "weather in Lisbon please", "teacher"),
+        ("set_timer", "set a timer for 5 minutes", "teacher"),
     }
     # Persisted: a gateway started on the same data directory routes with what was learned.
     restarted = await gateway_factory(runtime("tools", "router_tools"), keys=KEYS, router=config)
