@@ -61,7 +61,8 @@ def direction(number: v.Number, text: _Text) -> int:
     or there is none."""
     best: tuple[int, int] | None = None
     for m in _DIRECTION.finditer(text.text):
-        if not text.free(m.start(), m.end()) or text.before(m.start(), 2) & _NOT:
+        taken = not text.free(m.start(), m.end()) or text.held.overlaps(m.start(), m.end())
+        if taken or text.before(m.start(), 2) & _NOT:
             continue
         distance = number.start - m.end() if m.end() <= number.start else m.start() - number.end
         sign = -1 if m.group("down") else 1

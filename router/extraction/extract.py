@@ -3,12 +3,14 @@
 Each parameter is read according to what its schema says it is: enums by
 (fuzzy) name, booleans from "with/without/no/enable..." cues, numbers with
 their units (converted when the parameter names another unit of the same
-kind), URLs, emails, dates and times (ISO and natural), places from "in/for/to
-<Place>", identifiers ("order ord-1001"), quoted strings, and free text after
-a cue ("saying ...", "search for ...", ":"). What the prompt does not say comes
-from the previous call of the same function in the session, then from the
-schema's default. Values are found left to right in one pass over the text,
-and each stretch of text is used once.
+kind; a signed change takes the sign of "cheaper", "raise"...: directions.py),
+URLs, emails, dates and times (ISO and natural), places from "in/for/to <Place>",
+identifiers by their shape or after a cue ("HW-001", "order 1001": identifiers.py),
+quoted strings, and free text after a cue ("saying ...", "search for ...", ":").
+What the prompt does not say comes from the previous call of the same function in
+the session, then from the schema's default: a value the prompt gives always wins.
+Values are found left to right in one pass over the text, and each stretch of text
+is used once.
 """
 
 from __future__ import annotations

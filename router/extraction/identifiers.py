@@ -7,7 +7,8 @@ description says it holds an identifier ("sku", "order_id", "ticket number", "St
 unit, e.g. HW-001"), or its previous value in the session was one; its JSON Schema `pattern`
 and length bounds, when given, must accept the token. Without that shape, a token still fills
 an identifier parameter right after a cue word from its name ("order 1001"), and an all-caps
-code ("LANTERN", "SOCKS-WOOL") one whose name or description says so.
+code of five letters or more, or joined by "-"/"_" ("LANTERN", "SOCKS-WOOL"), one whose name
+says it is an id ("product_id").
 
 Every id-shaped token is *held* whether or not a parameter takes it: its digits are no
 number ("check HW-001" sets no delay of 1).
@@ -34,6 +35,7 @@ _UUID = re.compile(r"[0-9a-f]{8}-(?:[0-9a-f]{4}-){3}[0-9a-f]{12}", re.I)
 _QUANTITY = re.compile(r"\d+-?([^\W\d_]+)")  # "5kg", "24-hour", "2nd", "12B" (a seat: not a quantity)
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}")
 _SCIENTIFIC = re.compile(r"\d+e[-+]?\d+", re.I)
+_DIMENSIONS = re.compile(r"\d+x\d+", re.I)  # "1920x1080", "3x4": sizes and products, not ids
 _SUFFIXES = words("am pm st nd rd th x k")
 # What the cue-based reading has always accepted after a cue word: "order 1001", "ticket #42".
 _CUED = re.compile(r"#?([A-Za-z]*[-_]?\d[\w-]*)")
@@ -41,6 +43,8 @@ _CUED = re.compile(r"#?([A-Za-z]*[-_]?\d[\w-]*)")
 _CODE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*(?:[-_][A-Z0-9]+)*(?![\w-])")
 _CODE_MIN = 5  # shorter all-caps words are mostly acronyms: "USA", "ASAP"
 
+# Names that can only hold an identifier: they alone take an all-caps code ("product_id").
+_ID_NAMES = words("id ids sku skus uuid guid identifier ref reference serial slug")
 _ID_WORDS = words("id ids sku skus uuid guid identifier ref reference slug serial tracking key code")
 # Name words that say "identifier" but are no cue before a value ("id 42" is rarely written).
 _GENERIC = words("id ids code number no num key ref reference identifier uuid guid")
@@ -80,7 +84,7 @@ def shaped(token: str) -> bool:
         # "5kg", "3pm", "2nd" are quantities; "12B", "4C" (a seat, a flat) are not.
         if suffix.islower() or suffix.lower() in v.UNITS or suffix.lower() in _SUFFIXES:
             return False
-    return not (_DATE.match(token) or _SCIENTIFIC.fullmatch(token))
+    return not (_DATE.match(token) or _SCIENTIFIC.fullmatch(token) or _DIMENSIONS.fullmatch(token))
 
 
 def shape(token: str) -> str:
@@ -103,6 +107,8 @@ class _Taker:
     param: Param
     #: Whether it takes an id-shaped token with no cue word before it.
     fits: bool
+    #: Whether its name says identifier outright, so an all-caps code fits it too.
+    named: bool
     cues: frozenset[str]
     shapes: frozenset[str]
 
@@ -138,7 +144,8 @@ def _taker(param: Param, previous: Any) -> _Taker | None:
     if not fits and not name & _OLD_CUE_WORDS:
         return None
     cues = {w for w in name if w not in _GENERIC and w not in STOPWORDS}
-    return _Taker(param, fits, frozenset(cues | {c.rstrip("s") for c in cues}), frozenset(examples))
+    named = bool(name & _ID_NAMES)
+    return _Taker(param, fits, named, frozenset(cues | {c.rstrip("s") for c in cues}), frozenset(examples))
 
 
 def _pattern_only(param: Param) -> bool:
@@ -171,7 +178,7 @@ def _candidates(text: _Text) -> list[Token]:
 def _score(taker: _Taker, token: Token, text: _Text) -> float:
     before = text.before(token.start, 3)
     cued = bool(taker.cues & (before | {w.rstrip("s") for w in before}))
-    if token.kind == "code" and not taker.fits:
+    if token.kind == "code" and not taker.named:
         return 0.0
     if token.kind == "cued" or not taker.fits:
         # The reading identifiers always had: after a cue word, or anywhere for a parameter

@@ -46,7 +46,9 @@ def test_what_looks_like_an_identifier(token: str) -> None:
     assert shaped(token)
 
 
-@pytest.mark.parametrize("token", ["hammer", "1001", "5kg", "3pm", "2nd", "24-hour", "2024-05-01", "1e5"])
+@pytest.mark.parametrize(
+    "token", ["hammer", "1001", "5kg", "3pm", "2nd", "24-hour", "2024-05-01", "1e5", "1920x1080"]
+)
 def test_what_does_not(token: str) -> None:
     assert not shaped(token)
 
@@ -157,3 +159,6 @@ def test_all_caps_codes_fill_an_id_parameter_but_short_acronyms_do_not() -> None
     assert extract("make that 3 of LANTERN too", spec).arguments == {"product_id": "LANTERN", "quantity": 3}
     assert extract("buy SOCKS-WOOL", spec).arguments["product_id"] == "SOCKS-WOOL"
     assert extract("ship one to the USA", spec).missing == ["product_id"]
+    # Only a parameter named as an id: a language code is no product.
+    language = schema(("language",), language={"type": "string", "description": "Language code, e.g. en"})
+    assert extract("translate HELLO please", language).missing == ["language"]
