@@ -114,7 +114,10 @@ class _Taker:
 
     def accepts(self, token: str) -> bool:
         schema = self.param.schema
-        if len(token) < int(schema.get("minLength", 0)) or len(token) > int(schema.get("maxLength", 1 << 30)):
+        shortest, longest = schema.get("minLength"), schema.get("maxLength")
+        if (isinstance(shortest, int) and len(token) < shortest) or (
+            isinstance(longest, int) and len(token) > longest
+        ):
             return False
         pattern = schema.get("pattern")
         if not isinstance(pattern, str):
