@@ -49,7 +49,8 @@ class FunctionCaller(Protocol):
 class Execution:
     function: str
     arguments: dict[str, Any]
-    #: Where each argument came from: "number", "string", "enum", "boolean", "previous", "default", "llm"...
+    #: Where each argument came from: "number", "string", "identifier", "enum", "boolean", "previous",
+    #: "default", "llm"...
     sources: dict[str, str]
     route: RouteResult
     result: Mapping[str, Any] | None = None

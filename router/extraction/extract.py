@@ -3,12 +3,14 @@
 Each parameter is read according to what its schema says it is: enums by
 (fuzzy) name, booleans from "with/without/no/enable..." cues, numbers with
 their units (converted when the parameter names another unit of the same
-kind), URLs, emails, dates and times (ISO and natural), places from "in/for/to
-<Place>", identifiers ("order ord-1001"), quoted strings, and free text after
-a cue ("saying ...", "search for ...", ":"). What the prompt does not say comes
-from the previous call of the same function in the session, then from the
-schema's default. Values are found left to right in one pass over the text,
-and each stretch of text is used once.
+kind; a signed change takes the sign of "cheaper", "raise"...: directions.py),
+URLs, emails, dates and times (ISO and natural), places from "in/for/to <Place>",
+identifiers by their shape or after a cue ("HW-001", "order 1001": identifiers.py),
+quoted strings, and free text after a cue ("saying ...", "search for ...", ":").
+What the prompt does not say comes from the previous call of the same function in
+the session, then from the schema's default: a value the prompt gives always wins.
+Values are found left to right in one pass over the text, and each stretch of text
+is used once.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmesh.router.extraction import choices
+from toolmesh.router.extraction import choices, directions, identifiers
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.dates import find_dates, find_times
 from toolmesh.router.extraction.intervals import Intervals
@@ -133,6 +135,8 @@ class _Text:
     def __init__(self, text: str) -> None:
         self.text = text
         self.used = Intervals()
+        #: Stretches no number may be read from (an identifier's digits), though other readers may.
+        self.held = Intervals()
         self.lower = text.lower()
         # Positions in `text` map to positions in `lower`; they differ only after a character
         # whose lowercase is longer ("İ" -> "i̇"). Offsets are kept only then.
@@ -148,6 +152,9 @@ class _Text:
 
     def take(self, start: int, end: int) -> None:
         self.used.add(start, end)
+
+    def hold(self, start: int, end: int) -> None:
+        self.held.add(start, end)
 
     def _lower_at(self, position: int) -> int:
         position = max(0, min(position, len(self.text)))
@@ -222,7 +229,7 @@ def _cue_score(cues: _NumberCues, context: tuple[set[str], set[str]], number: v.
     return score
 
 
-def _number_value(param: Param, number: v.Number) -> float | int | None:
+def _number_value(param: Param, number: v.Number, text: _Text) -> float | int | None:
     value = number.value
     target = _target_unit(param)
     if number.unit and target:
@@ -230,12 +237,18 @@ def _number_value(param: Param, number: v.Number) -> float | int | None:
         if converted is not None:
             value = converted
     if abs(value - round(value)) < 1e-9:
-        return round(value)  # JSON numbers accept integers, and 5 reads better than 5.0
-    return None if param.type == "integer" else value
+        value = round(value)  # JSON numbers accept integers, and 5 reads better than 5.0
+    elif param.type == "integer":
+        return None
+    return directions.signed(param, number, text, value)
 
 
 def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
-    found = [n for n in v.numbers(text.text) if text.free(n.start, n.end)]
+    found = [
+        n
+        for n in v.numbers(text.text)
+        if text.free(n.start, n.end) and not text.held.overlaps(n.start, n.end)
+    ]
     numeric = [p for p in params if p.type in ("integer", "number") and p.name not in out.arguments]
     cues = [_NumberCues.of(p) for p in numeric]
     contexts = [_context(text, n) for n in found] if numeric else []
@@ -251,7 +264,7 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     for _, _, _, param, number in pairs:
         if param.name in out.arguments or number.start in used:
             continue
-        value = _number_value(param, number)
+        value = _number_value(param, number, text)
         if value is not None:
             out.arguments[param.name], out.sources[param.name] = value, "number"
             used.add(number.start)
@@ -271,7 +284,7 @@ def _assign_numbers(params: list[Param], text: _Text, out: Extraction) -> None:
     waiting = iter(rest)
     for param in takers:
         for number in waiting:
-            value = _number_value(param, number)
+            value = _number_value(param, number, text)
             if value is not None:
                 out.arguments[param.name], out.sources[param.name] = value, "number"
                 text.take(number.start, number.end)
@@ -334,17 +347,6 @@ def _place(param: Param, text: _Text) -> str | None:
     return None
 
 
-def _identifier(param: Param, text: _Text) -> str | None:
-    cues = [w for w in param.tokens if w not in ("id", "code", "number", "no")]
-    for m in re.finditer(r"#?([A-Za-z]*[-_]?\d[\w-]*)", text.text):
-        if not text.free(m.start(), m.end()):
-            continue
-        if not cues or text.before(m.start(), 3) & ({c.rstrip("s") for c in cues} | set(cues)):
-            text.take(m.start(), m.end())
-            return m.group(1)
-    return None
-
-
 def _free_text(text: _Text) -> str | None:
     for m in _TEXT_CUES.finditer(text.text):
         # Whether the rest is free is cheap to ask; the rest itself is not. Once it is free,
@@ -375,8 +377,6 @@ def _string(param: Param, text: _Text, quotes: list[v.Span], today: dt.date) -> 
         return quoted
     if tokens & _PLACE_WORDS:
         return _place(param, text)
-    if tokens & {"id", "code", "number", "sku", "ref", "reference"}:
-        return _identifier(param, text)
     if tokens & _TEXT_WORDS:
         return _free_text(text)
     return None
@@ -417,6 +417,10 @@ def extract_arguments(
     chosen, out.unclear, out.unknown = choices.choose(params, text)
     for name, value in chosen.items():
         out.arguments[name], out.sources[name] = value, "enum"
+    # Before the other strings: an identifier is not a place ("and for GR-001?") or a quote.
+    open_params = [p for p in params if p.name not in out.arguments and not choices.options_of(p)]
+    for name, value in identifiers.assign(open_params, text, previous).items():
+        out.arguments[name], out.sources[name] = value, "identifier"
     readers: list[tuple[Callable[[Param], bool], Callable[[Param], Any]]] = [
         (lambda p: p.type == "boolean", lambda p: _boolean(p, text)),
         (lambda p: p.type == "string", lambda p: _string(p, text, quotes, today)),
