@@ -150,6 +150,21 @@ class Client:
         """``{"namespaces": [...], "system_message": {...}}``: the namespaces and a ready-made message."""
         return self._send(requests.namespaces())
 
+    def route(self, prompt: str, k: int | None = None, session_id: str | None = None) -> dict[str, Any]:
+        """The function that fits a free-text prompt (``match``, or None) and the candidates."""
+        return self._send(requests.route(prompt, k, session_id))
+
+    def execute(self, prompt: str, session_id: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """Route a prompt and run the call it asks for, if free text may run it at once (a
+        read_only function): ``status`` is then "done". Any other call comes back with status
+        "needs_confirmation" and a ``confirmation`` (why, whether destructive): show it to your
+        user, and pass ``confirmation["token"]`` to `confirm` to run it."""
+        return self._send(requests.execute(prompt, session_id, dry_run))
+
+    def confirm(self, token: str) -> dict[str, Any]:
+        """Run the planned call an `execute` answer's confirmation token stands for, once."""
+        return self._send(requests.confirm(token))
+
     def execute_tool_calls(self, message_or_items: Any) -> dict[str, Any]:
         """Run a model's tool calls and return the answer in the model's format.
 
@@ -285,6 +300,23 @@ class AsyncClient:
     async def namespaces(self) -> dict[str, Any]:
         """``{"namespaces": [...], "system_message": {...}}``: the namespaces and a ready-made message."""
         return await self._send(requests.namespaces())
+
+    async def route(self, prompt: str, k: int | None = None, session_id: str | None = None) -> dict[str, Any]:
+        """The function that fits a free-text prompt (``match``, or None) and the candidates."""
+        return await self._send(requests.route(prompt, k, session_id))
+
+    async def execute(
+        self, prompt: str, session_id: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Route a prompt and run the call it asks for, if free text may run it at once (a
+        read_only function): ``status`` is then "done". Any other call comes back with status
+        "needs_confirmation" and a ``confirmation`` (why, whether destructive): show it to your
+        user, and pass ``confirmation["token"]`` to `confirm` to run it."""
+        return await self._send(requests.execute(prompt, session_id, dry_run))
+
+    async def confirm(self, token: str) -> dict[str, Any]:
+        """Run the planned call an `execute` answer's confirmation token stands for, once."""
+        return await self._send(requests.confirm(token))
 
     async def execute_tool_calls(self, message_or_items: Any) -> dict[str, Any]:
         """Run a model's tool calls and return the answer in the model's format (see `Client`)."""

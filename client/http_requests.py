@@ -82,6 +82,25 @@ def namespaces() -> Request[dict[str, Any]]:
     return Request("GET", "/v1/namespaces", dict)
 
 
+def route(prompt: str, k: int | None, session_id: str | None) -> Request[dict[str, Any]]:
+    body = {"prompt": prompt, **({"k": k} if k else {}), **({"session_id": session_id} if session_id else {})}
+    return _post_json("/v1/route", body)
+
+
+def execute(prompt: str, session_id: str | None, dry_run: bool) -> Request[dict[str, Any]]:
+    body = {"prompt": prompt, "dry_run": dry_run, **({"session_id": session_id} if session_id else {})}
+    return _post_json("/v1/execute", body)
+
+
+def confirm(token: str) -> Request[dict[str, Any]]:
+    return _post_json("/v1/execute", {"confirm": token})
+
+
+def _post_json(path: str, body: dict[str, Any]) -> Request[dict[str, Any]]:
+    content = json_bytes(body, "body")
+    return Request("POST", path, dict, content=content, headers={"content-type": "application/json"})
+
+
 def tool_calls(message_or_items: Any) -> Request[dict[str, Any]]:
     body = json_bytes(_plain(message_or_items), "body")
     return Request("POST", "/v1/tool_calls", dict, content=body, headers={"content-type": "application/json"})

@@ -117,6 +117,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
     """Exact arithmetic: basic operations on two numbers, or a whole expression at once."""
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "add 2 and 3",
             "what is 17 plus 25",
@@ -133,6 +135,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         return _checked(a + b)
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "subtract 4 from 10",
             "what is 100 minus 37",
@@ -149,6 +153,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         return _checked(a - b)
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "multiply 6 by 7",
             "what is 12 times 11",
@@ -165,6 +171,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         return _checked(a * b)
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "divide 10 by 4",
             "what is 144 divided by 12",
@@ -184,6 +192,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         return _checked(dividend / divisor)
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "2 to the power of 10",
             "what is 3 raised to 4",
@@ -201,6 +211,8 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
         return float(_power(base, exponent))
 
     @toolmesh.function(
+        read_only=True,
+        idempotent=True,
         examples=[
             "calculate (2 + 3) * 4",
             "evaluate the expression 2**8 - 1",

@@ -42,9 +42,62 @@ def free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
         "properties": {"prompt": prompt, "k": k, "session_id": session},
     }
     execute_request = {
+        "oneOf": [
+            {
+                "type": "object",
+                "required": ["prompt"],
+                "properties": {
+                    "prompt": prompt,
+                    "k": k,
+                    "session_id": session,
+                    "dry_run": {"type": "boolean"},
+                },
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "required": ["confirm"],
+                "properties": {
+                    "confirm": {
+                        "type": "string",
+                        "pattern": "^[A-Za-z0-9_-]{1,64}$",
+                        "description": "The confirmation token of an earlier answer: runs that call, once",
+                    }
+                },
+                "additionalProperties": False,
+            },
+        ]
+    }
+    confirmation = {
+        "type": ["object", "null"],
+        "description": "Why the call waits (or on a dry run would wait) for a confirmation; null: it runs",
+        "properties": {
+            "reason": {"type": "string"},
+            "destructive": {"type": "boolean"},
+            "carried": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Arguments carried over from the session's previous call",
+            },
+            "token": {"type": "string", "description": "Send it back as `confirm` (not on a dry run)"},
+            "expires_in": {"type": "number"},
+        },
+    }
+    execution = {
         "type": "object",
-        "required": ["prompt"],
-        "properties": {"prompt": prompt, "k": k, "session_id": session, "dry_run": {"type": "boolean"}},
+        "properties": {
+            "status": {"enum": ["done", "needs_confirmation", "planned"]},
+            "function": {"type": "string"},
+            "arguments": {"type": "object"},
+            "argument_sources": {"type": "object", "additionalProperties": {"type": "string"}},
+            "result": {"type": ["object", "null"]},
+            "code": {"type": "object", "additionalProperties": {"type": "string"}},
+            "follow_up": {"type": "boolean"},
+            "routing_id": {"type": "string"},
+            "candidates": candidates,
+            "confirmation": confirmation,
+            "session_id": {"type": ["string", "null"]},
+        },
     }
     return {
         "/v1/route": {
@@ -105,11 +158,15 @@ def free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
         },
         "/v1/execute": {
             "post": {
-                "summary": "Route a prompt, extract the arguments, call the function",
+                "summary": "Route a prompt, extract the arguments, call the function once it may run",
                 "description": (
                     "Answers the function, its arguments (and where each came from), the result, and code "
-                    "(a Python snippet and a curl line) that repeats the call. 404 when no function fits "
-                    "and 422 naming the required arguments the prompt lacks; both carry the candidates."
+                    "(a Python snippet and a curl line) that repeats the call. Only a read_only function "
+                    "runs at once (status done); any other is answered planned (status "
+                    'needs_confirmation) with a confirmation token, and `{"confirm": token}` runs '
+                    "exactly that call once (409 when used or expired). 404 when no function fits, 422 "
+                    "naming the required arguments the prompt lacks (both carry the candidates), 403 "
+                    "not_from_free_text for a function that never runs from free text."
                 ),
                 "operationId": "execute",
                 "requestBody": {
@@ -117,9 +174,7 @@ def free_text_paths(max_prompt_chars: int) -> dict[str, Any]:
                     "content": {"application/json": {"schema": execute_request}},
                 },
                 "responses": {
-                    "200": json_body(
-                        {"type": "object"}, "function, arguments, argument_sources, result, code"
-                    ),
+                    "200": json_body(execution, "the call, run or planned"),
                     **errors(400, 401, 403, 404, 409, 413, 422, 429, 503, 504),
                 },
             }

@@ -209,6 +209,7 @@ def test_spec_to_dict_is_toolmesh_own_form_with_the_qualified_name() -> None:
         "idempotent": True,
         "open_world": False,
         "title": "Weather forecast",
+        "free_text": "auto",
     }
     assert document["output_schema"]["type"] == "object"
     assert set(document) == {
