@@ -26,13 +26,15 @@ from toolmesh.v1 import function_pb2 as toolmesh_dot_v1_dot_function__pb2
 from toolmesh.v1 import invoke_pb2 as toolmesh_dot_v1_dot_invoke__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolmesh/v1/mesh.proto\x12\x0btoolmesh.v1\x1a\x1atoolmesh/v1/function.proto\x1a\x18toolmesh/v1/invoke.proto\"%\n\x16ResourceUpdatedRequest\x12\x0b\n\x03uri\x18\x01 \x01(\t\"\x19\n\x17ResourceUpdatedResponse\"R\n\x10SubmitJobRequest\x12(\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x1a.toolmesh.v1.InvokeRequest\x12\x14\n\x0c\x63\x61llback_url\x18\x02 \x01(\t\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xc2\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x12\n\nerror_code\x18\x06 \x01(\t\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nupdated_at\x18\t \x01(\x01\x12\x13\n\x0b\x66inished_at\x18\n \x01(\x01\"=\n\x0cRouteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\"M\n\x0eRouteCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\r\n\x05\x64\x65nse\x18\x03 \x01(\x01\x12\x0f\n\x07lexical\x18\x04 \x01(\x01\"c\n\rRouteResponse\x12\r\n\x05match\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12\x12\n\nrouting_id\x18\x03 \x01(\t\"<\n\x14RouteFeedbackRequest\x12\x12\n\nrouting_id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\"T\n\x15RouteFeedbackResponse\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07learned\x18\x02 \x01(\t\x12\x18\n\x10learned_examples\x18\x03 \x01(\x05\x32\xde\x04\n\x04Mesh\x12V\n\rListFunctions\x12!.toolmesh.v1.ListFunctionsRequest\x1a\".toolmesh.v1.ListFunctionsResponse\x12\x41\n\x06Invoke\x12\x1a.toolmesh.v1.InvokeRequest\x1a\x1b.toolmesh.v1.InvokeResponse\x12O\n\x0cInvokeStream\x12\x1a.toolmesh.v1.InvokeRequest\x1a!.toolmesh.v1.InvokeStreamResponse0\x01\x12>\n\x05Route\x12\x19.toolmesh.v1.RouteRequest\x1a\x1a.toolmesh.v1.RouteResponse\x12V\n\rRouteFeedback\x12!.toolmesh.v1.RouteFeedbackRequest\x1a\".toolmesh.v1.RouteFeedbackResponse\x12<\n\tSubmitJob\x12\x1d.toolmesh.v1.SubmitJobRequest\x1a\x10.toolmesh.v1.Job\x12\x36\n\x06GetJob\x12\x1a.toolmesh.v1.GetJobRequest\x1a\x10.toolmesh.v1.Job\x12\\\n\x0fResourceUpdated\x12#.toolmesh.v1.ResourceUpdatedRequest\x1a$.toolmesh.v1.ResourceUpdatedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolmesh/v1/mesh.proto\x12\x0btoolmesh.v1\x1a\x1atoolmesh/v1/function.proto\x1a\x18toolmesh/v1/invoke.proto\"%\n\x16ResourceUpdatedRequest\x12\x0b\n\x03uri\x18\x01 \x01(\t\"\x19\n\x17ResourceUpdatedResponse\"R\n\x10SubmitJobRequest\x12(\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x1a.toolmesh.v1.InvokeRequest\x12\x14\n\x0c\x63\x61llback_url\x18\x02 \x01(\t\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xc2\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x12\n\nerror_code\x18\x06 \x01(\t\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nupdated_at\x18\t \x01(\x01\x12\x13\n\x0b\x66inished_at\x18\n \x01(\x01\"=\n\x0cRouteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\"M\n\x0eRouteCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\r\n\x05\x64\x65nse\x18\x03 \x01(\x01\x12\x0f\n\x07lexical\x18\x04 \x01(\x01\"c\n\rRouteResponse\x12\r\n\x05match\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12\x12\n\nrouting_id\x18\x03 \x01(\t\"K\n\x14RouteFeedbackRequest\x12\x12\n\nrouting_id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\r\n\x05wrong\x18\x03 \x01(\x08\"\xe9\x01\n\x15RouteFeedbackResponse\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07learned\x18\x02 \x01(\t\x12\x18\n\x10learned_examples\x18\x03 \x01(\x05\x12\x44\n\tunlearned\x18\x04 \x03(\x0b\x32\x31.toolmesh.v1.RouteFeedbackResponse.UnlearnedEntry\x1aM\n\x0eUnlearnedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.LearnedPrompts:\x02\x38\x01\"!\n\x0eLearnedPrompts\x12\x0f\n\x07prompts\x18\x01 \x03(\t2\xde\x04\n\x04Mesh\x12V\n\rListFunctions\x12!.toolmesh.v1.ListFunctionsRequest\x1a\".toolmesh.v1.ListFunctionsResponse\x12\x41\n\x06Invoke\x12\x1a.toolmesh.v1.InvokeRequest\x1a\x1b.toolmesh.v1.InvokeResponse\x12O\n\x0cInvokeStream\x12\x1a.toolmesh.v1.InvokeRequest\x1a!.toolmesh.v1.InvokeStreamResponse0\x01\x12>\n\x05Route\x12\x19.toolmesh.v1.RouteRequest\x1a\x1a.toolmesh.v1.RouteResponse\x12V\n\rRouteFeedback\x12!.toolmesh.v1.RouteFeedbackRequest\x1a\".toolmesh.v1.RouteFeedbackResponse\x12<\n\tSubmitJob\x12\x1d.toolmesh.v1.SubmitJobRequest\x1a\x10.toolmesh.v1.Job\x12\x36\n\x06GetJob\x12\x1a.toolmesh.v1.GetJobRequest\x1a\x10.toolmesh.v1.Job\x12\\\n\x0fResourceUpdated\x12#.toolmesh.v1.ResourceUpdatedRequest\x1a$.toolmesh.v1.ResourceUpdatedResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolmesh.v1.mesh_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._loaded_options = None
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_options = b'8\001'
   _globals['_RESOURCEUPDATEDREQUEST']._serialized_start=93
   _globals['_RESOURCEUPDATEDREQUEST']._serialized_end=130
   _globals['_RESOURCEUPDATEDRESPONSE']._serialized_start=132
@@ -50,9 +52,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ROUTERESPONSE']._serialized_start=611
   _globals['_ROUTERESPONSE']._serialized_end=710
   _globals['_ROUTEFEEDBACKREQUEST']._serialized_start=712
-  _globals['_ROUTEFEEDBACKREQUEST']._serialized_end=772
-  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_start=774
-  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_end=858
-  _globals['_MESH']._serialized_start=861
-  _globals['_MESH']._serialized_end=1467
+  _globals['_ROUTEFEEDBACKREQUEST']._serialized_end=787
+  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_start=790
+  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_end=1023
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_start=946
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_end=1023
+  _globals['_LEARNEDPROMPTS']._serialized_start=1025
+  _globals['_LEARNEDPROMPTS']._serialized_end=1058
+  _globals['_MESH']._serialized_start=1061
+  _globals['_MESH']._serialized_end=1667
 # @@protoc_insertion_point(module_scope)
