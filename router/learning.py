@@ -1,8 +1,9 @@
 """Examples learned from use: prompts that reached the right function, kept per function version.
 
-A prompt is learned when the router chose a function and the call succeeded, or when a
-caller says which function was right for a routing (`POST /v1/route/feedback`); either
-only for a caller holding the `@learn` permission (gateway/core/auth.py). Each learned
+A prompt is learned when a caller says which function was right for a routing (`POST
+/v1/route/feedback`), or confirms a call the router chose; either only for a caller holding the
+`@learn` permission (gateway/core/auth.py). It is unlearned by feedback that says a routing's
+match was wrong, or names another function, and by `toolmesh router examples remove`. Each learned
 prompt is stored with the *version* of the function it was learned for: a hash of the
 text the router reads about it (name, description, parameters). When that changes, the
 old prompts no longer apply and are not loaded (nor counted); they stay in the store
