@@ -123,7 +123,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "add 2 and 3",
             "what is 17 plus 25",
             "sum of 1.5 and 2.25",
-        ]
+        ],
     )
     def add(self, a: float, b: float) -> float:
         """Add two numbers.
@@ -141,7 +141,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "subtract 4 from 10",
             "what is 100 minus 37",
             "take 8 away from 20",
-        ]
+        ],
     )
     def subtract(self, a: float, b: float) -> float:
         """Subtract one number from another.
@@ -159,7 +159,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "multiply 6 by 7",
             "what is 12 times 11",
             "product of 3 and 9",
-        ]
+        ],
     )
     def multiply(self, a: float, b: float) -> float:
         """Multiply two numbers.
@@ -177,7 +177,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "divide 10 by 4",
             "what is 144 divided by 12",
             "how much is 9 over 3",
-        ]
+        ],
     )
     def divide(self, dividend: float, divisor: float) -> float:
         """Divide one number by another.
@@ -198,7 +198,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "2 to the power of 10",
             "what is 3 raised to 4",
             "5 squared",
-        ]
+        ],
     )
     def power(self, base: float, exponent: float) -> float:
         """Raise a number to a power.
@@ -217,7 +217,7 @@ class Arithmetic(toolmesh.Toolset, namespace="arithmetic"):
             "calculate (2 + 3) * 4",
             "evaluate the expression 2**8 - 1",
             "compute 17 * (4 + 6) / 2",
-        ]
+        ],
     )
     def evaluate(self, expression: Annotated[str, Field(min_length=1, max_length=500)]) -> Number:
         """Evaluate an arithmetic expression, such as "(2 + 3) * sqrt(16) / 2".

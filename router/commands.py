@@ -94,9 +94,9 @@ def _examples(args: argparse.Namespace) -> int:
 
 def _learned(args: argparse.Namespace) -> Any:
     """What `remove` removed (a count) or what `list` lists, in the gateway's learned examples:
-    in the shared state's Redis when the config (or TOOLMESH_STATE_URL) names one, where running
-    gateways follow a removal at once; else in SQLite under the router's data directory, which a
-    running gateway reads at its next start."""
+    in the shared state's Redis when the config (or TOOLMESH_STATE_URL) names one; else in SQLite
+    under the router's data directory. Either way running gateways follow a removal at once (Redis
+    announces it; SQLite's change log is read before each route)."""
     import asyncio
     import os
 
@@ -191,8 +191,8 @@ def add_router_commands(commands: Any) -> None:
     examples = sub.add_parser(
         "examples",
         help="list or remove the examples the router learned from use (in [state]'s Redis when "
-        "one is configured: running gateways follow a removal at once; else in SQLite: a running "
-        "gateway sees it at its next start or catalog change)",
+        "one is configured, else in SQLite under [router] data_dir); running gateways follow a "
+        "removal from their next route",
     )
     actions = examples.add_subparsers(dest="examples_command", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="learned examples, newest first per function")

@@ -10,7 +10,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
-from toolmesh.router.learning import ExampleStore, RecentRoutings, Routings
+from toolmesh.router.learning import (
+    ExampleStore,
+    RecentRoutings,
+    Routed,
+    Routings,
+    learnable,
+    near_duplicates,
+)
 from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document, text_hash
 from toolmesh.router.whitening import Fitted, Snapshot
@@ -82,12 +89,7 @@ class Router:
         with self._lock:
             report = self.index.sync(docs)
         if self.learned is not None:
-            versions = {doc.key: version(doc) for doc in docs}
-            current = self.learned.current(versions)
-            with self._lock:
-                for key, prompts in current.items():
-                    if self.index.learned(key) != prompts:
-                        self.index.set_learned(key, prompts)
+            self._install_learned({doc.key: version(doc) for doc in docs})
         # Following the catalog is not on any request's path: fit here, and routes keep the
         # map they have until this one is ready.
         with self._lock:
@@ -127,6 +129,50 @@ class Router:
                 self.index.set_learned(key, prompts)
         self._fit_when_due()
 
+    def follow_store(self) -> None:
+        """Read again the examples someone else changed in the store (another gateway process
+        on the same SQLite file, `toolmesh router examples`): called before each route, and a
+        µs check when nothing changed. (Redis' changes arrive on the state feed instead.)"""
+        if self.learned is None:
+            return
+        changed = self.learned.changed()
+        if changed is None:  # too many to name: read every function's again
+            with self._lock:
+                keys = [key for key in self.index.slot_keys() if key is not None]
+                versions = {key: version(self.index.document(key)) for key in keys}
+            self._install_learned(versions)
+            self._fit_when_due()
+            return
+        for key in changed:
+            self.relearn(key)
+
+    def _install_learned(self, versions: dict[str, str]) -> None:
+        """Give each function of `versions` the examples the store holds for that version (none:
+        what it had is dropped)."""
+        assert self.learned is not None
+        current = self.learned.current(versions)
+        with self._lock:
+            for key in versions:
+                prompts = current.get(key, [])
+                if key in self.index and self.index.learned(key) != prompts:
+                    self.index.set_learned(key, prompts)
+
+    def unlearn(self, key: str, prompt: str) -> list[str]:
+        """Remove from `key`'s learned examples `prompt` and those asking the same (learning.py's
+        `near_duplicates`): what a routing that wrongly matched `key` taught it. The removed
+        prompts; removal goes through the store, so every router sharing it follows."""
+        if self.learned is None:
+            return []
+        if key not in self.index:  # gone from the catalog: its examples route nothing now
+            return [learnable(prompt)] if self.learned.remove(key, learnable(prompt)) else []
+        stored = self.learned.current({key: version(self.document(key))}).get(key, [])
+        removed = [
+            p for p in near_duplicates(prompt, stored, self.index.embedder) if self.learned.remove(key, p)
+        ]
+        if removed:
+            self.relearn(key)
+        return removed
+
     def _fit_when_due(self) -> None:
         """Fit the example views' whitening again once enough examples changed, in a thread
         of its own: neither the routes nor the call that learned wait for it (a fit is
@@ -147,9 +193,14 @@ class Router:
             with self._lock:
                 self.index.install_fit(fitted)
 
+    def routed(self, routing_id: str) -> Routed | None:
+        """A recent routing's prompt and match (None: unknown or forgotten)."""
+        return self.routings.recall(routing_id)
+
     def routed_prompt(self, routing_id: str) -> str | None:
         """The prompt of a recent routing (None: unknown or forgotten)."""
-        return self.routings.prompt(routing_id)
+        routed = self.routings.recall(routing_id)
+        return None if routed is None else routed.prompt
 
     def document(self, key: str) -> Document:
         with self._lock:
@@ -176,6 +227,7 @@ class Router:
         allowed: Callable[[str], bool] | None = None,
     ) -> RouteResult:
         """The `k` best functions for `prompt`; `allowed` hides functions the caller may not use."""
+        self.follow_store()
         history = self.history(session_id)
         boosts = self.recent_functions(history)
         prompt = prompt[:MAX_PROMPT_CHARS]
@@ -191,7 +243,7 @@ class Router:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
         match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
         result = RouteResult(match, candidates)
-        self.routings.remember(result.routing_id, prompt)
+        self.routings.remember(result.routing_id, prompt, result.match)
         return result
 
 

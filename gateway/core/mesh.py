@@ -414,18 +414,36 @@ class Mesh:
 
         return call
 
-    async def route_feedback(self, principal: Principal, routing_id: str, function: str) -> dict[str, Any]:
-        """Teach the router that `function` was right for a recent routing's prompt; needs `@learn`."""
+    async def route_feedback(
+        self, principal: Principal, routing_id: str, function: str | None
+    ) -> dict[str, Any]:
+        """Teach the router that `function` was right for a recent routing's prompt, or (None)
+        that the routing's match was wrong; needs `@learn`. A match other than `function` loses
+        what it learned of the prompt (router/learning.py `near_duplicates`)."""
         principal.require(LEARN, "teach the router")
-        spec = self.function(function, principal)
+        right = None if function is None else self.function(function, principal).qualified_name
         router = self.router.router()
         # Off the loop: the routings' memory may be in Redis (gateway/state/redis_learning.py).
-        prompt = await self.router.in_worker(functools.partial(router.routed_prompt, routing_id))
-        if prompt is None:
+        routed = await self.router.in_worker(functools.partial(router.routed, routing_id))
+        if routed is None:
             raise InvalidRequest("unknown routing_id: it must come from a recent routing", param="routing_id")
-        learn = functools.partial(router.learn, spec.qualified_name, prompt, principal.name)
+        unlearned: dict[str, list[str]] = {}
+        if routed.match is not None and routed.match != right:
+            removed = await self.router.in_worker(
+                functools.partial(router.unlearn, routed.match, routed.prompt)
+            )
+            if removed:
+                unlearned[routed.match] = removed
+        if right is None:
+            return {"function": None, "learned": None, "learned_examples": 0, "unlearned": unlearned}
+        learn = functools.partial(router.learn, right, routed.prompt, principal.name)
         examples = await self.router.in_worker(learn) or []
-        return {"function": spec.qualified_name, "learned": prompt, "learned_examples": len(examples)}
+        return {
+            "function": right,
+            "learned": routed.prompt,
+            "learned_examples": len(examples),
+            "unlearned": unlearned,
+        }
 
     # -- operations -------------------------------------------------------------------------
 

@@ -196,14 +196,25 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
     ) -> mesh_pb2.RouteFeedbackResponse:
         try:
             principal = self._principal(context)
-            for name in ("routing_id", "function"):
+            if request.wrong and request.function:
+                raise InvalidRequest("give either the right function or wrong, not both", param="function")
+            for name in ("routing_id",) if request.wrong else ("routing_id", "function"):
                 if not getattr(request, name):
                     raise InvalidRequest(f"{name} must be a non-empty string", param=name)
-            learned = await self._mesh.route_feedback(principal, request.routing_id, request.function)
+            function = None if request.wrong else request.function
+            learned = await self._mesh.route_feedback(principal, request.routing_id, function)
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise
-        return mesh_pb2.RouteFeedbackResponse(**learned)
+        return mesh_pb2.RouteFeedbackResponse(
+            function=learned["function"] or "",
+            learned=learned["learned"] or "",
+            learned_examples=learned["learned_examples"],
+            unlearned={
+                name: mesh_pb2.LearnedPrompts(prompts=prompts)
+                for name, prompts in learned["unlearned"].items()
+            },
+        )
 
     async def SubmitJob(self, request: mesh_pb2.SubmitJobRequest, context: Context) -> mesh_pb2.Job:
         try:

@@ -4,7 +4,8 @@ POST /v1/route      {"prompt", "k"?, "session_id"?}  -> {"match", "candidates"}
 POST /v1/execute    {"prompt", "session_id"?, "dry_run"?, "k"?} -> status, function, arguments, result,
                     code, confirmation (gateway/core/free_text.py)
 POST /v1/execute    {"confirm": token} -> the confirmed call, run once
-POST /v1/route/feedback {"routing_id", "function"} -> what was learned (needs the `@learn` scope)
+POST /v1/route/feedback {"routing_id", "function"} or {"routing_id", "correct": false}
+    -> what was learned and unlearned (needs the `@learn` scope)
 """
 
 from __future__ import annotations
@@ -69,11 +70,20 @@ def free_text_routes(mesh: Mesh) -> list[Route]:
 
     async def feedback_endpoint(request: Request) -> Response:
         principal = caller(mesh, request)
-        document = _object(parse_json(await body(mesh, request), depth), {"routing_id", "function"})
-        for name in ("routing_id", "function"):
+        fields = {"routing_id", "function", "correct"}
+        document = _object(parse_json(await body(mesh, request), depth), fields)
+        correct = document.get("correct", True)
+        if not isinstance(correct, bool):
+            raise InvalidRequest("correct must be true or false", param="correct")
+        if not correct and "function" in document:
+            raise InvalidRequest(
+                'give either the right "function" or "correct": false, not both', param="function"
+            )
+        for name in ("routing_id", "function") if correct else ("routing_id",):
             if not isinstance(document.get(name), str) or not document[name]:
                 raise InvalidRequest(f"{name} must be a non-empty string", param=name)
-        learned = await mesh.route_feedback(principal, document["routing_id"], document["function"])
+        function = document["function"] if correct else None
+        learned = await mesh.route_feedback(principal, document["routing_id"], function)
         return json_response(learned)
 
     return [

@@ -13,9 +13,12 @@ own clock. Each change is published on the state feed's channel as ``learned:<fu
 (redis_feed.py): every replica then reads that function's prompts again, so what one replica
 learns (or `toolmesh router examples remove` forgets) reaches every replica's routing at once.
 
-Recent routings (`Routings`): `<prefix>routing:<id>` holds the prompt, for ROUTING_TTL seconds,
-so feedback may go to another replica than the one that routed. Remembering does not make the
-routing wait: it is sent to Redis behind the answer.
+Recent routings (`Routings`): `<prefix>routing:<id>` holds the prompt and, when the routing
+matched a function, `<prefix>routing-match:<id>` its name, both for ROUTING_TTL seconds, so
+feedback may go to another replica than the one that routed. (Two keys, not one value: a
+routing remembered before matches were kept reads as one without a match, and a replica that
+knows only the prompt key still reads the prompt.) Remembering does not make the routing wait:
+it is sent to Redis behind the answer.
 
 The scripts build key names from their arguments, so this store wants one Redis server (or a
 cluster with all of toolmesh's keys in one slot), as the jobs' scripts do.
@@ -30,7 +33,7 @@ import redis.asyncio as redis
 from toolmesh.gateway.state.loop_calls import LoopCalls
 from toolmesh.gateway.state.redis_client import Outage
 from toolmesh.gateway.state.redis_feed import LEARNED_PREFIX, feed_channel
-from toolmesh.router.learning import MAX_LEARNED, LearnedExample, learnable
+from toolmesh.router.learning import MAX_LEARNED, LearnedExample, Routed, learnable
 
 #: Seconds a routing's prompt stays in Redis for feedback to refer to.
 ROUTING_TTL = 900
@@ -192,6 +195,10 @@ class RedisExamples:
     def remove(self, function: str, prompt: str | None = None) -> int:
         return self._run_calls().run(self.aremove(function, prompt))
 
+    def changed(self) -> list[str]:
+        """Nothing to look for: the state feed announces each change (gateway/server.py)."""
+        return []
+
     def close(self) -> None:
         """The client is the gateway's (shared.py closes it)."""
 
@@ -201,22 +208,33 @@ class RedisRoutings:
 
     def __init__(self, client: redis.Redis, prefix: str, calls: LoopCalls, ttl: int = ROUTING_TTL) -> None:
         self._client = client
-        self._prefix = f"{prefix}routing:"
+        self._prompts = f"{prefix}routing:"
+        self._matches = f"{prefix}routing-match:"
         self._calls = calls
         self._ttl = ttl
 
-    def remember(self, routing_id: str, prompt: str) -> None:
-        work = self._remember(routing_id, learnable(prompt))
+    def remember(self, routing_id: str, prompt: str, match: str | None = None) -> None:
+        work = self._remember(routing_id, learnable(prompt), match)
         self._calls.start(work, "a routing not remembered for feedback")
 
-    async def _remember(self, routing_id: str, prompt: str) -> None:
+    async def _remember(self, routing_id: str, prompt: str, match: str | None) -> None:
         with self._calls.outage.translated():
-            await self._client.set(self._prefix + routing_id, prompt, ex=self._ttl)
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.set(self._prompts + routing_id, prompt, ex=self._ttl)
+                if match is not None:
+                    pipe.set(self._matches + routing_id, match, ex=self._ttl)
+                await pipe.execute()
 
-    def prompt(self, routing_id: str) -> str | None:
-        return self._calls.run(self._prompt(routing_id))
+    def recall(self, routing_id: str) -> Routed | None:
+        return self._calls.run(self._recall(routing_id))
 
-    async def _prompt(self, routing_id: str) -> str | None:
+    async def _recall(self, routing_id: str) -> Routed | None:
         with self._calls.outage.translated():
-            found = await self._client.get(self._prefix + routing_id)
-        return None if found is None else found.decode() if isinstance(found, bytes) else str(found)
+            prompt, match = await self._client.mget([self._prompts + routing_id, self._matches + routing_id])
+        if prompt is None:
+            return None
+        return Routed(_text(prompt), None if match is None else _text(match))
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

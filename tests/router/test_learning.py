@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,10 +13,11 @@ import numpy as np
 import pytest
 
 from toolmesh.cli import main
+from toolmesh.router import learning
 from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.index import FunctionIndex
-from toolmesh.router.learning import LearnedExamples
-from toolmesh.router.routing import Router
+from toolmesh.router.learning import LearnedExamples, RecentRoutings, Routed, near_duplicates, normalised
+from toolmesh.router.routing import Router, version
 from toolmesh.router.service import LEARNED_FILE
 from toolmesh.router.text import Document
 from toolmesh.router.whitening import Fitted, Snapshot
@@ -135,3 +138,120 @@ def test_examples_command_lists_and_removes(tmp_path: Path, capsys: pytest.Captu
     capsys.readouterr()
     assert main(["router", "examples", "list", "--data-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.count("\n") == 1
+
+
+def test_the_change_log_tells_each_connection_what_others_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = LearnedExamples(tmp_path / LEARNED_FILE), LearnedExamples(tmp_path / LEARNED_FILE)
+    assert ours.changed() == []
+    theirs.add("f", "v1", "is it raining in Oslo", "alice")
+    theirs.add("g", "v1", "send the report", "alice")
+    theirs.add("f", "v1", "umbrella in Bergen?", "alice")
+    assert ours.changed() == ["f", "g"]
+    assert ours.changed() == []
+    ours.add("g", "v1", "mail Bob", "bob")  # its own change: already applied by whoever made it
+    assert ours.changed() == [] and theirs.changed() == ["g"]
+    assert theirs.remove("f", "no such prompt") == 0
+    assert ours.changed() == []
+    assert theirs.remove("f", "umbrella in Bergen?") == 1
+    assert ours.changed() == ["f"]
+    # Too far behind (the log keeps the last CHANGES_KEPT): every function must be read again.
+    monkeypatch.setattr(learning, "CHANGES_KEPT", 2)
+    for i in range(4):
+        theirs.add("h", "v1", f"prompt {i}", "alice")
+    assert ours.changed() is None
+    assert ours.changed() == []
+    ours.close()
+    theirs.close()
+
+
+def test_a_removal_by_the_cli_in_another_process_reaches_the_next_route(
+    int8_embedder: OnnxEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = LearnedExamples(tmp_path / LEARNED_FILE)
+    router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
+    router.sync(DOCS)
+    router.learn("lookup_b", PROMPT, "alice")
+    assert router.route(PROMPT).match == "lookup_b"
+    remove = [sys.executable, "-m", "toolmesh", "router", "examples", "remove", "lookup_b"]
+    done = subprocess.run(
+        [*remove, "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    after = router.route(PROMPT)
+    assert router.index.learned("lookup_b") == [] and after.match != "lookup_b"
+    # And an example another process adds counts on the next route too.
+    other = LearnedExamples(tmp_path / LEARNED_FILE)
+    other.add("send_email", version(router.document("send_email")), PROMPT, "bob")
+    assert router.route(PROMPT).match == "send_email"
+    # A router further behind than the log keeps reads every function again.
+    monkeypatch.setattr(learning, "CHANGES_KEPT", 1)
+    other.add("lookup_a", version(router.document("lookup_a")), "unrelated", "bob")
+    other.remove("lookup_a")
+    other.remove("send_email")
+    assert router.route(PROMPT).match != "send_email" and router.index.learned("send_email") == []
+    other.close()
+    store.close()
+
+
+def test_near_duplicates_are_the_same_text_or_a_close_embedding(int8_embedder: OnnxEmbedder) -> None:
+    assert normalised("  How many PARCELS, are left?! ") == "how many parcels are left"
+    assert normalised("Café") == normalised("cafe")
+    learned = [
+        "How many parcels are left in the warehouse",
+        "how many parcels are left in the warehouse please",
+        "send the quarterly report to Bob",
+        "what's the weather in Oslo?",
+    ]
+    assert near_duplicates(PROMPT, learned, int8_embedder) == learned[:2]
+    assert near_duplicates(PROMPT, [], int8_embedder) == []
+
+
+def test_routings_keep_the_prompt_and_the_match() -> None:
+    routings = RecentRoutings(size=2)
+    routings.remember("r1", "p1", "f")
+    routings.remember("r2", "p2")
+    assert routings.recall("r1") == Routed("p1", "f") and routings.recall("r2") == Routed("p2", None)
+    routings.remember("r3", "p3", "g")
+    assert routings.recall("r1") is None and routings.recall("r3") == Routed("p3", "g")
+
+
+def test_feedback_that_corrects_moves_the_prompt_to_the_right_function(
+    int8_embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    """The prompt was wrongly learned for send_email (with a rewording, and one right example):
+    what the wrong match taught goes, the right example stays, and the prompt routes to lookup_b."""
+    store = LearnedExamples(tmp_path / LEARNED_FILE)
+    router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
+    router.sync(DOCS)
+    for prompt in ("email Bob the quarterly report", "How many parcels are left in the warehouse", PROMPT):
+        router.learn("send_email", prompt, "alice")
+    wrong = router.route(PROMPT)
+    assert wrong.match == "send_email"
+    routed = router.routed(wrong.routing_id)
+    assert routed == Routed(PROMPT, "send_email")
+    removed = router.unlearn("send_email", routed.prompt)
+    assert sorted(removed) == sorted([PROMPT, "How many parcels are left in the warehouse"])
+    assert router.index.learned("send_email") == ["email Bob the quarterly report"]
+    router.learn("lookup_b", routed.prompt, "alice")
+    assert router.route(PROMPT).match == "lookup_b"
+    assert router.route("email Bob the quarterly report").match == "send_email"
+    store.close()
+
+
+def test_negative_feedback_alone_stops_the_wrong_match(int8_embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    store = LearnedExamples(tmp_path / LEARNED_FILE)
+    router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
+    router.sync(DOCS)
+    before = router.route(PROMPT)
+    router.learn("send_email", PROMPT, "alice")
+    wrong = router.route(PROMPT)
+    assert before.match != "send_email" and wrong.match == "send_email"
+    assert router.unlearn("send_email", PROMPT) == [PROMPT]
+    after = router.route(PROMPT)
+    assert after.match != "send_email" and after.candidates[0].key != "send_email"
+    assert store.listing("send_email") == []
+    # Nothing left to undo: a second time removes nothing.
+    assert router.unlearn("send_email", PROMPT) == []
+    store.close()

@@ -399,19 +399,25 @@ class RouteFeedbackRequest(_message.Message):
 
     ROUTING_ID_FIELD_NUMBER: _builtins.int
     FUNCTION_FIELD_NUMBER: _builtins.int
+    WRONG_FIELD_NUMBER: _builtins.int
     routing_id: _builtins.str
     """From a RouteResponse (or an HTTP route or execute answer) of this gateway."""
     function: _builtins.str
-    """The qualified name of the function that was right for that prompt."""
+    """The qualified name of the function that was right for that prompt (empty with `wrong`)."""
+    wrong: _builtins.bool
+    """The routing's match was wrong and no function is named: the match's examples of that
+    prompt (and its near-duplicates) are removed, nothing is learned.
+    """
     def __init__(
         self,
         *,
         routing_id: _builtins.str = ...,
         function: _builtins.str = ...,
+        wrong: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "routing_id", b"routing_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "routing_id", b"routing_id", "wrong", b"wrong"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -421,25 +427,73 @@ Global___RouteFeedbackRequest: _TypeAlias = RouteFeedbackRequest  # noqa: Y015
 class RouteFeedbackResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class UnlearnedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___LearnedPrompts: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___LearnedPrompts | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     FUNCTION_FIELD_NUMBER: _builtins.int
     LEARNED_FIELD_NUMBER: _builtins.int
     LEARNED_EXAMPLES_FIELD_NUMBER: _builtins.int
+    UNLEARNED_FIELD_NUMBER: _builtins.int
     function: _builtins.str
+    """Empty for `wrong` feedback."""
     learned: _builtins.str
-    """The prompt now learned as an example of the function."""
+    """The prompt now learned as an example of the function (empty for `wrong` feedback)."""
     learned_examples: _builtins.int
     """How many learned examples the function has now."""
+    @_builtins.property
+    def unlearned(self) -> _containers.MessageMap[_builtins.str, Global___LearnedPrompts]:
+        """Per function the routing wrongly matched: the learned examples removed from it."""
+
     def __init__(
         self,
         *,
         function: _builtins.str = ...,
         learned: _builtins.str = ...,
         learned_examples: _builtins.int = ...,
+        unlearned: _abc.Mapping[_builtins.str, Global___LearnedPrompts] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "learned", b"learned", "learned_examples", b"learned_examples"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["function", b"function", "learned", b"learned", "learned_examples", b"learned_examples", "unlearned", b"unlearned"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RouteFeedbackResponse: _TypeAlias = RouteFeedbackResponse  # noqa: Y015
+
+@_typing.final
+class LearnedPrompts(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROMPTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def prompts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        prompts: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["prompts", b"prompts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LearnedPrompts: _TypeAlias = LearnedPrompts  # noqa: Y015

@@ -121,9 +121,11 @@ class MeshServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RouteFeedback(self, request, context):
-        """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
-        POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
-        INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+        """Teaches the router that `function` was right for a recent routing's prompt, or (`wrong`)
+        that its match was wrong (HTTP: POST /v1/route/feedback). Either way, a match other than
+        `function` loses what it learned of that prompt. Needs the `@learn` scope
+        (PERMISSION_DENIED without it); INVALID_ARGUMENT for a routing id this gateway does not
+        remember, NOT_FOUND for a function.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -47,9 +47,11 @@ class MeshStub:
     Route: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]
     """Ranks functions for a free-text prompt with the embedding router."""
     RouteFeedback: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.RouteFeedbackRequest, _mesh_pb2.RouteFeedbackResponse]
-    """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
-    POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
-    INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+    """Teaches the router that `function` was right for a recent routing's prompt, or (`wrong`)
+    that its match was wrong (HTTP: POST /v1/route/feedback). Either way, a match other than
+    `function` loses what it learned of that prompt. Needs the `@learn` scope
+    (PERMISSION_DENIED without it); INVALID_ARGUMENT for a routing id this gateway does not
+    remember, NOT_FOUND for a function.
     """
     Execute: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.ExecuteRequest, _mesh_pb2.ExecuteResponse]
     """Routes a free-text prompt, extracts the arguments and calls the function when free text may
@@ -88,9 +90,11 @@ class MeshAsyncStub(MeshStub):
     Route: _aio.UnaryUnaryMultiCallable[_mesh_pb2.RouteRequest, _mesh_pb2.RouteResponse]  # type: ignore[assignment]
     """Ranks functions for a free-text prompt with the embedding router."""
     RouteFeedback: _aio.UnaryUnaryMultiCallable[_mesh_pb2.RouteFeedbackRequest, _mesh_pb2.RouteFeedbackResponse]  # type: ignore[assignment]
-    """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
-    POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
-    INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+    """Teaches the router that `function` was right for a recent routing's prompt, or (`wrong`)
+    that its match was wrong (HTTP: POST /v1/route/feedback). Either way, a match other than
+    `function` loses what it learned of that prompt. Needs the `@learn` scope
+    (PERMISSION_DENIED without it); INVALID_ARGUMENT for a routing id this gateway does not
+    remember, NOT_FOUND for a function.
     """
     Execute: _aio.UnaryUnaryMultiCallable[_mesh_pb2.ExecuteRequest, _mesh_pb2.ExecuteResponse]  # type: ignore[assignment]
     """Routes a free-text prompt, extracts the arguments and calls the function when free text may
@@ -156,9 +160,11 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         request: _mesh_pb2.RouteFeedbackRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_mesh_pb2.RouteFeedbackResponse, _abc.Awaitable[_mesh_pb2.RouteFeedbackResponse]]:
-        """Teaches the router that `function` was right for a recent routing's prompt (HTTP:
-        POST /v1/route/feedback). Needs the `@learn` scope (PERMISSION_DENIED without it);
-        INVALID_ARGUMENT for a routing id this gateway does not remember, NOT_FOUND for a function.
+        """Teaches the router that `function` was right for a recent routing's prompt, or (`wrong`)
+        that its match was wrong (HTTP: POST /v1/route/feedback). Either way, a match other than
+        `function` loses what it learned of that prompt. Needs the `@learn` scope
+        (PERMISSION_DENIED without it); INVALID_ARGUMENT for a routing id this gateway does not
+        remember, NOT_FOUND for a function.
         """
 
     @_abc_1.abstractmethod

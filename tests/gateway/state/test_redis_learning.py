@@ -19,7 +19,7 @@ from toolmesh.gateway.state.loop_calls import LoopCalls
 from toolmesh.gateway.state.redis_client import Outage, connect
 from toolmesh.gateway.state.redis_feed import RedisFeed
 from toolmesh.gateway.state.redis_learning import RedisExamples, RedisRoutings
-from toolmesh.router.learning import MAX_LEARNED_CHARS
+from toolmesh.router.learning import MAX_LEARNED_CHARS, Routed
 
 #: A store (one replica's) and what its feed heard: the functions whose examples changed.
 OpenStore = Callable[..., Awaitable[tuple[RedisExamples, RedisRoutings, list[str]]]]
@@ -90,15 +90,26 @@ async def test_listing_covers_every_function_and_long_prompts_are_cut(open_store
     assert len(rows[1].prompt) == MAX_LEARNED_CHARS
 
 
-async def test_a_routing_remembered_by_one_replica_is_read_by_another(open_store: OpenStore) -> None:
-    (_, first, _), (_, second, _) = await open_store(), await open_store()
-    await asyncio.to_thread(first.remember, "r1", "parcels  left in the warehouse?")
+async def test_a_routing_remembered_by_one_replica_is_read_by_another(
+    open_store: OpenStore, redis_server: RedisServer
+) -> None:
+    (store, first, _), (_, second, _) = await open_store(), await open_store()
+    await asyncio.to_thread(first.remember, "r1", "parcels  left in the warehouse?", "tools.lookup")
+    await asyncio.to_thread(first.remember, "r2", "hello there")
     # Remembering does not wait for Redis: the prompt arrives just after.
     async with asyncio.timeout(5):
-        while await asyncio.to_thread(second.prompt, "r1") is None:  # noqa: ASYNC110
+        while None in (recalled := [await asyncio.to_thread(second.recall, r) for r in ("r1", "r2")]):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
-    assert await asyncio.to_thread(second.prompt, "r1") == "parcels left in the warehouse?"
-    assert await asyncio.to_thread(second.prompt, "unknown") is None
+    assert recalled == [Routed("parcels left in the warehouse?", "tools.lookup"), Routed("hello there", None)]
+    assert await asyncio.to_thread(second.recall, "unknown") is None
+    # A routing remembered before matches were kept (the prompt alone): read, without a match.
+    client = connect(redis_server.url, timeout=1.0)
+    await client.set("test:routing:old", "weather in Oslo", ex=60)
+    await client.aclose()
+    assert await asyncio.to_thread(second.recall, "old") == Routed("weather in Oslo", None)
+    # The feed announces Redis' changes: there is nothing for a router to look for before routing.
+    await asyncio.to_thread(store.add, "f", "v1", "p", "alice")
+    assert store.changed() == []
 
 
 async def test_redis_away_fails_learning_and_lookups_but_never_a_routing(
@@ -111,8 +122,8 @@ async def test_redis_away_fails_learning_and_lookups_but_never_a_routing(
     with pytest.raises(StateUnavailable):
         await asyncio.to_thread(store.current, {"f": "v1"})
     with pytest.raises(StateUnavailable):
-        await asyncio.to_thread(routings.prompt, "r1")
-    await asyncio.to_thread(routings.remember, "r1", "p")  # logged, not raised
+        await asyncio.to_thread(routings.recall, "r1")
+    await asyncio.to_thread(routings.remember, "r1", "p", "f")  # logged, not raised
     redis_server.start()
     assert await asyncio.to_thread(store.add, "f", "v1", "p", "alice") == ["p"]
 

@@ -59,7 +59,12 @@ async def test_feedback_through_one_gateway_teaches_both_and_a_removal_reaches_b
             json={"routing_id": before["routing_id"], "function": TAUGHT},
         )
         assert feedback.status_code == 200, feedback.text
-        assert feedback.json() == {"function": TAUGHT, "learned": PROMPT, "learned_examples": 1}
+        assert feedback.json() == {
+            "function": TAUGHT,
+            "learned": PROMPT,
+            "learned_examples": 1,
+            "unlearned": {},
+        }
         await until_learned([first, second], [PROMPT])
         for gateway in (first, second):
             after = (await http.post(f"{gateway.url}/v1/route", json={"prompt": PROMPT})).json()
