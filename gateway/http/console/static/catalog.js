@@ -84,8 +84,19 @@ export class Catalog {
     }
   }
 
-  show(spec) {
+  /** Open a function by name, its form filled with `args` (its title takes the focus). */
+  open(name, args = {}) {
+    const spec = this.functions.find((candidate) => candidate.name === name);
+    if (!spec) {
+      this.status.textContent = `${name} is not in the catalog for this key.`;
+      return;
+    }
+    this.show(spec, args);
+  }
+
+  show(spec, args = {}) {
     const form = schemaForm(spec.parameters);
+    form.fill(args);
     const output = h("div", { class: "invoke-output", "aria-live": "polite" });
     const submit = async (event) => {
       event.preventDefault();

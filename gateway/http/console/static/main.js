@@ -42,7 +42,7 @@ document.getElementById("search-clear").addEventListener("click", () => {
   document.getElementById("search").value = "";
   catalog.search("");
 });
-setupPrompt();
+setupPrompt((name, args) => catalog.open(name, args));
 new LiveView();
 loadApiDocs();
 loadCatalog();

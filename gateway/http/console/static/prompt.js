@@ -1,7 +1,9 @@
-// Try a prompt: route it (candidates, their fused score and its dense and lexical parts), or execute it (dry run: the extracted arguments).
+// Try a prompt: route it (candidates, their fused score and its dense and lexical parts), or execute it
+// (dry run: the extracted arguments; a call that may change data waits for the user to confirm it).
 
 import { api, ApiError } from "./api.js";
 import { h, pretty } from "./dom.js";
+import { argumentsTable, confirmPanel, destructiveBadge, dryRunNote, refusalView } from "./planned_call.js";
 import { errorView, resultView } from "./result_view.js";
 
 function candidatesTable(candidates, match) {
@@ -17,17 +19,14 @@ function candidatesTable(candidates, match) {
       h("td", {}, candidate.name === match ? "chosen" : "")))));
 }
 
-function argumentsTable(args, sources) {
-  const entries = Object.entries(args || {});
-  if (!entries.length) return h("p", { class: "muted" }, "No arguments.");
-  return h("table", { class: "arguments" },
-    h("caption", {}, "Extracted arguments"),
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Argument"), h("th", { scope: "col" }, "Value"), h("th", { scope: "col" }, "From"))),
-    h("tbody", {}, entries.map(([name, value]) => h("tr", {},
-      h("th", { scope: "row" }, name), h("td", {}, h("code", {}, JSON.stringify(value))), h("td", {}, (sources || {})[name] || "")))));
+function outcomeOf(done) {
+  if (done.status === "needs_confirmation") return confirmPanel(done);
+  if (done.status === "planned") return dryRunNote(done);
+  return done.result ? resultView(done.result) : null;
 }
 
-export function setupPrompt() {
+/** `openFunction(name, args)` shows a function's form in the catalog (for a call free text may not run). */
+export function setupPrompt(openFunction) {
   const form = document.getElementById("prompt-form");
   const output = document.getElementById("prompt-output");
   form.addEventListener("submit", async (event) => {
@@ -37,6 +36,8 @@ export function setupPrompt() {
     const kText = form.elements.k.value.trim();
     const body = { prompt };
     if (kText) body.k = Number.isFinite(Number(kText)) ? Number(kText) : kText;
+    const session = form.elements.session_id.value.trim();
+    if (session) body.session_id = session;
     output.replaceChildren(h("p", { class: "muted" }, "Working…"));
     try {
       if (action === "route") {
@@ -49,14 +50,18 @@ export function setupPrompt() {
       const done = await api("v1/execute", { ...body, dry_run: action === "dry_run" });
       output.replaceChildren(
         h("p", {}, done.function ? ["Function: ", h("strong", {}, done.function)] : "No function chosen.",
-          done.follow_up ? " (a follow-up of the session's last call)" : ""),
+          done.follow_up ? " (a follow-up of the session's last call)" : "", " ", destructiveBadge(done.confirmation)),
         argumentsTable(done.arguments, done.argument_sources),
-        done.result ? resultView(done.result) : h("p", { class: "muted" }, action === "dry_run" ? "Dry run: not called." : ""),
+        outcomeOf(done),
         candidatesTable(done.candidates || [], done.function),
         done.code ? h("details", { class: "definition" }, h("summary", {}, "The same call as code"),
           Object.entries(done.code).map(([language, code]) => [h("h5", {}, language), h("pre", { class: "code" }, code)])) : null,
         h("details", { class: "raw" }, h("summary", {}, "Raw JSON"), h("pre", {}, pretty(done))));
     } catch (error) {
+      if (error instanceof ApiError && error.error.code === "not_from_free_text") {
+        output.replaceChildren(refusalView(error.error, error.status, openFunction));
+        return;
+      }
       output.replaceChildren(error instanceof ApiError
         ? errorView(error.error, error.status)
         : h("p", { role: "alert" }, `The gateway did not answer: ${error.message}`));

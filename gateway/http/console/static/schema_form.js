@@ -125,6 +125,20 @@ class Field {
     return [true, raw];
   }
 
+  /** Show `value` in the field (an argument planned elsewhere), as `read()` would give it back. */
+  write(value) {
+    if (value === undefined) return;
+    if (this.kind === "object") {
+      for (const child of this.children) child.write((value || {})[child.path.slice(this.path.length + 1)]);
+      return;
+    }
+    if (this.kind === "enum" || this.kind === "boolean") {
+      const index = this.choices.findIndex((choice) => JSON.stringify(choice) === JSON.stringify(value));
+      this.input.value = index < 0 ? "" : String(index);
+    } else if (this.kind === "json") this.input.value = JSON.stringify(value);
+    else this.input.value = String(value);
+  }
+
   setError(message) {
     const error = this.element.querySelector(`#${this.errorId}`);
     error.textContent = message;
@@ -140,7 +154,8 @@ class Field {
 }
 
 /** The form for `schema`; `read()` gives the arguments object or null after showing client-side
- * errors, `showViolations(list)` places the gateway's and returns those no field claims. */
+ * errors, `fill(args)` shows given arguments, `showViolations(list)` places the gateway's and
+ * returns those no field claims. */
 export function schemaForm(schema) {
   const root = schema || {};
   const top = resolve(root, root);
@@ -187,5 +202,9 @@ export function schemaForm(schema) {
     return unplaced;
   }
 
-  return { element, read, clear, showViolations, preview: (args) => pretty(args) };
+  function fill(args) {
+    for (const field of fields) field.write(args[field.path]);
+  }
+
+  return { element, read, fill, clear, showViolations, preview: (args) => pretty(args) };
 }

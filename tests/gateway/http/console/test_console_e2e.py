@@ -2,9 +2,11 @@
 JavaScript error, finds a function through the router, invokes it through the form generated
 from its schema (a valid input shows the result, an invalid one the gateway's error beside the
 field it names), shows a streaming function's items as they arrive, routes a prompt (each
-candidate with its dense and lexical scores), watches a cold start and the recent invocations
-in the live view, sends an operation from the API reference, and shows a key only the
-functions it may call.
+candidate with its dense and lexical scores), shows a free-text call that may change data as
+planned and runs it only when the user presses Run (Cancel, an expired confirmation and a
+function free text may never run each shown as such), watches a cold start and the recent
+invocations in the live view, sends an operation from the API reference, and shows a key only
+the functions it may call.
 
 Chromium is Debian's (`apt-get install chromium`), driven by the `playwright` package with
 `executable_path`; `playwright install` is never run. Skipped when either is missing, unless
@@ -19,7 +21,9 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import ROOT, missing, require_tool, user_dirs
@@ -160,7 +164,10 @@ def test_search_invoke_and_route_through_the_console(
     expect(arguments.get_by_role("row", name=re.compile(r"^a 2"))).to_be_visible()
     expect(output).to_contain_text("Dry run: not called.")
     browser.screenshot("prompt", "#prompt")
+    # add is not read_only: Execute plans it and runs it once the user confirms.
     page.get_by_role("button", name="Execute", exact=True).click()
+    output.get_by_role("button", name="Run it").click()
+    expect(output).to_contain_text("Confirmed: add ran.")
     expect(output.get_by_test_id("result")).to_contain_text("Result")
 
     # The API reference, from /openapi.json, sends an operation with its parameters filled in.
@@ -311,3 +318,127 @@ def test_the_form_follows_the_schema_and_places_nested_errors(
 
     assert browser.unexpected_errors(422) == []
     assert len(browser.errors) == 2, browser.errors  # the two 422s asked for above
+
+
+INVENTORY_TOOLS = """
+[[runtimes]]
+name = "shop"
+modules = ["inventory_tools"]
+min_replicas = 1
+free_text = { add_item = "never" }
+"""
+
+
+def test_a_call_that_may_change_data_waits_for_the_user_to_run_it(
+    up: StartUp, browser: Browser, tmp_path: Path, router_cache: Path, request: pytest.FixtureRequest
+) -> None:
+    gateway = up(runtimes=INVENTORY_TOOLS, env=user_dirs(tmp_path, router_cache))
+    base = f"http://127.0.0.1:{gateway.http_port}"
+    http = httpx.Client(base_url=base, timeout=30)
+    request.addfinalizer(http.close)
+
+    def stock() -> list[str]:
+        """The skus in stock, asked directly (not through free text)."""
+        listed: list[str] = http.post("/v1/functions/list_items/invoke", json={}).json()["structured"]
+        return listed
+
+    def item(sku: str) -> dict[str, Any]:
+        answer = http.post("/v1/functions/get_item/invoke", json={"sku": sku})
+        found: dict[str, Any] = answer.json()["structured"]
+        return found
+
+    page = browser.page
+    page.goto(f"{base}/ui/")
+    expect(page.get_by_role("status")).to_contain_text("functions")
+    prompt = page.get_by_label("Prompt", exact=True)
+    output = page.locator("#prompt-output")
+    plan = output.get_by_role("region", name="Planned call")
+    run = plan.get_by_role("button", name="Run it")
+
+    # A read-only function runs at once, as before: no plan, no button.
+    prompt.fill("look up the item with sku HW-001")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(output.get_by_test_id("result").locator(".result-json")).to_contain_text('name: "hammer"')
+    expect(output.get_by_role("button", name="Run it")).to_have_count(0)
+
+    # A dry run of a destructive prompt says it would ask first, and why; there is nothing to run.
+    prompt.fill("remove the item with sku HW-001")
+    page.get_by_role("button", name="Execute (dry run)").click()
+    expect(output).to_contain_text("Dry run: not called. Execute would ask for a confirmation first.")
+    expect(output.locator(".reason")).to_contain_text("remove_item is destructive")
+    expect(output.locator(".badge.danger")).to_have_text("destructive")
+    expect(output.get_by_role("button", name="Run it")).to_have_count(0)
+
+    # Execute plans it: the function, its argument and where it came from, the destructive mark.
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(plan).to_contain_text("Planned, not run")
+    expect(output.locator("p", has_text="Function:")).to_contain_text("remove_item destructive")
+    expect(output.get_by_role("row", name=re.compile(r'^sku "HW-001" \w+$'))).to_be_visible()
+    expect(plan.locator(".reason")).to_contain_text("it may delete or overwrite data")
+    expect(run).to_have_class(re.compile(r"\bdanger\b"))
+    browser.screenshot("confirm", "#prompt")
+    page.wait_for_timeout(500)
+    assert stock() == ["HW-001"], "nothing runs before Run"
+
+    # Cancel drops it: nothing ran, and nothing is left to run.
+    plan.get_by_role("button", name="Cancel").click()
+    expect(plan).to_contain_text("Cancelled: nothing ran.")
+    expect(run).to_have_count(0)
+    assert stock() == ["HW-001"]
+
+    # Planned again and Run: it runs, once, and its result is shown.
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(plan).to_contain_text("Planned, not run")
+    assert stock() == ["HW-001"]
+    run.click()
+    expect(plan).to_contain_text("Confirmed: remove_item ran.")
+    expect(plan.get_by_test_id("result").locator(".result-text")).to_have_text("removed HW-001")
+    expect(run).to_have_count(0)
+    assert stock() == []
+
+    # A change that is not destructive asks too, without the mark. Its confirmation spent
+    # elsewhere (another tab, say) is told apart from a failure when Run is pressed.
+    http.post("/v1/functions/add_item/invoke", json={"sku": "HW-002", "name": "saw", "quantity": 1})
+    page.get_by_label("Session").fill("console-1")
+    prompt.fill("restock sku HW-002 with 3 units")
+    with page.expect_response(re.compile(r"/v1/execute$")) as planned:
+        page.get_by_role("button", name="Execute", exact=True).click()
+    expect(plan.locator(".reason")).to_contain_text("restock is not read-only")
+    expect(output.locator(".badge.danger")).to_have_count(0)
+    expect(run).not_to_have_class(re.compile(r"\bdanger\b"))
+    token = planned.value.json()["confirmation"]["token"]
+    assert http.post("/v1/execute", json={"confirm": token}).json()["status"] == "done"
+    run.click()
+    refused = plan.get_by_role("alert")
+    expect(refused).to_contain_text("This confirmation expired or was used already: nothing ran.")
+    expect(refused).to_contain_text("409 confirmation_invalid")
+    expect(run).to_have_count(0)
+    assert item("HW-002")["quantity"] == 4, "restocked once, by the token spent elsewhere"
+
+    # A follow-up in the same session: the sku it carried over is marked as from the session.
+    prompt.fill("same again with 7 units")
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(plan.locator(".reason")).to_contain_text("sku carried over from the session's previous call")
+    carried = output.get_by_role("row", name=re.compile(r'^sku "HW-002"'))
+    expect(carried.locator(".badge.carried")).to_have_text("from the session")
+    quantity = output.get_by_role("row", name=re.compile(r"^quantity 7 "))
+    expect(quantity).not_to_contain_text("from the session")
+    run.click()
+    expect(plan).to_contain_text("Confirmed: restock ran.")
+    assert item("HW-002")["quantity"] == 11
+
+    # A function free text may never run: refused, with the call it planned and a way to call it
+    # directly, its form in the catalog filled with the planned arguments.
+    page.get_by_label("Session").fill("")
+    prompt.fill('add a new item with sku GR-001 named "grapes" and quantity 4')
+    page.get_by_role("button", name="Execute", exact=True).click()
+    expect(output.get_by_role("alert")).to_contain_text("403 not_from_free_text")
+    expect(output).to_contain_text("Free text may never run it; call it directly.")
+    expect(output.get_by_role("row", name=re.compile(r'^sku "GR-001"'))).to_be_visible()
+    output.get_by_role("button", name="Open add_item in the catalog").click()
+    detail = page.locator("#function-detail")
+    expect(detail.get_by_role("heading", name="add_item", exact=True)).to_be_focused()
+    expect(detail.get_by_role("textbox", name="sku (string)", exact=True)).to_have_value("GR-001")
+    assert stock() == ["HW-002"]
+
+    assert browser.unexpected_errors(403, 409) == []
