@@ -81,8 +81,9 @@ class InvokeRequest:
 
 
 def parse_k(value: object) -> int | None:
-    """A candidate count from a body, query string or message (None or 0: the router's default)."""
-    if value is None or value == 0:
+    """A candidate count from a body or query string (None: the router's default). gRPC's 0 means
+    "unset" and its servicer sends None for it; anywhere else 0 is refused like -1."""
+    if value is None:
         return None
     if isinstance(value, str):
         try:

@@ -150,7 +150,7 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             principal = self._principal(context)
             route = RouteRequest.parse(
                 request.prompt,
-                request.k,
+                request.k or None,  # proto3: 0 is unset
                 request.session_id,
                 max_chars=self._mesh.router.config.max_prompt_chars,
             )
@@ -179,7 +179,7 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             else:
                 route = RouteRequest.parse(
                     request.prompt,
-                    request.k,
+                    request.k or None,  # proto3: 0 is unset
                     request.session_id,
                     max_chars=self._mesh.router.config.max_prompt_chars,
                 )

@@ -24,6 +24,7 @@ from pydantic import ConfigDict, Field
 from pydantic.json_schema import GenerateJsonSchema
 
 from toolmesh.errors import DefinitionError, InvalidArguments, Violation
+from toolmesh.runtimes.functions.surrogates import lone_surrogate
 
 #: The default of a required parameter.
 MISSING: Any = inspect.Parameter.empty
@@ -362,6 +363,9 @@ def _violation(error: Mapping[str, Any]) -> Violation:
     path = ".".join(str(part) for part in error["loc"])
     where = path or "arguments"
     if kind == "json_invalid":
+        surrogate = lone_surrogate(error.get("input"))
+        if surrogate is not None:
+            return surrogate
         detail = error.get("ctx", {}).get("error", "")
         return Violation("", "a JSON object", "malformed JSON", f"arguments are not valid JSON: {detail}")
     if kind == "model_type" and not path:

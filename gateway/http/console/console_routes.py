@@ -20,7 +20,7 @@ from importlib import resources
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 PREFIX = "/ui"
@@ -68,8 +68,9 @@ def _headers(asset: ConsoleAsset) -> dict[str, str]:
 
 
 def console_routes() -> list[BaseRoute]:
-    """The console's routes: `/ui` redirects to `/ui/` (so the page's relative imports
-    resolve under it), `/ui/` is the page, `/ui/<file>` its scripts and styles."""
+    """The console's routes: `/` takes a browser to the console (and tells a program where
+    things are), `/ui` redirects to `/ui/` (so the page's relative imports resolve under it),
+    `/ui/` is the page, `/ui/<file>` its scripts and styles."""
     assets = load_assets()
 
     async def redirect(request: Request) -> Response:
@@ -86,7 +87,16 @@ def console_routes() -> list[BaseRoute]:
             return Response(status_code=304, headers=headers)
         return Response(found.body, media_type=found.media_type, headers=headers)
 
+    async def root(request: Request) -> Response:
+        # A browser pointed at the gateway's address wants the console; a program gets a map.
+        if "text/html" in request.headers.get("accept", ""):
+            return RedirectResponse("ui/", status_code=307)
+        return JSONResponse(
+            {"name": "toolmesh", "console": "/ui/", "api": "/openapi.json", "health": "/healthz"}
+        )
+
     return [
+        Route("/", root, methods=["GET", "HEAD"]),
         Route(PREFIX, redirect, methods=["GET", "HEAD"]),
         Route(PREFIX + "/{name:path}", asset, methods=["GET", "HEAD"]),
     ]

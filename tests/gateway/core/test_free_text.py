@@ -76,6 +76,8 @@ async def test_route_says_when_nothing_fits(http: httpx.AsyncClient) -> None:
         ({"prompt": "  "}, "prompt"),
         ({"prompt": 5}, "prompt"),
         ({"prompt": "weather", "k": 500}, "k"),
+        ({"prompt": "weather", "k": 0}, "k"),
+        ({"prompt": "weather", "k": -1}, "k"),
         ({"prompt": "weather", "k": "two"}, "k"),
         ({"prompt": "weather", "session_id": 7}, "session_id"),
         ({"prompt": "weather", "colour": "red"}, "colour"),

@@ -18,6 +18,10 @@ async def test_ui_redirects_to_the_page_which_needs_no_key(gateway_factory: Star
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         moved = await http.get("/ui")
         assert moved.status_code == 308 and moved.headers["location"] == "ui/"
+        # A browser at the gateway's address is taken to the console; a program gets a map.
+        browser = await http.get("/", headers={"Accept": "text/html,application/xhtml+xml"})
+        assert browser.status_code == 307 and browser.headers["location"] == "ui/"
+        assert (await http.get("/")).json()["console"] == "/ui/"
         page = await http.get("/ui/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
