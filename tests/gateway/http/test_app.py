@@ -238,8 +238,8 @@ async def test_the_openapi_document_describes_exactly_the_routes_the_app_serves(
     assert gateway.request_log is not None
     app = gateway.request_log.app  # the Starlette app inside the access log
     # MCP speaks JSON-RPC on its own paths (documented by its spec, not OpenAPI); the document
-    # does not describe itself; the web console's files are pages for people, not API.
-    undocumented = {"/openapi.json", "/mcp", "/mcp/{namespace}", "/ui", "/ui/{name:path}"}
+    # does not describe itself; the web console (and / that leads to it) is pages for people, not API.
+    undocumented = {"/", "/openapi.json", "/mcp", "/mcp/{namespace}", "/ui", "/ui/{name:path}"}
     served = {
         route.path: {m.lower() for m in route.methods or ()} - {"head"}
         for route in app.routes
