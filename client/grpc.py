@@ -21,12 +21,12 @@ from typing import Any, Self
 import grpc
 
 from toolmesh.error_shapes import from_rpc_error
-from toolmesh.errors import InvalidRequest
+from toolmesh.errors import FunctionNotFound, InvalidRequest
 from toolmesh.gateway.pool.runtime_client import CHANNEL_OPTIONS
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod import wire
-from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2_grpc
+from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 
 class GrpcClient:
@@ -112,6 +112,78 @@ class GrpcClient:
         finally:
             call.cancel()  # a no-op once the call is done; stops the function when the caller leaves early
 
+    async def get_function(self, name: str, *, timeout: float | None = None) -> FunctionSpec:
+        """One function the key may call, by its qualified name; FunctionNotFound otherwise."""
+        for spec in await self.list_functions(timeout=timeout):
+            if spec.qualified_name == name:
+                return spec
+        raise FunctionNotFound(f"no function named {name!r}")
+
+    async def route(
+        self,
+        prompt: str,
+        k: int | None = None,
+        session_id: str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """The function that fits a free-text prompt (``match``, or None) and the candidates, as
+        `Client.route` answers them."""
+        request = mesh_pb2.RouteRequest(prompt=prompt, k=k or 0, session_id=session_id or "")
+        try:
+            reply = await self._stub.Route(request, metadata=self._metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"the gateway at {self.address}") from None
+        return {
+            "match": reply.match or None,
+            "routing_id": reply.routing_id,
+            "candidates": [_candidate(c) for c in reply.candidates],
+        }
+
+    async def execute(
+        self,
+        prompt: str,
+        session_id: str | None = None,
+        dry_run: bool = False,
+        *,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Route a prompt and run the call if free text may run it at once, as `Client.execute`:
+        any other call comes back with status "needs_confirmation"; `confirm` runs it."""
+        request = mesh_pb2.ExecuteRequest(prompt=prompt, session_id=session_id or "", dry_run=dry_run)
+        return await self._execute(request, timeout)
+
+    async def confirm(self, token: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Run the planned call an `execute` answer's confirmation token stands for, once."""
+        return await self._execute(mesh_pb2.ExecuteRequest(confirm=token), timeout)
+
+    async def _execute(self, request: mesh_pb2.ExecuteRequest, timeout: float | None) -> dict[str, Any]:
+        try:
+            reply = await self._stub.Execute(request, metadata=self._metadata, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"the gateway at {self.address}") from None
+        confirmation = None
+        if reply.HasField("confirmation"):
+            held = reply.confirmation
+            confirmation = {
+                "reason": held.reason,
+                "destructive": held.destructive,
+                "carried": list(held.carried),
+                **({"token": held.token, "expires_in": held.expires_in} if held.token else {}),
+            }
+        return {
+            "status": reply.status,
+            "function": reply.function,
+            "arguments": json.loads(reply.arguments_json or b"{}"),
+            "argument_sources": dict(reply.argument_sources),
+            "result": json.loads(reply.result_json) if reply.result_json else None,
+            "follow_up": reply.follow_up,
+            "routing_id": reply.routing_id,
+            "candidates": [_candidate(c) for c in reply.candidates],
+            "confirmation": confirmation,
+            "session_id": reply.session_id or None,
+        }
+
     async def close(self) -> None:
         """Close the channel; calls still running are cancelled."""
         await self._channel.close(None)
@@ -123,6 +195,14 @@ class GrpcClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _candidate(candidate: mesh_pb2.RouteCandidate) -> dict[str, Any]:
+    return {
+        "name": candidate.name,
+        "score": round(candidate.score, 4),
+        "scores": {"dense": round(candidate.dense, 4), "lexical": round(candidate.lexical, 4)},
+    }
 
 
 def _request(

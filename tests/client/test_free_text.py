@@ -10,7 +10,7 @@ import pytest
 from tests.client.conftest import Connect, Driven, raises
 from tests.gateway.conftest import runtime
 from tests.gateway.core.test_free_text import router_config
-from toolmesh import ConfirmationInvalid, NotFromFreeText
+from toolmesh import ConfirmationInvalid, FunctionNotFound, GrpcClient, NotFromFreeText
 from toolmesh.config import GatewayConfig, MeshConfig
 from toolmesh.gateway.server import start_gateway
 from toolmesh.jobs_config import JobsConfig
@@ -30,11 +30,15 @@ async def test_execute_runs_reads_and_confirm_runs_a_planned_call_once(
     gateway = await start_gateway(config, environ={})
     try:
         await drive(connect(gateway.url, timeout=30))
+        async with GrpcClient(f"127.0.0.1:{gateway.grpc_port}") as grpc_mesh:
+            assert (await grpc_mesh.get_function("get_item")).annotations.read_only
+            await raises(FunctionNotFound, grpc_mesh.get_function("nope"))
+            await drive(grpc_mesh)  # its methods are coroutines already
     finally:
         await gateway.stop(grace=0)
 
 
-async def drive(mesh: Driven) -> None:
+async def drive(mesh: Driven | GrpcClient) -> None:
     routed = await mesh.route("look up the item with sku HW-001", k=2)
     assert routed["match"] == "get_item" and len(routed["candidates"]) == 2
     looked = await mesh.execute("look up the item with sku HW-001")
@@ -46,3 +50,4 @@ async def drive(mesh: Driven) -> None:
     assert done["status"] == "done" and done["result"]["content"][0]["text"] == "removed HW-001"
     await raises(ConfirmationInvalid, mesh.confirm(planned["confirmation"]["token"]))
     await raises(NotFromFreeText, mesh.execute("wipe the whole inventory"))
+    await mesh.invoke("add_item", {"sku": "HW-001", "name": "hammer", "quantity": 1})
