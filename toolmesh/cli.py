@@ -115,7 +115,15 @@ def _hash_key(args: argparse.Namespace) -> int:
 
     from toolmesh.config import hash_key
 
-    key = args.key or getpass.getpass("API key: ")
+    try:
+        # A pipe (`echo $KEY | toolmesh hash-key`) is read as it is; a terminal is asked, unechoed.
+        key = args.key or (getpass.getpass("API key: ") if sys.stdin.isatty() else sys.stdin.readline())
+    except (EOFError, KeyboardInterrupt):
+        key = ""
+    key = key.strip()
+    if not key:
+        print("toolmesh hash-key: no key given: pass it as an argument, pipe it or type it", file=sys.stderr)
+        return 2
     print(hash_key(key))
     return 0
 

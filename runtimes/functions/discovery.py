@@ -22,6 +22,12 @@ from toolmesh.runtimes.functions.spec import NamespaceSpec
 
 def import_module(name: str) -> ModuleType:
     """Import a user module, turning any failure into a DefinitionError that says which."""
+    if name.endswith(".py") or "/" in name:
+        dotted = name.removesuffix(".py").strip("./").replace("/", ".")
+        raise DefinitionError(
+            f"module {name!r} is a file name: give the module's import name, {dotted!r}"
+            " (run from the directory that holds it)"
+        )
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
