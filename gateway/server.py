@@ -378,27 +378,41 @@ async def start_gateway(
     )
 
 
-async def serve(config: MeshConfig, *, watch: bool = False) -> int:
+def welcome(gateway: Gateway) -> str:
+    """What a person starting `toolmesh up` at a terminal wants to see first."""
+    names = sorted(spec.qualified_name for spec in gateway.mesh.catalog.specs())
+    shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
+    host = gateway.config.gateway.host
+    return "\n".join(
+        (
+            f"toolmesh is up, serving {len(names)} function{'s' if len(names) != 1 else ''}: {shown}",
+            f"  HTTP     {gateway.url}            (API: {gateway.url}/openapi.json)",
+            f"  console  {gateway.url}/ui/",
+            f"  MCP      {gateway.url}/mcp",
+            f"  gRPC     {host}:{gateway.grpc_port}",
+            "Ctrl-C stops it.",
+        )
+    )
+
+
+async def serve(config: MeshConfig, *, watch: bool = False, banner: bool = False) -> int:
     """Run the gateway until SIGTERM or SIGINT. SIGHUP reloads every runtime (see
     core/reloading.py); with `watch` (`toolmesh up --reload`), so does an edit to a runtime's
-    modules, for that runtime."""
+    modules, for that runtime. Once serving it says so on stdout: a JSON line for the program
+    that started it, or with `banner` (a person at a terminal) where everything is."""
     gateway = await start_gateway(config)
     reloader = gateway.mesh.reloader
     watcher = SourceWatcher(lambda: runtime_sources(config), reloader.reload) if watch else None
     if watcher is not None:
         reloader.prepare()
         await watcher.start()
-    print(
-        json.dumps(
-            {
-                "event": "ready",
-                "pid": os.getpid(),
-                "http_port": gateway.http_port,
-                "grpc_port": gateway.grpc_port,
-            }
-        ),
-        flush=True,
-    )
+    ready = {
+        "event": "ready",
+        "pid": os.getpid(),
+        "http_port": gateway.http_port,
+        "grpc_port": gateway.grpc_port,
+    }
+    print(welcome(gateway) if banner else json.dumps(ready), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import pod_env
@@ -33,3 +34,35 @@ def test_a_module_given_as_a_file_name_suggests_its_import_name(tmp_path: Path) 
     assert found.returncode != 0 and "Traceback" not in found.stderr
     assert "give the module's import name, 'inventory'" in found.stderr
     assert toolmesh("functions", "--module", "inventory", cwd=tmp_path).returncode == 0
+
+
+def test_up_on_a_terminal_prints_a_banner_and_readable_lines(tmp_path: Path) -> None:
+    """`script` gives `toolmesh up` a terminal; the same command on a pipe keeps JSON lines."""
+    (tmp_path / "hello.py").write_text(
+        "def hello(name: str) -> str:\n    '''Say hello.'''\n    return 'hi ' + name\n"
+    )
+    typescript = tmp_path / "typescript"
+    up = f"{sys.executable} -m toolmesh up --module hello --http-port 0 --grpc-port 0"
+    env = {**pod_env(), "PYTHONPATH": f"{tmp_path}:{pod_env()['PYTHONPATH']}"}
+    terminal = subprocess.Popen(
+        ["script", "-qfc", up, str(typescript)],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "Ctrl-C stops it." not in (seen := typescript.read_text() if typescript.exists() else ""):
+            assert time.monotonic() < deadline and terminal.poll() is None, seen
+            time.sleep(0.1)
+    finally:
+        terminal.kill()
+        terminal.wait(10)
+        assert terminal.stdin is not None
+        terminal.stdin.close()
+        subprocess.run(["pkill", "-f", "toolmesh up --module hello --http-port 0"], check=False)
+    assert "toolmesh is up, serving 1 function: hello" in seen
+    assert "/ui/" in seen and "/mcp" in seen and "gRPC" in seen
+    assert " INFO    gateway: gateway serving" in seen and '{"ts"' not in seen

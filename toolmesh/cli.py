@@ -42,10 +42,11 @@ def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.runtimes.pod.settings import PodSettings
     from toolmesh.runtimes.pod.template import UnsafeSocketDirectory, run_template
 
-    settings = PodSettings.from_arguments(args, read_environment(os.environ))
+    environment = read_environment(os.environ)
+    settings = PodSettings.from_arguments(args, environment)
     # The pod holds its token now; the functions' subprocesses need not inherit it.
     os.environ.pop(POD_TOKEN_ENV, None)
-    logs.configure(settings.log_level)
+    logs.configure(settings.log_level, environment.log_format)
     try:
         return run_template(settings) if settings.template else run(settings)
     except (DefinitionError, MemoryLimitTooLow, Unprotected, UnsafeSocketDirectory) as exc:
@@ -82,8 +83,12 @@ def _up(args: argparse.Namespace) -> int:
     from toolmesh.errors import ToolmeshError
     from toolmesh.gateway.server import serve
     from toolmesh.runtimes.pod import logs
+    from toolmesh.runtimes.pod.pod_env import LOG_FORMAT_ENV
 
-    logs.configure(args.log_level)
+    # A person at a terminal reads text and a banner; anything else (a pipe, a log collector) JSON.
+    text = args.log_format == "text" or (args.log_format == "auto" and sys.stderr.isatty())
+    os.environ[LOG_FORMAT_ENV] = "text" if text else "json"  # the pods inherit it
+    logs.configure(args.log_level, os.environ[LOG_FORMAT_ENV])
     try:
         config = _up_config(args)
     except ConfigError as exc:
@@ -103,7 +108,7 @@ def _up(args: argparse.Namespace) -> int:
     except ImportError:
         run = asyncio.run
     try:
-        code: int = run(serve(config, watch=args.reload))
+        code: int = run(serve(config, watch=args.reload, banner=text and sys.stdout.isatty()))
     except (ConfigError, OSError, ToolmeshError) as exc:
         print(f"toolmesh up: {exc}", file=sys.stderr)
         return 2
@@ -345,6 +350,12 @@ def build_parser() -> argparse.ArgumentParser:
         "reloads every runtime, with or without this",
     )
     up.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    up.add_argument(
+        "--log-format",
+        default="auto",
+        choices=["auto", "json", "text"],
+        help="auto (the default): readable lines and a banner on a terminal, JSON lines otherwise",
+    )
     up.set_defaults(handler=_up)
     needs_mesh(up)
 

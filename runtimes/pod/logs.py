@@ -1,4 +1,5 @@
-"""Structured logs: one JSON object per line on stderr."""
+"""Logs on stderr: one JSON object per line for machines, or, for a person at a terminal
+(`toolmesh up` on a TTY, `--log-format text`), the same fields as a readable line."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, TextIO
 
@@ -28,8 +30,28 @@ access = logging.getLogger("toolmesh.access")
 _stream: list[TextIO] = []
 
 
+#: How lines are written: "json" or "text" (`configure`).
+LOG_FORMATS = ("json", "text")
+_format: list[str] = ["json"]
+
+
+def text_line(entry: Mapping[str, Any]) -> str:
+    """A JSON log entry as a person reads it: time, level, logger, message, then key=value."""
+    when = time.strftime("%H:%M:%S", time.localtime(float(entry.get("ts", time.time()))))
+    logger = str(entry.get("logger", "")).removeprefix("toolmesh.")
+    line = f"{when} {str(entry.get('level', '')).upper():7} {logger}: {entry.get('msg', '')}"
+    extras = [
+        f"{key}={value}" for key, value in entry.items() if key not in _SHOWN and value not in ("", None)
+    ]
+    text = line + ("  " + " ".join(extras) if extras else "")
+    return text + (f"\n{entry['exc']}" if entry.get("exc") else "")
+
+
+_SHOWN = frozenset(("ts", "level", "logger", "msg", "exc"))
+
+
 class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
+    def entry(self, record: logging.LogRecord) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "ts": round(record.created, 6),
             "level": record.levelname.lower(),
@@ -41,7 +63,15 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = value
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        return entry
+
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(self.entry(record), default=str)
+
+
+class TextFormatter(JsonFormatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return text_line(self.entry(record))
 
 
 def log_stream() -> TextIO:
@@ -57,10 +87,11 @@ def use_stream(stream: TextIO) -> None:
             handler.setStream(stream)
 
 
-def configure(level: str = "info") -> None:
-    """Send toolmesh's logs (and the functions' ctx.logger) to stderr as JSON lines."""
+def configure(level: str = "info", format: str = "json") -> None:
+    """Send toolmesh's logs (and the functions' ctx.logger) to stderr, as JSON lines or as text."""
+    _format[0] = format
     handler = logging.StreamHandler(log_stream())
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(TextFormatter() if format == "text" else JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
@@ -94,6 +125,8 @@ class LineBuffer:
             self._timer = None
         if self._lines:
             stream = self._stream or log_stream()
+            if _format[0] == "text":  # a person reads these: no hot path to keep cheap
+                self._lines[:] = [text_line(json.loads(line)) + "\n" for line in self._lines]
             stream.write("".join(self._lines))
             stream.flush()
             self._lines.clear()
@@ -131,13 +164,16 @@ class Observers:
 
 
 __all__ = [
+    "LOG_FORMATS",
     "InvocationLog",
     "JsonFormatter",
     "LineBuffer",
     "Observers",
+    "TextFormatter",
     "access",
     "configure",
     "invocations",
     "log_stream",
+    "text_line",
     "use_stream",
 ]

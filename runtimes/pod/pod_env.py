@@ -27,8 +27,12 @@ MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
 #: directory no other user can enter.
 POD_TOKEN_ENV = "TOOLMESH_POD_TOKEN"
 
+#: "json" or "text": how the pod writes its logs. `toolmesh up` sets it for itself, and the pods it
+#: starts inherit it, so a terminal shows one format.
+LOG_FORMAT_ENV = "TOOLMESH_LOG_FORMAT"
+
 #: Every environment variable a pod reads (and OTEL_*, see toolmesh/tracing.py).
-POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV)
+POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV, LOG_FORMAT_ENV)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,8 @@ class PodEnvironment:
     #: The service name the pod traces as; None: tracing is off. It comes from the standard
     #: OTEL_* variables, which a pod inherits, so `variables` does not write it.
     tracing: str | None = None
+    #: How the pod logs: "json" (the default) or "text"; inherited, so `variables` leaves it alone.
+    log_format: str = "json"
 
     def variables(self) -> dict[str, str]:
         """The environment variables that carry these values to a pod. Every one is set, empty
@@ -61,4 +67,5 @@ def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
         mesh_token=environ.get(MESH_TOKEN_ENV, ""),
         pod_token=environ.get(POD_TOKEN_ENV, ""),
         tracing=service_to_trace(environ, RUNTIME_SERVICE),
+        log_format="text" if environ.get(LOG_FORMAT_ENV) == "text" else "json",
     )
