@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
 from toolmesh.router.learning import ExampleStore, RecentRoutings, Routings
+from toolmesh.router.safety import Declined, choose, profiles
 from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document, text_hash
 from toolmesh.router.whitening import Fitted, Snapshot
@@ -32,13 +33,15 @@ _FOLLOW_UP = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class RouteResult:
-    """`match` is the best candidate's key when its score clears the threshold, else None.
-    Each candidate carries its fused score and the dense and lexical scores it was fused from."""
+    """`match` is the best candidate's key whose score clears the threshold and that the
+    safety rules (safety.py) let through, else None; `declined` says who was passed over and
+    why. Each candidate carries its fused score and the dense and lexical scores it was fused from."""
 
     match: str | None
     candidates: list[Candidate]
     #: Names this routing in `POST /v1/route/feedback`.
     routing_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    declined: list[Declined] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -52,11 +55,16 @@ class RouteResult:
                 }
                 for c in self.candidates
             ],
+            "declined": [d.to_dict() for d in self.declined],
         }
 
 
 class Router:
     """Ranks an index's functions for prompts; thread-safe (the index is swapped under a lock)."""
+
+    #: Off, the match is the best candidate over the threshold whatever it does (for
+    #: bench/free_text_safety.py, which measures routing with and without the rules).
+    safe_matches = True
 
     def __init__(
         self,
@@ -189,8 +197,9 @@ class Router:
         vector = self.index.embedder.embed([text])[0]
         with self._lock:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
-        match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
-        result = RouteResult(match, candidates)
+            found = profiles(self.index, candidates) if self.safe_matches else {}
+        match, declined = choose(text, candidates, found, self.threshold)
+        result = RouteResult(match, candidates, declined=declined)
         self.routings.remember(result.routing_id, prompt)
         return result
 
