@@ -26,6 +26,7 @@ _PREAMBLE = re.compile(
     r"(?:used\s+to|will|can|helps?\s+(?:to\s+)?|allows?\s+(?:you\s+)?to)?\s*",
     re.I,
 )
+_HTTP_READ = re.compile(r"\b(?:HTTP\s+)?(?:GET|HEAD)\s+request", re.I)
 
 
 def effect(doc: Document, annotated: bool) -> Effect:
@@ -40,25 +41,27 @@ def effect(doc: Document, annotated: bool) -> Effect:
 
 
 def answers_question(doc: Document) -> bool:
-    """Whether the function's words lead with an answer ("Check the supplier's stock ...",
-    `check_supplier`), whatever else it does. Not "... and returns the new order": most
-    functions that change data return something."""
+    """Whether the function's description leads with an answer ("Check the supplier's stock
+    ..."; the name's verb when there is no description), whatever else it does. Not "...
+    and returns the new order": most functions that change data return something."""
     return _answers(doc.name, doc.description)
 
 
 @functools.lru_cache(maxsize=8192)
 def _answers(name: str, description: str) -> bool:
     lead = _lead_verb(description)
-    if lead is not None and effect_of_verb(*lead) is Effect.READ:
-        return True
+    if lead is not None:
+        return effect_of_verb(*lead) is Effect.READ
     first = _name_verbs(name)[:1]
-    return bool(first) and effect_of_verb(first[0], description) is Effect.READ
+    return bool(first) and effect_of_verb(first[0]) is Effect.READ
 
 
 @functools.lru_cache(maxsize=8192)
 def _from_words(name: str, description: str) -> Effect:
     """The description's leading verb says what the function does ("Calculates the sum ...");
     without a known one, the first verb of the name ("Hotels_2_BookHouse": book)."""
+    if _HTTP_READ.search(_first_sentence(description)):
+        return Effect.READ  # "Sends a GET request ...": GET and HEAD are safe methods (RFC 9110)
     lead = _lead_verb(description)
     if lead is not None:
         found = effect_of_verb(*lead)
@@ -90,8 +93,12 @@ def _own_verbs(name: str, description: str, examples: tuple[str, ...]) -> frozen
 
 
 def _name_verbs(name: str) -> list[str]:
+    """The first word of each part of the name's last segment: a verb leads its part
+    (`Hotels_2_BookHouse`: hotels, book), while later words are its objects
+    (`filterBooksByAuthor`: filter, not books)."""
     last = name.rsplit(".", 1)[-1]
-    return [w for w in split_identifier(last).split() if w.isalpha()]
+    firsts = (split_identifier(part).split()[:1] for part in re.split(r"[_\-]+", last))
+    return [words[0] for words in firsts if words and words[0].isalpha()]
 
 
 def _first_sentence(description: str) -> str:

@@ -190,15 +190,18 @@ class Router:
         # A follow-up ("and in Paris?", "now 6 days") says little alone: it is routed together
         # with the session's previous prompt, which names the task (bench/router_examples.py
         # --sessions measures it).
-        text = prompt
+        text, context = prompt, None
         if history and is_follow_up(prompt):
-            text = f"{history[-1].prompt} {prompt}"[:MAX_PROMPT_CHARS]
+            context = history[-1].prompt
+            text = f"{context} {prompt}"[:MAX_PROMPT_CHARS]
         # Embedding is the slow part and reads no index state: keep it outside the lock.
         vector = self.index.embedder.embed([text])[0]
         with self._lock:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
             found = profiles(self.index, candidates) if self.safe_matches else {}
-        match, declined = choose(text, candidates, found, self.threshold)
+        # The rules read what the user said now (a question stays one after a command turn),
+        # with the turn before when it says too little alone.
+        match, declined = choose(prompt, candidates, found, self.threshold, context)
         result = RouteResult(match, candidates, declined=declined)
         self.routings.remember(result.routing_id, prompt)
         return result

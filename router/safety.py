@@ -10,7 +10,8 @@ threshold is passed over (and the answer says why) when:
   lead with an answer (`check_supplier` answers questions even when not read-only);
 - it destroys data and its score is less than DESTRUCTIVE_MARGIN ahead of the best
   candidate that destroys nothing, or under the threshold plus DESTRUCTIVE_EXTRA unless
-  the prompt leads with a verb its author uses for it ("remove HW-001", `remove_item`).
+  the prompt leads with a verb its author uses for it ("remove HW-001", `remove_item`)
+  or with one that destroys ("we no longer sell it, delete it").
 
 The match is then the best remaining candidate that clears the threshold, else None.
 Commands ("remove HW-001", "can you add 3 hats?") still reach functions that change data;
@@ -76,10 +77,15 @@ def profiles(index: FunctionIndex, candidates: Sequence[Candidate]) -> dict[str,
 
 
 def choose(
-    prompt: str, candidates: Sequence[Candidate], found: Mapping[str, Profile], threshold: float
+    prompt: str,
+    candidates: Sequence[Candidate],
+    found: Mapping[str, Profile],
+    threshold: float,
+    context: str | None = None,
 ) -> tuple[str | None, list[Declined]]:
     """The match for `prompt` among `candidates` (best first), and those passed over. A
-    candidate without a profile is taken as read-only: only the threshold applies to it."""
+    candidate without a profile is taken as read-only: only the threshold applies to it.
+    `context` is the session's previous prompt when `prompt` follows up on it."""
     declined: list[Declined] = []
     intent: Intent | None = None
     safe = [c.score for c in candidates if found.get(c.key, READ_ONLY).effect is not Effect.DESTROY]
@@ -90,12 +96,22 @@ def choose(
         profile = found.get(candidate.key, READ_ONLY)
         if not profile.effect.mutating:
             return candidate.key, declined
-        intent = intent or read_intent(prompt)  # only prompts that reach a mutating function
+        intent = intent or intent_of(prompt, context)  # only prompts that reach a mutating function
         reason = objection(intent, candidate, profile, threshold, best_safe)
         if reason is None:
             return candidate.key, declined
         declined.append(Declined(candidate.key, reason))
     return None, declined
+
+
+def intent_of(prompt: str, context: str | None) -> Intent:
+    """What `prompt` asks for; a follow-up that does not say it alone ("the same for ORD-4")
+    asks for what the turn before did, while one that does ("is HW-002 in stock too?")
+    keeps its own reading, whatever the turn before asked."""
+    intent = read_intent(prompt)
+    if context is None or intent.decided:
+        return intent
+    return read_intent(f"{context}. {prompt}")
 
 
 def objection(
@@ -109,9 +125,10 @@ def objection(
     if intent.question and not intent.commands_function(profile.verbs) and not profile.answers:
         return QUESTION
     if profile.effect is Effect.DESTROY:
-        # Asked for in its author's words ("remove HW-001" for `remove_item`), the prompt is
-        # as clear as a command gets; otherwise the score must say it.
-        named = intent.names_function(profile.verbs)
+        # Asked for in its author's words ("remove HW-001" for `remove_item`) or with a verb
+        # that destroys ("delete it"), the prompt is as clear as a command gets; otherwise
+        # the score must say it.
+        named = intent.names_function(profile.verbs) or intent.destroys
         if not named and candidate.score < threshold + DESTRUCTIVE_EXTRA:
             return f"{WEAK} (score {candidate.score:.2f} < {threshold + DESTRUCTIVE_EXTRA:.2f})"
         if candidate.score - best_safe < DESTRUCTIVE_MARGIN:

@@ -31,7 +31,7 @@ READ_VERBS = words(
     return retrieve fetch query view read display tell answer summarise summarize extract analyze analyse
     predict validate verify identify locate determine evaluate solve parse detect recommend suggest
     compare translate track is has browse inspect explain measure forecast sum multiply subtract divide
-    average plan see give"""
+    average plan see give know understand learn review hear provide filter sort"""
 )
 # Verbs that change data without destroying any (an order can be cancelled, a price set again).
 WRITE_VERBS = words(
@@ -52,14 +52,16 @@ _TO_DESTINATION = re.compile(r"\b(?:to|into|onto)\b")
 
 
 def base(word: str) -> str:
-    """The verb's base form as the lists hold it: "Deletes" -> "delete", "searching" -> "search"."""
+    """The verb's base form as the lists hold it: "Deletes" -> "delete", "searching" -> "search",
+    "getting" -> "get"."""
     word = word.lower()
     if word in READ_VERBS or word in WRITE_VERBS or word in DESTROY_VERBS:
         return word
     for ending in _ENDINGS:
         if word.endswith(ending) and len(word) - len(ending) >= 3:
             stem = word[: -len(ending)]
-            for candidate in (stem, stem + "e", stem + "y" if ending == "ies" else stem):
+            undoubled = stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else stem  # "stopped"
+            for candidate in (stem, stem + "e", stem + "y" if ending == "ies" else stem, undoubled):
                 if candidate in READ_VERBS or candidate in WRITE_VERBS or candidate in DESTROY_VERBS:
                     return candidate
     return word

@@ -44,3 +44,9 @@ def test_what_a_function_answers_and_the_verbs_it_is_asked_by() -> None:
     assert answers_question(supplier) and not answers_question(remove)
     order = Document("d.p", "place_order", "Order a product.", "d", examples=("buy one headlamp LAMP-HEAD",))
     assert {"place", "order", "buy"} <= own_verbs(order)
+
+
+def test_an_http_get_reads() -> None:
+    get = Document("requests.get", "requests.get", "Sends a GET request to the specified URL.")
+    post = Document("requests.post", "requests.post", "Sends a POST request to the specified URL.")
+    assert effect(get, annotated=False) is Effect.READ and effect(post, annotated=False) is Effect.WRITE

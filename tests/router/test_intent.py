@@ -16,6 +16,7 @@ from toolmesh.router.intent import read_intent
         "should I remove HW-001?",  # asks for advice, not for the removal
         "can I remove an item that still has stock?",
         "price of sku HW-001",
+        "stock level for GD-002",
         "tell me about item sku HW-001",
         "show me the inventory",
         "could you check the supplier for GD-001",
@@ -69,3 +70,11 @@ def test_a_clause_led_by_an_unlisted_verb_can_name_a_function() -> None:
 )
 def test_low_content(prompt: str, low: bool) -> None:
     assert read_intent(prompt).low_content is low
+
+
+@pytest.mark.parametrize(
+    ("prompt", "decided"),
+    [("the same for ORD-00004", False), ("and ORD-00002?", False), ("price of HW-002 too", True)],
+)
+def test_a_fragment_leaves_it_to_the_turn_before(prompt: str, decided: bool) -> None:
+    assert read_intent(prompt).decided is decided

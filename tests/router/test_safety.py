@@ -6,6 +6,8 @@ questions about an item used to match the function that removes it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
@@ -22,6 +24,7 @@ from toolmesh.router.safety import (
     Profile,
     choose,
 )
+from toolmesh.router.sessions import SessionStore
 from toolmesh.router.text import Document
 from toolmesh.router.verbs import Effect
 
@@ -130,6 +133,19 @@ def test_the_answer_says_who_was_passed_over_and_why(router: Router, unguarded: 
         "reason": PROHIBITED,
     }
     assert router.route("restock HW-002 with 20 units").to_dict()["declined"] == []
+
+
+def test_a_follow_up_asks_what_the_turn_before_asked_unless_it_says_otherwise(
+    index: FunctionIndex, tmp_path: Path
+) -> None:
+    sessions = SessionStore(tmp_path / "s.sqlite3", ttl=60, max_sessions=10, max_turns=10)
+    router = Router(index, DEFAULT_ROUTER_THRESHOLD, sessions)
+    sessions.record("s1", "remove HW-001", "shop.remove_item", {"sku": "HW-001"}, None)
+    assert router.route("the same for HW-002", session_id="s1").match == "shop.remove_item"
+    question = router.route("is HW-002 in stock too?", session_id="s1")
+    assert question.candidates[0].key == "shop.remove_item", "routed with the turn before"
+    assert question.match != "shop.remove_item" and question.declined[0].reason == QUESTION
+    sessions.close()
 
 
 def test_a_function_that_changes_data_is_read_only_when_annotated_so(
