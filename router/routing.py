@@ -9,9 +9,9 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from toolmesh.router import safety
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
 from toolmesh.router.learning import ExampleStore, RecentRoutings, Routings
-from toolmesh.router.safety import Declined, choose, profiles
 from toolmesh.router.sessions import Sessions, Turn
 from toolmesh.router.text import Document, text_hash
 from toolmesh.router.whitening import Fitted, Snapshot
@@ -41,7 +41,7 @@ class RouteResult:
     candidates: list[Candidate]
     #: Names this routing in `POST /v1/route/feedback`.
     routing_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    declined: list[Declined] = field(default_factory=list)
+    declined: list[safety.Declined] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -198,10 +198,10 @@ class Router:
         vector = self.index.embedder.embed([text])[0]
         with self._lock:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
-            found = profiles(self.index, candidates) if self.safe_matches else {}
+            found = safety.profiles(self.index, candidates) if self.safe_matches else {}
         # The rules read what the user said now (a question stays one after a command turn),
         # with the turn before when it says too little alone.
-        match, declined = choose(prompt, candidates, found, self.threshold, context)
+        match, declined = safety.choose(prompt, candidates, found, self.threshold, context)
         result = RouteResult(match, candidates, declined=declined)
         self.routings.remember(result.routing_id, prompt)
         return result
