@@ -33,6 +33,7 @@ prompt and catalog.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -120,6 +121,8 @@ class FunctionIndex:
         #: Per slot: its author's example vectors, and the ones learned from use (by text).
         self._author: dict[int, Vectors] = {}
         self._learned: dict[int, dict[str, Vectors]] = {}
+        #: Per namespace, how many of its functions carry a side-effect annotation.
+        self._annotations: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -129,6 +132,18 @@ class FunctionIndex:
 
     def document(self, key: str) -> Document:
         return self._docs[self._slots[key]]
+
+    def annotated(self, namespace: str) -> bool:
+        """Whether any function of `namespace` is annotated read-only or destructive: then
+        the others' silence means they change data (router/effects.py)."""
+        return self._annotations[namespace] > 0
+
+    def _put(self, slot: int, doc: Document) -> None:
+        old = self._docs.get(slot)
+        if old is not None:
+            self._annotations[old.namespace] -= old.read_only or old.destructive
+        self._docs[slot] = doc
+        self._annotations[doc.namespace] += doc.read_only or doc.destructive
 
     # -- keeping up with the catalog ---------------------------------------------------------
 
@@ -200,7 +215,7 @@ class FunctionIndex:
         for doc in docs:
             # Same text, perhaps other annotations (read_only, destructive): nothing to embed.
             if doc.key in self._slots and doc.key not in changed_keys:
-                self._docs[self._slots[doc.key]] = doc
+                self._put(self._slots[doc.key], doc)
         vectors, examples, embedded = self._vectors_for(changed)
         added = 0
         for doc, vector, own in zip(changed, vectors, examples, strict=True):
@@ -213,7 +228,7 @@ class FunctionIndex:
                 # may no longer be true of it.
                 self._learned.pop(slot, None)
             self._slots[doc.key] = slot
-            self._docs[slot] = doc
+            self._put(slot, doc)
             self._hashes[slot] = doc.text_hash()
             self._vectors[slot] = vector
             self._used[slot] = True
@@ -228,7 +243,9 @@ class FunctionIndex:
             slot = self._slots.pop(key, None)
             if slot is None:
                 continue
-            del self._docs[slot], self._hashes[slot]
+            gone = self._docs.pop(slot)
+            self._annotations[gone.namespace] -= gone.read_only or gone.destructive
+            del self._hashes[slot]
             self._author.pop(slot, None)
             self._learned.pop(slot, None)
             self._views.drop(slot)

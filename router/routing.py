@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from toolmesh.router import safety
 from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
 from toolmesh.router.learning import (
     ExampleStore,
@@ -39,13 +40,15 @@ _FOLLOW_UP = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class RouteResult:
-    """`match` is the best candidate's key when its score clears the threshold, else None.
-    Each candidate carries its fused score and the dense and lexical scores it was fused from."""
+    """`match` is the best candidate's key whose score clears the threshold and that the
+    safety rules (safety.py) let through, else None; `declined` says who was passed over and
+    why. Each candidate carries its fused score and the dense and lexical scores it was fused from."""
 
     match: str | None
     candidates: list[Candidate]
     #: Names this routing in `POST /v1/route/feedback`.
     routing_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    declined: list[safety.Declined] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -59,11 +62,16 @@ class RouteResult:
                 }
                 for c in self.candidates
             ],
+            "declined": [d.to_dict() for d in self.declined],
         }
 
 
 class Router:
     """Ranks an index's functions for prompts; thread-safe (the index is swapped under a lock)."""
+
+    #: Off, the match is the best candidate over the threshold whatever it does (for
+    #: bench/free_text_safety.py, which measures routing with and without the rules).
+    safe_matches = True
 
     def __init__(
         self,
@@ -234,15 +242,19 @@ class Router:
         # A follow-up ("and in Paris?", "now 6 days") says little alone: it is routed together
         # with the session's previous prompt, which names the task (bench/router_examples.py
         # --sessions measures it).
-        text = prompt
+        text, context = prompt, None
         if history and is_follow_up(prompt):
-            text = f"{history[-1].prompt} {prompt}"[:MAX_PROMPT_CHARS]
+            context = history[-1].prompt
+            text = f"{context} {prompt}"[:MAX_PROMPT_CHARS]
         # Embedding is the slow part and reads no index state: keep it outside the lock.
         vector = self.index.embedder.embed([text])[0]
         with self._lock:
             candidates = self.index.search(text, k, allowed=allowed, boosts=boosts, query_vector=vector)
-        match = candidates[0].key if candidates and candidates[0].score >= self.threshold else None
-        result = RouteResult(match, candidates)
+            found = safety.profiles(self.index, candidates) if self.safe_matches else {}
+        # The rules read what the user said now (a question stays one after a command turn),
+        # with the turn before when it says too little alone.
+        match, declined = safety.choose(prompt, candidates, found, self.threshold, context)
+        result = RouteResult(match, candidates, declined=declined)
         self.routings.remember(result.routing_id, prompt, result.match)
         return result
 

@@ -172,6 +172,9 @@ def test_a_removal_by_the_cli_in_another_process_reaches_the_next_route(
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
+    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # tests are about what learning does to the ranking, so they route without the rules.
+    router.safe_matches = False
     router.learn("lookup_b", PROMPT, "alice")
     assert router.route(PROMPT).match == "lookup_b"
     remove = [sys.executable, "-m", "toolmesh", "router", "examples", "remove", "lookup_b"]
@@ -225,6 +228,9 @@ def test_feedback_that_corrects_moves_the_prompt_to_the_right_function(
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
+    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # tests are about what learning does to the ranking, so they route without the rules.
+    router.safe_matches = False
     for prompt in ("email Bob the quarterly report", "How many parcels are left in the warehouse", PROMPT):
         router.learn("send_email", prompt, "alice")
     wrong = router.route(PROMPT)
@@ -244,6 +250,9 @@ def test_negative_feedback_alone_stops_the_wrong_match(int8_embedder: OnnxEmbedd
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
+    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # tests are about what learning does to the ranking, so they route without the rules.
+    router.safe_matches = False
     before = router.route(PROMPT)
     router.learn("send_email", PROMPT, "alice")
     wrong = router.route(PROMPT)

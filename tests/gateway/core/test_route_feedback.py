@@ -28,7 +28,7 @@ PROMPT = "grab me that thing at https://example.org/report.pdf"
 #: Fits set_timer; taught wrongly to send_email first.
 PASTA = "ping me when the pasta is done in 9 minutes"
 #: Close to none of router_tools' functions, so what is learned decides where it goes.
-PARCELS = "how many parcels are left in the warehouse?"
+PARCELS = "ship the parcels left in the warehouse"
 
 
 async def test_feedback_and_routed_calls_teach_the_router_only_with_learn(
