@@ -68,6 +68,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/gateway_invoke.py
 	$(BIN)/python bench/tracing_overhead.py
 	$(BIN)/python bench/mcp_call_events.py
+	$(BIN)/python bench/argument_validation.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/chaos.py --seconds 30
 	$(BIN)/python bench/adversarial.py

@@ -5,7 +5,7 @@
 
 Every prompt is routed twice in one process, by the same index: "before" takes the best
 candidate over the threshold (`Router.safe_matches = False`), "after" applies the rules of
-router/safety.py. Tables:
+router/safety/rules.py. Tables:
 
 (a) read-style prompts (bench/data/free_text_read_prompts.json, written for the example
     catalog: `make up`'s examples plus examples/inventory.py; and BFCL prompts that ask a
@@ -40,10 +40,10 @@ sys.path.insert(0, str(REPO))
 from bench.router_examples import MemoEmbedder, _make_up_docs  # noqa: E402
 from toolmesh.config import RouterConfig  # noqa: E402
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD  # noqa: E402
-from toolmesh.router.effects import effect  # noqa: E402
 from toolmesh.router.evaluate import Query, load_pool, load_queries  # noqa: E402
 from toolmesh.router.index import Candidate, FunctionIndex  # noqa: E402
 from toolmesh.router.routing import Router, RouteResult  # noqa: E402
+from toolmesh.router.safety.effects import effect  # noqa: E402
 from toolmesh.router.service import open_embedder  # noqa: E402
 from toolmesh.router.text import Document  # noqa: E402
 
@@ -58,10 +58,11 @@ _ASKS = re.compile(
 )
 READ_SET = (
     "BFCL prompts that open as a question (a wh-word, is/does/...) or ask to find, tell, show ...,"
-    " of a function that changes no data (router/effects.py), with one that does among their top 5"
+    " of a function that changes no data (router/safety/effects.py), with one that does among their top 5"
 )
 COMMAND_SET = (
-    "BFCL prompts of a function that changes data (router/effects.py); 'expected': its same-name entries"
+    "BFCL prompts of a function that changes data (router/safety/effects.py);"
+    " 'expected': its same-name entries"
 )
 _DEPTH = 20  # as `toolmesh router eval --match name`: same-name entries count once in the top 5
 

@@ -5,7 +5,7 @@ memory (one warehouse per pod; a real one would keep them in a database). Its fu
 say what they do to the data: `list_items`, `get_item` and `check_supplier` are
 ``read_only``, `remove_item` is ``destructive``, and the others change data that can be
 changed back. The router reads these annotations: free text such as "is HW-001 in
-stock?" is never routed to a function that changes data (router/safety.py).
+stock?" is never routed to a function that changes data (router/safety/rules.py).
 
 The supplier is simulated: each SKU's lead time and stock at the supplier follow from
 the SKU itself, so the same question always gets the same answer.

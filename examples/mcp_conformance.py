@@ -81,6 +81,45 @@ def test_error_handling() -> str:
     raise RuntimeError("This tool intentionally returns an error for testing")
 
 
+#: The suite's JSON Schema 2020-12 scenario: `$schema`, `$defs` with an `$anchor`, `$ref`,
+#: `allOf`/`anyOf`, `if`/`then`/`else` and `additionalProperties`, published exactly as written.
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+def _json_schema_2020_12_tool(**arguments: object) -> str:
+    return f"Received: {json.dumps(arguments, sort_keys=True)}"
+
+
+json_schema_2020_12_tool = toolmesh.FunctionDefinition(
+    name="json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features",
+    parameters=JSON_SCHEMA_2020_12,
+    handler=_json_schema_2020_12_tool,
+)
+
+
 # -- resources ---------------------------------------------------------------------------
 
 

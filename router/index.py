@@ -135,7 +135,7 @@ class FunctionIndex:
 
     def annotated(self, namespace: str) -> bool:
         """Whether any function of `namespace` is annotated read-only or destructive: then
-        the others' silence means they change data (router/effects.py)."""
+        the others' silence means they change data (router/safety/effects.py)."""
         return self._annotations[namespace] > 0
 
     def _put(self, slot: int, doc: Document) -> None:

@@ -13,26 +13,46 @@
 A module-level FunctionDefinition is discovered like a function. Arguments are
 validated against exactly the schema the parameters describe, and the handler
 receives every declared default the caller left out.
+
+`parameters` may also be a JSON Schema 2020-12 document, written by hand or
+taken from elsewhere: it is checked when the module loads, published exactly as
+given, and arguments are validated against it (with `jsonschema`)::
+
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pydantic
 
 from toolmesh.errors import DefinitionError
-from toolmesh.runtimes.functions.hosted import HostedFunction, Kind, _is_context, make_spec
+from toolmesh.runtimes.functions.hosted import ArgumentCheck, HostedFunction, Kind, _is_context, make_spec
 from toolmesh.runtimes.functions.schema import (
     MISSING,
     NO_DEFAULT,
+    ArgumentValidator,
     ParameterInfo,
     build_arguments,
     signature_parameters,
 )
 from toolmesh.runtimes.functions.spec import Annotations, qualify
+from toolmesh.runtimes.functions.violations import (
+    from_json_schema,
+    invalid_arguments,
+    malformed,
+    not_an_object,
+)
 
 JsonType = Literal["string", "number", "integer", "boolean", "array", "object"]
 _SCALARS: dict[str, Any] = {"string": str, "number": float, "integer": int, "boolean": bool}
@@ -109,7 +129,8 @@ class FunctionDefinition:
     name: str
     handler: Callable[..., Any]
     description: str = ""
-    parameters: Sequence[Parameter] = ()
+    #: Parameters, or a JSON Schema 2020-12 document (a dict) describing the arguments object.
+    parameters: Sequence[Parameter] | Mapping[str, Any] = ()
     namespace: str = ""
     timeout: float | None = None
     annotations: Annotations = field(default_factory=Annotations)
@@ -123,14 +144,15 @@ class FunctionDefinition:
     def host(self, namespace: str = "") -> HostedFunction:
         ns = self.namespace or namespace
         owner = qualify(ns, self.name)
-        names = [p.name for p in self.parameters]
-        if len(set(names)) != len(names):
-            raise DefinitionError(f"{owner}: parameter names repeat: {names}")
         _, context_param, _, _ = signature_parameters(self.handler, {}, _is_context)
         kind = Kind.of(self.handler)
-        schema, validator = build_arguments(
-            owner, [p.info(owner) for p in self.parameters], pass_defaults=True
-        )
+        schema: dict[str, Any]
+        validator: ArgumentCheck
+        if isinstance(self.parameters, Mapping):
+            validator = JsonSchemaArguments(owner, self.parameters)
+            schema = validator.schema
+        else:
+            schema, validator = _from_parameters(owner, self.parameters)
         spec = make_spec(
             name=self.name,
             namespace=ns,
@@ -147,4 +169,81 @@ class FunctionDefinition:
         return HostedFunction(spec, self.handler, kind, validator, context_param)
 
 
-__all__ = ["FunctionDefinition", "JsonType", "Parameter"]
+def _from_parameters(owner: str, parameters: Sequence[Any]) -> tuple[dict[str, Any], ArgumentValidator]:
+    if isinstance(parameters, str | bytes) or not all(isinstance(p, Parameter) for p in parameters):
+        raise DefinitionError(
+            f"{owner}: parameters must be a list of toolmesh.Parameter or a JSON Schema document (a dict)"
+        )
+    names = [p.name for p in parameters]
+    if len(set(names)) != len(names):
+        raise DefinitionError(f"{owner}: parameter names repeat: {names}")
+    return build_arguments(owner, [p.info(owner) for p in parameters], pass_defaults=True)
+
+
+#: The dialect of hand-written schemas: MCP's, and the one a schema without `$schema` is read in.
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class JsonSchemaArguments:
+    """Validates arguments against a hand-written JSON Schema 2020-12 document.
+
+    Formats are annotations, as 2020-12 has them by default. As for functions, an
+    explicit ``null`` for an optional top-level argument whose schema does not allow
+    null means "not given", and absent arguments get their schema's ``default``.
+    """
+
+    def __init__(self, owner: str, schema: Mapping[str, Any]):
+        # Imported here: a pod that hosts no hand-written schema never loads jsonschema.
+        import jsonschema
+
+        try:
+            self.schema: dict[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise DefinitionError(f"{owner}: parameters is not a JSON document: {exc}") from None
+        dialect = self.schema.get("$schema", DIALECT)
+        if not isinstance(dialect, str) or dialect.rstrip("#") != DIALECT:
+            raise DefinitionError(
+                f"{owner}: parameters must be JSON Schema 2020-12 ({DIALECT}), not {dialect}"
+            )
+        try:
+            jsonschema.Draft202012Validator.check_schema(self.schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(part) for part in exc.absolute_path) or "the top level"
+            raise DefinitionError(
+                f"{owner}: parameters is not a valid JSON Schema 2020-12 document: {exc.message} (at {where})"
+            ) from None
+        if self.schema.get("type") != "object":
+            raise DefinitionError(f'{owner}: parameters must describe an object ("type": "object")')
+        self._validator = jsonschema.Draft202012Validator(self.schema)
+        required = set(self.schema.get("required", ()))
+        properties: dict[str, Any] = self.schema.get("properties", {})
+        self._null_means_default = frozenset(
+            name
+            for name, sub in properties.items()
+            if name not in required and any(True for _ in self._validator.descend(None, sub))
+        )
+        self._defaults = tuple(
+            (name, sub["default"])
+            for name, sub in properties.items()
+            if isinstance(sub, dict) and "default" in sub
+        )
+
+    def validate(self, data: bytes) -> dict[str, Any]:
+        try:
+            arguments = json.loads(data or b"{}")
+        except (ValueError, RecursionError) as exc:
+            raise invalid_arguments([malformed(str(exc))]) from None
+        if not isinstance(arguments, dict):
+            raise invalid_arguments([not_an_object(arguments)])
+        for name in self._null_means_default:
+            if name in arguments and arguments[name] is None:
+                del arguments[name]
+        violations = [v for error in self._validator.iter_errors(arguments) for v in from_json_schema(error)]
+        if violations:
+            raise invalid_arguments(violations)
+        for name, default in self._defaults:
+            arguments.setdefault(name, copy.deepcopy(default))
+        return arguments
+
+
+__all__ = ["FunctionDefinition", "JsonSchemaArguments", "JsonType", "Parameter"]

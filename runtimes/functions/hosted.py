@@ -7,13 +7,12 @@ import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions.context import Context
 from toolmesh.runtimes.functions.features import check_feature, feature_call
 from toolmesh.runtimes.functions.schema import (
-    ArgumentValidator,
     build_arguments,
     output_schema,
     parse_docstring,
@@ -58,6 +57,15 @@ class Kind(enum.Enum):
         return cls.SYNC
 
 
+class ArgumentCheck(Protocol):
+    """Turns a call's arguments (a JSON object, as bytes) into keyword arguments, or raises
+    InvalidArguments naming each violation. Schemas drawn from Python signatures are checked by
+    `schema.ArgumentValidator`, hand-written JSON Schema documents by
+    `definition.JsonSchemaArguments`."""
+
+    def validate(self, data: bytes) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class HostedFunction:
     """A function as the runtime holds it."""
@@ -65,7 +73,7 @@ class HostedFunction:
     spec: FunctionSpec
     call: Callable[..., Any]
     kind: Kind
-    validator: ArgumentValidator
+    validator: ArgumentCheck
     #: Name of the parameter that receives the Context, if the function asks for one.
     context_param: str | None = None
 

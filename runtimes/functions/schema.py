@@ -3,6 +3,10 @@
 A function's parameters become one pydantic model. The model gives the input
 JSON schema (what callers and LLMs see) and validates incoming arguments in
 strict JSON mode, so the schema and the validator can never disagree.
+Strictness goes all the way down: nested models, dataclasses and TypedDicts
+coerce nothing and refuse keys they do not declare (unless a class opts into
+extra keys with ``extra="allow"``), and the published schema says
+``additionalProperties: false`` wherever the validator refuses them.
 Descriptions come from ``Field(description=...)`` or, failing that, from the
 docstring (Google, NumPy and reST styles).
 """
@@ -10,6 +14,7 @@ docstring (Google, NumPy and reST styles).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import types
@@ -20,11 +25,13 @@ from typing import Annotated, Any
 
 import docstring_parser
 import pydantic
+import pydantic_core
 from pydantic import ConfigDict, Field
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema, ErrorDetails
 
-from toolmesh.errors import DefinitionError, InvalidArguments, Violation
-from toolmesh.runtimes.functions.surrogates import lone_surrogate
+from toolmesh.errors import DefinitionError, Violation
+from toolmesh.runtimes.functions.violations import UNEXPECTED, data_path, from_pydantic, invalid_arguments
 
 #: The default of a required parameter.
 MISSING: Any = inspect.Parameter.empty
@@ -70,6 +77,93 @@ class _ToolSchemaGenerator(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
+    # pydantic draws `additionalProperties` from each class's own config; `_closed_objects`
+    # marks in `extra_behavior` what the validator refuses, and the schema says the same.
+    def model_fields_schema(self, schema: Any) -> JsonSchemaValue:
+        return _closed(self, super().model_fields_schema(schema), schema)
+
+    def dataclass_args_schema(self, schema: Any) -> JsonSchemaValue:
+        return _closed(self, super().dataclass_args_schema(schema), schema)
+
+
+def _closed(generator: GenerateJsonSchema, json_schema: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
+    if schema.get("extra_behavior") == "forbid":
+        generator.resolve_ref_schema(json_schema)["additionalProperties"] = False
+    return json_schema
+
+
+# -- strict all the way down ------------------------------------------------------------------
+#
+# A pydantic class applies its own config to its fields, so the top level's strict mode and
+# extra="forbid" stop at the first nested model (whose default coerces "2" to 2 and drops unknown
+# keys silently). The validator passes strict=True and extra="forbid" at validation time
+# instead, which reaches every depth; classes that declare extra="allow" themselves keep extra
+# keys (ArgumentValidator._allowed), and the schema says `additionalProperties: false` wherever
+# the validator refuses them.
+
+#: Core schemas of objects with fields, whose `extra_behavior` says what happens to other keys.
+_OBJECTS = ("model-fields", "typed-dict", "dataclass-args")
+#: Core schemas of classes (their `cls` holds the user's config).
+_CLASSES = ("model", "dataclass", "typed-dict")
+
+
+def declares_extra(cls: Any) -> bool:
+    """Whether a model, dataclass or TypedDict itself says ``extra="allow"``."""
+    config = getattr(cls, "model_config", None) or getattr(cls, "__pydantic_config__", None) or {}
+    return config.get("extra") == "allow"
+
+
+def _closed_objects(node: Any, allow: bool = False) -> Any:
+    """A copy of a core schema whose objects forbid extra keys unless their class allows them.
+    Only dicts and lists are copied: the classes and functions in it are the user's, shared."""
+    if isinstance(node, list):
+        return [_closed_objects(item, allow) for item in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if kind in _CLASSES:
+        allow = declares_extra(node.get("cls"))
+    copied = {key: _closed_objects(value, allow) for key, value in node.items()}
+    if kind in _OBJECTS:
+        copied["extra_behavior"] = "allow" if allow else "forbid"
+    return copied
+
+
+def _allows_extra_anywhere(node: Any) -> bool:
+    if isinstance(node, list):
+        return any(_allows_extra_anywhere(item) for item in node)
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") in _CLASSES and declares_extra(node.get("cls")):
+        return True
+    return any(_allows_extra_anywhere(value) for value in node.values())
+
+
+def _holds(value: Any, part: str | int) -> bool:
+    if isinstance(value, list | tuple):
+        return isinstance(part, int) and 0 <= part < len(value)
+    return isinstance(value, dict) and part in value
+
+
+def _input_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    core: CoreSchema = _closed_objects(model.__pydantic_core_schema__)
+    return _ToolSchemaGenerator(by_alias=True).generate(core, mode="validation")
+
+
+def _owner(value: Any, loc: Sequence[str | int]) -> Any:
+    """The object that holds the key at `loc` in a validated value (union tags in `loc` skipped)."""
+    for part in loc[:-1]:
+        if isinstance(value, pydantic.BaseModel):
+            fields = type(value).model_fields
+            name = next((n for n, f in fields.items() if part in (n, f.alias, f.validation_alias)), None)
+            if name is not None:
+                value = getattr(value, name)
+        elif dataclasses.is_dataclass(value) and isinstance(part, str) and hasattr(value, part):
+            value = getattr(value, part)
+        elif _holds(value, part):
+            value = value[part]
+    return value
+
 
 def _admits_none(annotation: Any) -> bool:
     if annotation is Any or annotation is None or annotation is type(None):
@@ -112,16 +206,16 @@ class ArgumentValidator:
         self._fields = tuple(fields.items())  # (attribute, argument name)
         self._null_means_default = frozenset(null_means_default)
         self._defaults = tuple((defaults or {}).items())
-        self._accepts_extra = model.model_config.get("extra") == "allow"
+        self._accepts_extra = declares_extra(model)
+        self._some_allow_extra = _allows_extra_anywhere(model.__pydantic_core_schema__)
 
     def validate(self, data: bytes) -> dict[str, Any]:
+        data = data or b"{}"
         try:
-            parsed = self._model.model_validate_json(data or b"{}")
+            # Given here, strict and extra reach nested classes (their own config says otherwise).
+            parsed = self._model.model_validate_json(data, strict=True, extra="forbid")
         except pydantic.ValidationError as exc:
-            violations = [_violation(error) for error in exc.errors(include_url=False)]
-            summary = "; ".join(v.message for v in violations[:3])
-            more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
-            raise InvalidArguments(f"invalid arguments: {summary}{more}", violations) from None
+            parsed = self._allowed(exc, data)
         given = parsed.model_fields_set
         arguments = {}
         for attribute, name in self._fields:
@@ -136,6 +230,52 @@ class ArgumentValidator:
         if self._accepts_extra and parsed.model_extra:
             arguments.update(parsed.model_extra)
         return arguments
+
+    def _allowed(self, refused: pydantic.ValidationError, data: bytes) -> pydantic.BaseModel:
+        """The arguments, if all `refused` objected to was extra keys of classes that allow them.
+
+        Which class holds an extra key shows in a validated value: the arguments without
+        any of the extra keys are validated to find out, then the refusals stand for every
+        other class. If that fails as well (wrong types too), its errors are the answer, and
+        the unknown keys it set aside show up once those are fixed.
+        """
+        errors = refused.errors(include_url=False)
+        extra = [e for e in errors if e["type"] in UNEXPECTED]
+        if not self._some_allow_extra or not extra:
+            raise invalid_arguments(_violations(errors, data)) from None
+        arguments = json.loads(data)
+        try:
+            probe = self._model.model_validate_json(json.dumps(_without(arguments, extra)), strict=True)
+            held = [e for e in errors if e in extra and declares_extra(_owner(probe, e["loc"]))]
+            if len(held) < len(errors):
+                raise invalid_arguments(_violations([e for e in errors if e not in held], data))
+            return self._model.model_validate_json(data, strict=True)
+        except pydantic.ValidationError as exc:
+            raise invalid_arguments(_violations(exc.errors(include_url=False), data)) from None
+
+
+def _without(arguments: Any, extra: Sequence[ErrorDetails]) -> Any:
+    """A copy of the arguments with the keys these errors name taken out."""
+    arguments = copy.deepcopy(arguments)
+    for error in extra:
+        path = data_path(error["loc"], arguments, last_may_be_absent=False)
+        if not path:
+            continue
+        *parents, key = path
+        holder = arguments
+        for part in parents:
+            holder = holder[part]
+        if isinstance(holder, dict):
+            holder.pop(key, None)
+    return arguments
+
+
+def _violations(errors: Sequence[ErrorDetails], data: bytes) -> list[Violation]:
+    try:
+        arguments = json.loads(data)
+    except (ValueError, RecursionError):
+        arguments = None  # the errors say so
+    return [from_pydantic(error, arguments) for error in errors]
 
 
 def build_arguments(
@@ -182,20 +322,28 @@ def build_arguments(
     try:
         schema_model = pydantic.create_model(model_name, __config__=config, **schema_fields)
         check_model = pydantic.create_model(model_name, __config__=config, **check_fields)
-        schema = schema_model.model_json_schema(by_alias=True, schema_generator=_ToolSchemaGenerator)
-    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as exc:
+        schema = _input_schema(schema_model)
+        defaults = _defaults(parameters, pass_defaults)
+        validator = ArgumentValidator(check_model, names, null_means_default, defaults)
+    except (
+        pydantic.PydanticSchemaGenerationError,
+        pydantic.PydanticUserError,
+        pydantic_core.SchemaError,
+        TypeError,
+    ) as exc:
         raise DefinitionError(f"{model_name}: cannot build a schema for its parameters: {exc}") from exc
     schema.pop("title", None)
     schema.setdefault("properties", {})
     for param in parameters:
         if param.default is NO_DEFAULT:
             schema["properties"][param.name].pop("default", None)
-    defaults = (
-        {p.name: p.default for p in parameters if p.default not in (MISSING, NO_DEFAULT)}
-        if pass_defaults
-        else {}
-    )
-    return schema, ArgumentValidator(check_model, names, null_means_default, defaults)
+    return schema, validator
+
+
+def _defaults(parameters: Sequence[ParameterInfo], pass_defaults: bool) -> dict[str, Any]:
+    if not pass_defaults:
+        return {}
+    return {p.name: p.default for p in parameters if p.default not in (MISSING, NO_DEFAULT)}
 
 
 _NO_OUTPUT_SCHEMA = (str, bytes, bytearray, type(None), None, Any, MISSING, object)
@@ -302,82 +450,3 @@ def _nullable(node: dict[str, Any]) -> dict[str, Any]:
     if description:
         wrapped["description"] = description
     return wrapped
-
-
-# -- violations -------------------------------------------------------------------------------
-
-_EXPECTED = {
-    "int_type": "integer",
-    "int_parsing": "integer",
-    "int_from_float": "integer",
-    "float_type": "number",
-    "float_parsing": "number",
-    "string_type": "string",
-    "bool_type": "boolean",
-    "bool_parsing": "boolean",
-    "list_type": "array",
-    "tuple_type": "array",
-    "set_type": "array",
-    "frozen_set_type": "array",
-    "dict_type": "object",
-    "model_type": "object",
-    "model_attributes_type": "object",
-    "dataclass_type": "object",
-    "dataclass_exact_type": "object",
-    "none_required": "null",
-    "missing": "a value (required argument)",
-    "extra_forbidden": "no such argument",
-}
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _describe(value: Any) -> str:
-    kind = _json_type(value)
-    if kind in ("null", "object", "array"):
-        return kind
-    shown = json.dumps(value) if kind in ("boolean", "integer", "number", "string") else repr(value)
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    return f"{kind} {shown}"
-
-
-def _violation(error: Mapping[str, Any]) -> Violation:
-    kind = error["type"]
-    path = ".".join(str(part) for part in error["loc"])
-    where = path or "arguments"
-    if kind == "json_invalid":
-        surrogate = lone_surrogate(error.get("input"))
-        if surrogate is not None:
-            return surrogate
-        detail = error.get("ctx", {}).get("error", "")
-        return Violation("", "a JSON object", "malformed JSON", f"arguments are not valid JSON: {detail}")
-    if kind == "model_type" and not path:
-        got = _json_type(error["input"])
-        return Violation("", "a JSON object", got, f"arguments must be a JSON object, got {got}")
-    if kind == "missing":
-        return Violation(path, _EXPECTED[kind], "nothing", f"{where}: missing required argument")
-    if kind == "extra_forbidden":
-        return Violation(path, _EXPECTED[kind], _describe(error["input"]), f"{where}: unexpected argument")
-    expected = _EXPECTED.get(kind)
-    if expected is None:
-        message = str(error["msg"])
-        expected = message.removeprefix("Input should be ").removeprefix("Value error, ")
-    got = _describe(error["input"])
-    return Violation(path, expected, got, f"{where}: expected {expected}, got {got}")

@@ -172,7 +172,7 @@ def test_a_removal_by_the_cli_in_another_process_reaches_the_next_route(
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
-    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # A question for send_email is a match the safety rules decline (router/safety/rules.py); these
     # tests are about what learning does to the ranking, so they route without the rules.
     router.safe_matches = False
     router.learn("lookup_b", PROMPT, "alice")
@@ -228,7 +228,7 @@ def test_feedback_that_corrects_moves_the_prompt_to_the_right_function(
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
-    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # A question for send_email is a match the safety rules decline (router/safety/rules.py); these
     # tests are about what learning does to the ranking, so they route without the rules.
     router.safe_matches = False
     for prompt in ("email Bob the quarterly report", "How many parcels are left in the warehouse", PROMPT):
@@ -250,7 +250,7 @@ def test_negative_feedback_alone_stops_the_wrong_match(int8_embedder: OnnxEmbedd
     store = LearnedExamples(tmp_path / LEARNED_FILE)
     router = Router(FunctionIndex(int8_embedder), 0.3, learned=store)
     router.sync(DOCS)
-    # A question for send_email is a match the safety rules decline (router/safety.py); these
+    # A question for send_email is a match the safety rules decline (router/safety/rules.py); these
     # tests are about what learning does to the ranking, so they route without the rules.
     router.safe_matches = False
     before = router.route(PROMPT)

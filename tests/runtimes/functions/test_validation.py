@@ -33,12 +33,12 @@ def test_every_violation_is_named() -> None:
         b' "express": "yes", "size": "xl", "x": 1}'
     )
     by_path = {v.path: v for v in found}
-    assert set(by_path) == {"customer", "items.0.quantity", "items.1.sku", "express", "size", "x"}
+    assert set(by_path) == {"customer", "items[0].quantity", "items[1].sku", "express", "size", "x"}
     assert by_path["customer"].message == "customer: missing required argument"
     assert by_path["customer"].got == "nothing"
-    assert by_path["items.0.quantity"].expected == "integer"
-    assert by_path["items.0.quantity"].got == 'string "two"'
-    assert by_path["items.0.quantity"].message == 'items.0.quantity: expected integer, got string "two"'
+    assert by_path["items[0].quantity"].expected == "integer"
+    assert by_path["items[0].quantity"].got == 'string "two"'
+    assert by_path["items[0].quantity"].message == 'items[0].quantity: expected integer, got string "two"'
     assert by_path["express"].expected == "boolean"
     assert by_path["size"].expected == "'s' or 'm'"
     assert by_path["x"].expected == "no such argument"

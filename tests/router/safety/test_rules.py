@@ -14,7 +14,7 @@ from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.routing import Router
-from toolmesh.router.safety import (
+from toolmesh.router.safety.rules import (
     CLOSE,
     DESTRUCTIVE_EXTRA,
     PROHIBITED,
@@ -24,9 +24,9 @@ from toolmesh.router.safety import (
     Profile,
     choose,
 )
+from toolmesh.router.safety.verbs import Effect
 from toolmesh.router.sessions import SessionStore
 from toolmesh.router.text import Document
-from toolmesh.router.verbs import Effect
 
 SKU = {
     "type": "object",

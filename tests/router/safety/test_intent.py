@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolmesh.router.intent import read_intent
+from toolmesh.router.safety.intent import read_intent
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolmesh.router.effects import answers_question, effect, own_verbs
+from toolmesh.router.safety.effects import answers_question, effect, own_verbs
+from toolmesh.router.safety.verbs import Effect
 from toolmesh.router.text import Document
-from toolmesh.router.verbs import Effect
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from __future__ import annotations
 import functools
 import re
 
-from toolmesh.router.intent import read_intent
+from toolmesh.router.safety.intent import read_intent
+from toolmesh.router.safety.verbs import Effect, base, effect_of_verb
 from toolmesh.router.text import Document, split_identifier
-from toolmesh.router.verbs import Effect, base, effect_of_verb
 
 _WORD = re.compile(r"[A-Za-z]+")
 # Openings of descriptions that say nothing yet: "This function adds ...", "Used to list ...".

@@ -18,7 +18,7 @@ def violation(body: bytes) -> toolmesh.Violation:
 
 def test_a_lone_surrogate_is_named_with_its_path() -> None:
     found = violation(b'{"customer": "ann", "items": [{"sku": "a\\udc00b", "quantity": 1}]}')
-    assert found.path == "items.0.sku" and found.got == "a lone surrogate U+DC00"
+    assert found.path == "items[0].sku" and found.got == "a lone surrogate U+DC00"
     assert "lone surrogate (U+DC00) at character 1" in found.message and "UTF-8" in found.message
 
 
