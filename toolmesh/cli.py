@@ -147,6 +147,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
         prometheus_url=args.prometheus_url,
         profile=args.profile,
         redis=args.redis,
+        data_claim=args.data_claim,
     )
     path = find_config(args.config)
     try:
@@ -298,6 +299,12 @@ def _add_deploy_parser(commands: Any) -> None:
         action="store_true",
         help="add a Redis StatefulSet for the gateway replicas' shared state ([state]); without it, "
         "give an external one in the toolmesh-state Secret or [state] url",
+    )
+    render.add_argument(
+        "--data-claim",
+        metavar="CLAIM",
+        help="a PersistentVolumeClaim for the gateway's files (router sessions, SQLite jobs), kept "
+        "across restarts (default: an emptyDir, lost with the pod)",
     )
     render.add_argument("--cluster-domain", default=DEFAULT_CLUSTER_DOMAIN, help="default %(default)s")
     render.add_argument(
