@@ -138,6 +138,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
 
     from toolmesh.config import ConfigError, load_config
     from toolmesh.config_sources import find_config
+    from toolmesh.deploy.loopback_urls import loopback_warnings
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
     options = RenderOptions(
@@ -151,10 +152,13 @@ def _deploy_render(args: argparse.Namespace) -> int:
     )
     path = find_config(args.config)
     try:
-        files = render(load_config(path), options)
+        config = load_config(path)
+        files = render(config, options)
     except ConfigError as exc:
         print(f"toolmesh deploy render: {exc}", file=sys.stderr)
         return 2
+    for warning in loopback_warnings(config):
+        print(f"toolmesh deploy render: warning: {warning}", file=sys.stderr)
     if args.output is None:
         sys.stdout.write(stream(files))
         return 0
