@@ -29,6 +29,9 @@ RUNTIME_PORT = DEFAULT_PORT
 RUNTIME_METRICS_PORT = DEFAULT_METRICS_PORT
 #: The image's working directory (Dockerfile), where images built on it put the user's files.
 IMAGE_WORKDIR = "/app"
+#: Where the gateway's data volume is mounted (deployment-gateway.yaml): every file the gateway
+#: writes (the router's sessions and embeddings, SQLite jobs) goes here, as its root is read-only.
+GATEWAY_DATA_DIR = "/var/lib/toolmesh"
 #: Kubernetes Service names are DNS-1035 labels: at most 63 characters.
 MAX_NAME = 63
 

@@ -138,6 +138,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
 
     from toolmesh.config import ConfigError, load_config
     from toolmesh.config_sources import find_config
+    from toolmesh.deploy.loopback_urls import loopback_warnings
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
     options = RenderOptions(
@@ -147,13 +148,17 @@ def _deploy_render(args: argparse.Namespace) -> int:
         prometheus_url=args.prometheus_url,
         profile=args.profile,
         redis=args.redis,
+        data_claim=args.data_claim,
     )
     path = find_config(args.config)
     try:
-        files = render(load_config(path), options)
+        config = load_config(path)
+        files = render(config, options)
     except ConfigError as exc:
         print(f"toolmesh deploy render: {exc}", file=sys.stderr)
         return 2
+    for warning in loopback_warnings(config):
+        print(f"toolmesh deploy render: warning: {warning}", file=sys.stderr)
     if args.output is None:
         sys.stdout.write(stream(files))
         return 0
@@ -298,6 +303,12 @@ def _add_deploy_parser(commands: Any) -> None:
         action="store_true",
         help="add a Redis StatefulSet for the gateway replicas' shared state ([state]); without it, "
         "give an external one in the toolmesh-state Secret or [state] url",
+    )
+    render.add_argument(
+        "--data-claim",
+        metavar="CLAIM",
+        help="a PersistentVolumeClaim for the gateway's files (router sessions, SQLite jobs), kept "
+        "across restarts (default: an emptyDir, lost with the pod)",
     )
     render.add_argument("--cluster-domain", default=DEFAULT_CLUSTER_DOMAIN, help="default %(default)s")
     render.add_argument(

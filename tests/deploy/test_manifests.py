@@ -27,7 +27,17 @@ from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY, RUNTIME_LABEL
 from toolmesh.deploy.render import INFLIGHT_METRIC, PENDING_METRIC, RenderOptions, render
 
 #: Each build, by name: how to make it and the namespace everything must land in.
-BUILDS = ["base", "dev", "prod", "prod+kube-scaler", "prod+redis", "render", "render-dev", "render-redis"]
+BUILDS = [
+    "base",
+    "dev",
+    "prod",
+    "prod+kube-scaler",
+    "prod+redis",
+    "render",
+    "render-dev",
+    "render-redis",
+    "render-scaled",
+]
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +60,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Manifest]]
         "render-dev": kustomize_rendered(
             render(MeshConfig(runtimes=_two_runtimes()), RenderOptions(profile="dev")), tmp / "render-dev"
         ),
+        # Every scaling setting away from its default, and the data volume on a claim.
+        "render-scaled": kustomize_rendered(
+            render(MeshConfig(runtimes=_scaled_runtimes()), RenderOptions(data_claim="toolmesh-data")),
+            tmp / "render-scaled",
+        ),
     }
 
 
@@ -60,6 +75,13 @@ def _two_runtimes() -> Any:
         RuntimeConfig(name="weather", modules=("examples.weather",), drain_grace=20),
         RuntimeConfig(name="text", modules=("examples.text", "examples.arithmetic"), workers=4),
     )
+
+
+def _scaled_runtimes() -> Any:
+    from toolmesh.config import RuntimeConfig
+
+    settings = {"min_replicas": 2, "max_replicas": 9, "idle_timeout": 45.5, "target_concurrency": 3}
+    return (RuntimeConfig(name="busy", modules=("examples.weather",), **settings), *_two_runtimes())
 
 
 @pytest.fixture(params=BUILDS)
@@ -212,7 +234,7 @@ def test_pods_are_locked_down(objects: list[Manifest]) -> None:
             assert context["capabilities"] == {"drop": ["ALL"]}
             for bound in ("requests", "limits"):
                 assert set(container["resources"][bound]) == {"cpu", "memory"}
-            # The root filesystem is read-only: /tmp is the one writable place.
+            # The root filesystem is read-only: /tmp is writable (and the gateway's data volume).
             assert "/tmp" in {mount["mountPath"] for mount in container["volumeMounts"]}
 
 
@@ -260,7 +282,10 @@ def test_autoscaling_matches_the_profile(objects: list[Manifest]) -> None:
     assert sorted(s["spec"]["scaleTargetRef"]["name"] for s in scaled) == sorted(runtimes)
     for scaled_object in scaled:
         runtime = runtimes[scaled_object["spec"]["scaleTargetRef"]["name"]]
-        assert scaled_object["spec"]["minReplicaCount"] == 0
+        spec = scaled_object["spec"]
+        # The CRD's own rule (a CEL expression, which the schema check above cannot run).
+        assert 0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
+        assert isinstance(spec["cooldownPeriod"], int) and spec["cooldownPeriod"] > 0
         (trigger,) = scaled_object["spec"]["triggers"]
         assert trigger["type"] == "prometheus"
         query = trigger["metadata"]["query"]

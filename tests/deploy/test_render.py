@@ -233,6 +233,31 @@ def test_impossible_resources_are_refused(settings: dict[str, object], problem: 
         RuntimeConfig(name="tools", modules=("examples.text",), **settings)
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "field", "expected"),
+    [
+        ("min_replicas", 2, ("minReplicaCount",), 2),
+        ("max_replicas", 12, ("maxReplicaCount",), 12),
+        ("idle_timeout", 45.5, ("cooldownPeriod",), 46),  # whole seconds, never sooner
+        ("target_concurrency", 5, ("triggers", 0, "metadata", "threshold"), "5"),
+    ],
+)
+def test_a_runtimes_scaling_settings_become_its_scaled_object(
+    setting: str, value: float, field: tuple[str | int, ...], expected: object
+) -> None:
+    """KEDA scales a runtime in the cluster as the gateway does on one machine."""
+
+    def scaled(**settings: float) -> Any:
+        runtime = RuntimeConfig(name="tools", modules=("examples.text",), **settings)  # type: ignore[arg-type]
+        node = render(MeshConfig(runtimes=(runtime,)))["scaledobject-runtime-tools.yaml"]["spec"]
+        for key in field:
+            node = node[key]
+        return node
+
+    assert scaled(**{setting: value}) == expected
+    assert scaled() != expected, "the default is different: the test must see the setting"
+
+
 def test_the_checksum_follows_the_config() -> None:
     config = MeshConfig(runtimes=(RuntimeConfig(name="tools", modules=("examples.text",)),))
 
@@ -404,7 +429,7 @@ def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() ->
     assert _toml(files)["jobs"] == {
         "workers": 2,
         "callback_secret_env": "HOOK",
-        "path": "/tmp/toolmesh/jobs.sqlite3",  # the gateway's one writable volume
+        "path": "/var/lib/toolmesh/jobs.sqlite3",  # the gateway's data volume
     }
     (gateway,) = containers(one(list(files.values()), "Deployment", GATEWAY))
     assert {
