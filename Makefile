@@ -71,6 +71,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/argument_validation.py
 	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/chaos.py --seconds 30
+	$(BIN)/python bench/blocked_loop.py --seconds 30
 	$(BIN)/python bench/adversarial.py
 	$(BIN)/python bench/stream_latency.py
 	$(BIN)/python bench/chat_stream.py

@@ -148,7 +148,10 @@ def config_text(replicas: int, extra: str = "") -> str:
 
 
 @contextlib.contextmanager
-def gateway(workdir: Path, config: str, label: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def gateway(
+    workdir: Path, config: str, label: str, cwd: Path = ROOT
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`toolmesh up` with `config`, run from `cwd` (whose toolmesh package it then runs)."""
     path = workdir / f"{label}.toml"
     path.write_text(config)
     # TMPDIR puts the template's socket directory (on its command line) inside `workdir`,
@@ -160,7 +163,7 @@ def gateway(workdir: Path, config: str, label: str) -> Iterator[tuple[subprocess
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
         )
     try:

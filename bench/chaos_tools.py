@@ -30,3 +30,18 @@ def hoard(megabytes: int = 64) -> int:
     """Allocate and keep `megabytes` more on every call (the memory scenario's greedy function)."""
     _HOARD.append(b"\x01" * (megabytes * 1024 * 1024))
     return sum(len(chunk) for chunk in _HOARD) // (1024 * 1024)
+
+
+async def blocker(seconds: float = 5.0) -> int:
+    """Blocks its pod's event loop (a sync sleep in an async function): bench/blocked_loop.py."""
+    import os
+    import time
+
+    time.sleep(seconds)  # noqa: ASYNC251 - blocking the loop is the point
+    return os.getpid()
+
+
+@toolmesh.function(timeout=2)
+async def overrun(seconds: float = 5.0) -> int:
+    """Blocks its pod's event loop past its own 2 s limit."""
+    return await blocker(seconds)

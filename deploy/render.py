@@ -76,6 +76,7 @@ _RUNTIME_FLAGS = {
     "--workers": "workers",
     "--drain-grace": "drain_grace",
     "--max-result-bytes": "max_result_bytes",
+    "--loop-blocked-after": "loop_blocked_after",
 }
 
 

@@ -14,6 +14,7 @@ from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
+    DEFAULT_LOOP_BLOCKED_AFTER,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_MAX_MEMORY_MB,
     DEFAULT_MAX_RESULT_BYTES,
@@ -54,6 +55,10 @@ class RuntimeConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
     timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
+    #: Seconds a call's async code may block a pod's event loop before it is reported (a log
+    #: line and metrics naming the function and request id). The pod is replaced only if the
+    #: loop is still blocked when that call's time limit passes.
+    loop_blocked_after: float = Field(DEFAULT_LOOP_BLOCKED_AFTER, gt=0)
     #: Calls running at once in one pod before new ones are turned away.
     max_inflight: int = Field(DEFAULT_MAX_INFLIGHT, ge=1)
     #: Threads for sync functions in each pod.

@@ -59,6 +59,8 @@ class Spawned:
     metrics_socket: str | None
     #: The pod's Unix socket for unary calls, when the runtime uses that transport.
     socket: str | None
+    #: Where a thread of the pod answers liveness pings (whatever its event loop does).
+    liveness: str | None = None
 
 
 ExitHandler = Callable[[int, int], None]
@@ -109,6 +111,7 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
         workers=config.workers,
         max_memory_mb=config.max_memory_mb,
         max_result_bytes=config.max_result_bytes,
+        loop_blocked_after=config.loop_blocked_after,
         log_level=config.log_level,
         template=config.spawn,
         socket_dir=socket_dir,
@@ -316,7 +319,11 @@ class TemplateProcess:
         if kind == "ready":
             socket = event.get("socket") if self.config.transport == "socket" else None
             spawned = Spawned(
-                int(event["pid"]), f"unix:{event['grpc_socket']}", event.get("metrics_socket"), socket
+                int(event["pid"]),
+                f"unix:{event['grpc_socket']}",
+                event.get("metrics_socket"),
+                socket,
+                event.get("liveness_socket"),
             )
             waiting.set_result(spawned)
         elif kind == "failed":

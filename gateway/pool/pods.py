@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from dataclasses import dataclass
 
+from toolmesh.errors import Unavailable
+from toolmesh.gateway.pool import liveness
 from toolmesh.gateway.pool.launcher import Spawned
-from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.gateway.pool.liveness import RUNNING, LivenessClient
+from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.runtimes.pod.executor import REFUSED
+from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
+from toolmesh.runtimes.pod.pod_process import kill_group
 
 STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"
+log = logging.getLogger("toolmesh.pool")
 #: Seconds a pod has to answer a metrics request (Prometheus' own scrape timeout is longer).
 METRICS_TIMEOUT = 5.0
 
@@ -27,14 +35,19 @@ class Replica:
     #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
     socket: SocketClient | None
     started_at: float
+    #: Where a thread of the pod answers liveness pings (liveness.py), when it has one.
+    liveness: LivenessClient | None = None
     state: str = READY
     inflight: int = 0
     last_used: float = 0.0
     #: Calls it took, and those it answered (with a result or an error of the function's own).
     taken: int = 0
     served: int = 0
-    #: Killed for answering no liveness ping (liveness.py).
-    frozen: bool = False
+    #: Why the gateway killed it, when it did: "unresponsive" (it answered no liveness
+    #: ping) or "blocked" (a call blocked its event loop past the call's time limit).
+    killed_for: str | None = None
+    #: Its last liveness report: whether its event loop is blocked, and by which call.
+    loop: LoopReport = RUNNING
 
     async def fetch_metrics(self) -> bytes | None:
         """The pod's Prometheus exposition, read from its metrics socket; None if it answers none."""
@@ -58,13 +71,52 @@ class Replica:
         """The pod a template just started, with its clients."""
         socket = SocketClient(runtime, spawned.socket) if spawned.socket else None
         client = RuntimeClient(runtime, spawned.address)
-        return cls(spawned.pid, spawned.address, spawned.metrics_socket, client, socket, now, last_used=now)
+        liveness = LivenessClient(spawned.liveness) if spawned.liveness else None
+        return cls(
+            spawned.pid, spawned.address, spawned.metrics_socket, client, socket, now, liveness, last_used=now
+        )
 
     @property
-    def pinger(self) -> SocketClient | RuntimeClient:
-        return self.socket or self.client
+    def blocked(self) -> bool:
+        """Its event loop is blocked (by a call's async code), as it last said."""
+        return self.loop.blocked > 0
+
+    def note(self, report: LoopReport) -> str:
+        """Take its latest liveness report: "began" or "ended" when it tells of a stall of its
+        event loop starting or ending, else ""."""
+        was, self.loop = self.loop, report
+        if liveness.stall_began(was, report):
+            return "began"
+        return "ended" if was.blocked and not report.blocked else ""
+
+    def kill(self, reason: str, runtime: str) -> None:
+        """Take it out of rotation and kill it with its group (the subprocesses its functions
+        started), so that it is replaced like any dead pod; `reason` is `killed_for`'s."""
+        if self.killed_for is None and self.state != GONE:
+            why = liveness.why_killed(reason, self.loop)
+            log.warning(f"runtime {runtime!r}: pod {self.pid} {why}; killing it", extra={"runtime": runtime})
+            self.state, self.killed_for = DRAINING, reason
+            kill_group(self.pid)
+
+    def died_mid_call(self, runtime: str, error: PodUnreachable) -> Unavailable:
+        """What a caller sees when this pod went away while running its call."""
+        if error.details.get(REFUSED) is True:
+            return Unavailable(error.message, retry_after=error.retry_after, details=error.details)
+        return Unavailable(
+            f"pod {self.pid} of runtime {runtime!r} died mid-call; the call may have run "
+            f"(retry if that is safe: {error.message})",
+            retry_after=1.0,
+        )
+
+    async def check(self, timeout: float) -> LoopReport | None:
+        """How its event loop is (liveness.Watched), or None if it did not answer in time."""
+        if self.liveness is not None:
+            return await self.liveness.ping(timeout)
+        return RUNNING if await (self.socket or self.client).ping(timeout) else None
 
     async def close(self) -> None:
+        if self.liveness is not None:
+            self.liveness.close()
         if self.socket is not None:
             await self.socket.close()
         await self.client.close()

@@ -10,12 +10,16 @@
     toolmesh_pod_restarts_total{runtime,reason}              counter, pods that ended unexpectedly
     toolmesh_pod_start_failures_total{runtime}               counter, pods that failed to start
     toolmesh_template_restarts_total{runtime,reason}         counter, template processes that ended unasked
+    toolmesh_pod_loop_blocks_total{runtime,function}         counter, stalls of a pod's event loop seen
+                                                             by liveness pings, by the call holding it
 
 `runtime` only takes names from the config. A pod's `reason`: `killed` (SIGKILL: by
 hand or by the kernel's OOM killer, which cannot be told apart from here), `crashed`
 (any other signal or exit status), `recycled` (it stopped itself: too many threads stuck
 in timed-out calls), `template` (it went with its template process), `unresponsive` (the
-gateway killed it for answering no liveness ping: frozen, or its event loop blocked).
+gateway killed it for answering no liveness ping: frozen), `blocked` (the gateway replaced it
+because a call's async code still blocked its event loop when the call's time limit passed).
+Each pod's own metrics name the request of every stall too (runtimes/pod/telemetry.py).
 A template's: `killed`, `crashed`, or `hung` (the gateway killed it for leaving a
 request for a pod unanswered).
 """
@@ -34,7 +38,7 @@ from toolmesh.runtimes.pod.defaults import RECYCLED
 
 #: Pod states as the `state` label shows them.
 REPLICA_STATES = ("starting", "ready", "draining")
-POD_RESTART_REASONS = ("crashed", "killed", "recycled", "template", "unresponsive")
+POD_RESTART_REASONS = ("blocked", "crashed", "killed", "recycled", "template", "unresponsive")
 TEMPLATE_RESTART_REASONS = ("crashed", "killed", "hung")
 #: From a forked pod (milliseconds) to a fresh interpreter under load (seconds).
 START_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -100,6 +104,13 @@ class PoolMetrics(Collector):
             "toolmesh_pod_start_failures",
             "Pods that failed to start (died, or too slow).",
             label,
+            registry=registry,
+        )
+        self.loop_blocks = Counter(
+            "toolmesh_pod_loop_blocks",
+            "Stalls of a pod's event loop past its runtime's loop_blocked_after, by the function "
+            "whose async code held it ('' for code outside any call).",
+            ["runtime", "function"],
             registry=registry,
         )
         for name in runtimes:

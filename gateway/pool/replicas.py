@@ -11,6 +11,9 @@ Scaling follows demand: while calls in flight plus held calls exceed
 for `idle_timeout` is drained and stopped (down to `min_replicas`, zero by
 default).
 
+A pod whose event loop a call's async code blocks takes no new calls until it runs again,
+and is replaced only when that call passes its time limit (liveness.py).
+
 Faults: a pod that ends unasked is taken out of rotation at once and a
 replacement starts when demand or `min_replicas` asks for one, while calls are
 held as for a cold start. Its in-flight calls to idempotent functions go to
@@ -35,7 +38,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from typing import Any
 
 from toolmesh.config import RuntimeConfig
-from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.errors import FunctionTimeout, ToolmeshError, Unavailable
 from toolmesh.gateway.pool import liveness
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import Spawned, TemplateProcess
@@ -47,7 +50,7 @@ from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import REFUSED, Call
-from toolmesh.runtimes.pod.pod_process import kill_group
+from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
 
 log = logging.getLogger("toolmesh.pool")
 
@@ -144,7 +147,7 @@ class ReplicaSet:
             self._raise_if_failing(deadline)
             await self._wait_for_change(deadline)
         self._reaper = asyncio.create_task(self._reap_idle())
-        self._spawn_task(liveness.watch(self._running, self._unresponsive))
+        self._spawn_task(liveness.watch(self._running, self._unresponsive, self._reported))
 
     async def close(self) -> None:
         """Stop every pod (they drain) and the template."""
@@ -173,14 +176,19 @@ class ReplicaSet:
                 return result
             except PodUnreachable as exc:
                 self._suspect(replica)
-                if attempt == MAX_ATTEMPTS or not retry_is_safe(exc, idempotent):
-                    raise self._died_mid_call(replica, exc) from None
+                lost = liveness.lost_call(replica.loop, call.request_id, exc, replica.pid)
+                if attempt == MAX_ATTEMPTS or not retry_is_safe(lost, idempotent):
+                    raise replica.died_mid_call(self.name, lost) from None
             except Unavailable as exc:
                 # The pod's own answer: draining (refused, so safe to send elsewhere), or
                 # the function's error (a runtime it calls is down): not the pod's fault.
                 if exc.details.get(REFUSED) is not True or attempt == MAX_ATTEMPTS:
                     raise
                 self._suspect(replica)
+            except FunctionTimeout as exc:
+                if replica.loop.request_id == call.request_id:
+                    replica.kill("blocked", self.name)  # its deadline passed with the loop still held
+                raise liveness.timed_out(replica.loop, call.request_id, exc, replica.pid) from None
             except ToolmeshError:
                 self._served(replica)
                 raise
@@ -198,19 +206,9 @@ class ReplicaSet:
             self._served(replica)
         except PodUnreachable as exc:
             self._suspect(replica)
-            raise self._died_mid_call(replica, exc) from None
+            raise replica.died_mid_call(self.name, exc) from None
         finally:
             self._release(replica)
-
-    def _died_mid_call(self, replica: Replica, error: PodUnreachable) -> Unavailable:
-        """What a caller sees when the pod running its call went away."""
-        if error.details.get(REFUSED) is True:
-            return Unavailable(error.message, retry_after=error.retry_after, details=error.details)
-        return Unavailable(
-            f"pod {replica.pid} of runtime {self.name!r} died mid-call; the call may have run "
-            f"(retry if that is safe: {error.message})",
-            retry_after=1.0,
-        )
 
     def _served(self, replica: Replica) -> None:
         replica.served += 1
@@ -221,7 +219,9 @@ class ReplicaSet:
         """The ready pod with the fewest calls in flight, below its limit; ties go to the oldest."""
         best: Replica | None = None
         for replica in self.replicas:
-            if replica.state == READY and (best is None or replica.inflight < best.inflight):
+            if replica.state != READY or replica.blocked:
+                continue  # a pod whose loop is blocked takes no new calls until it runs again
+            if best is None or replica.inflight < best.inflight:
                 best = replica
         if best is None or best.inflight >= self.config.max_inflight:
             return None
@@ -298,7 +298,8 @@ class ReplicaSet:
     # -- scaling ----------------------------------------------------------------------------
 
     def _ready(self) -> list[Replica]:
-        return [r for r in self.replicas if r.state == READY]
+        """Pods that can take calls now (one whose loop is blocked cannot: others may start)."""
+        return [r for r in self.replicas if r.state == READY and not r.blocked]
 
     def _running(self) -> list[Replica]:
         """Pods that should answer pings: ready ones, and draining ones until they exit."""
@@ -390,15 +391,24 @@ class ReplicaSet:
     def _unresponsive(self, pod: liveness.Watched) -> None:
         """A frozen pod: out of rotation now, then killed, so it is replaced like any dead pod."""
         replica = self._by_pid.get(pod.pid)
-        if replica is None or replica.frozen:
+        if replica is not None:
+            replica.kill("unresponsive", self.name)
+
+    def _reported(self, pod: liveness.Watched, report: LoopReport) -> None:
+        """A pod's liveness answer: a pod whose loop a call blocks takes no new calls meanwhile,
+        and is replaced if that call passes its time limit with the loop still blocked."""
+        replica = self._by_pid.get(pod.pid)
+        if replica is None:
             return
-        silent = f"answered no ping for {liveness.UNRESPONSIVE_AFTER:g} s (frozen, or its loop blocked)"
-        log.warning(
-            f"runtime {self.name!r}: pod {pod.pid} {silent}; killing it", extra={"runtime": self.name}
-        )
-        replica.state, replica.frozen = DRAINING, True
-        # Its whole group: the subprocesses its functions started go with it.
-        kill_group(replica.pid)
+        change = replica.note(report)
+        if change == "began":
+            self._metrics.loop_blocks.labels(self.name, report.function).inc()
+            log.warning(liveness.stall_message(self.name, pod.pid, report), extra={"runtime": self.name})
+            self._reconcile()  # another pod may be wanted meanwhile
+        elif change == "ended":
+            self._notify()  # it takes calls again
+        if report.condemned:
+            replica.kill("blocked", self.name)
 
     def _gone(self, replica: Replica) -> None:
         self._by_pid.pop(replica.pid, None)
@@ -415,7 +425,7 @@ class ReplicaSet:
         asked = replica.state == DRAINING and status == 0
         self._gone(replica)
         if not asked and not self._closed:
-            reason = "unresponsive" if replica.frozen else pod_exit_reason(status)
+            reason = replica.killed_for or pod_exit_reason(status)
             self._metrics.restarts.labels(self.name, reason).inc()
             lived = self._clock() - replica.started_at
             what = (
@@ -424,7 +434,7 @@ class ReplicaSet:
             )
             # A pod that died running a call started fine: the call (a crashing function)
             # killed it, and backing off would deny the runtime's other functions.
-            if replica.taken == 0 and lived < STARTUP_GRACE and reason not in ("killed", "unresponsive"):
+            if replica.taken == 0 and lived < STARTUP_GRACE and reason in ("crashed", "recycled"):
                 self._failed(what)
             else:
                 log.warning(f"runtime {self.name!r}: {what}; replacing it", extra={"runtime": self.name})

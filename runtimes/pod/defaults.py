@@ -28,6 +28,9 @@ DEFAULT_METRICS_PORT = 9461
 DEFAULT_DRAIN_GRACE = 10.0
 #: Seconds a call may run when its function sets no timeout.
 DEFAULT_TIMEOUT = 30.0
+#: Seconds a call's async code may hold the event loop before it is reported (a log line and
+#: a metric naming it); the pod is replaced only if it still holds it when the call times out.
+DEFAULT_LOOP_BLOCKED_AFTER = 1.0
 #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
 DEFAULT_MAX_INFLIGHT = 256
 #: Threads for sync functions.

@@ -11,7 +11,8 @@ error result naming the limit; the pod and its other calls carry on. A sync
 call that passes its timeout leaves its thread running (Python cannot stop a
 thread); when `max_stuck` threads are stuck so, the executor turns new calls
 away (refused, so the gateway sends them elsewhere) and tells its owner, which
-drains the pod and exits so that a fresh one replaces it.
+drains the pod and exits so that a fresh one replaces it. Async code that blocks the event
+loop is watched from a thread (isolation/loop_watchdog.py, through `running`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text
 from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
 from toolmesh.runtimes.pod.defaults import ExecutorConfig
 from toolmesh.runtimes.pod.isolation import call_output
+from toolmesh.runtimes.pod.isolation.loop_watchdog import RunningCalls
 
 #: In an Unavailable error's details: the pod turned the call away before running any of it,
 #: so sending it to another pod is safe whether or not the function is idempotent.
@@ -143,6 +145,8 @@ class Executor:
         self._idle.set()
         self._draining = False
         self._deadlines = Deadlines()
+        #: The calls running now, read by the loop watchdog's thread.
+        self.running = RunningCalls()
 
     @property
     def inflight(self) -> int:
@@ -257,13 +261,13 @@ class Executor:
         except ToolmeshError:
             self._finish(call, "", Outcome.NOT_FOUND, 0.0)
             raise
-        recycling = self._threads.overwhelmed
+        recycling = self._threads.overwhelmed or self.running.condemned is not None
         if not nested and (self._draining or recycling or self._inflight >= self.config.max_inflight):
             self._finish(call, call.function, Outcome.REJECTED, 0.0)
             if recycling:
+                why = self.running.condemned or f"{self.stuck} threads stuck in calls that timed out"
                 raise Unavailable(
-                    f"runtime pod is being replaced ({self.stuck} threads stuck in calls that timed out); "
-                    "send the call to another replica",
+                    f"runtime pod is being replaced ({why}); send the call to another replica",
                     retry_after=0,
                     details={REFUSED: True},
                 )
@@ -358,6 +362,7 @@ class Executor:
             )
             arguments[hosted.context_param] = ctx
         limit = self._deadlines.limit(timeout)
+        running = self.running.enter(hosted.spec.qualified_name, request_id, timeout)
         try:
             with call_output.capturing(request_id, hosted.spec.qualified_name):
                 async with limit:
@@ -386,6 +391,7 @@ class Executor:
         except Exception as exc:
             return self._function_error(exc)
         finally:
+            self.running.leave(running)
             if channel is not None:
                 channel.close()
         if ctx is not None and (unanswered := ctx.unanswered()) is not None:

@@ -7,6 +7,10 @@ refused, in-flight calls get `drain_grace` seconds to finish, then the process
 exits 0. A pod whose worker threads are stuck in timed-out calls (see executor.py)
 drains the same way on its own and exits `RECYCLED`, so its supervisor replaces it.
 
+A thread watches the event loop and answers the gateway's liveness pings, so a call whose
+async code blocks the loop is named, and the pod is not taken for a frozen one
+(isolation/loop_watchdog.py, isolation/liveness_socket.py).
+
 Before it serves, a pod sets its process limits (pod_process.py): its OOM score, and
 its address space when the runtime has `max_memory_mb`.
 
@@ -46,6 +50,8 @@ from toolmesh.runtimes.pod import logs
 from toolmesh.runtimes.pod.defaults import RECYCLED, ExecutorConfig
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.runtimes.pod.isolation import call_output
+from toolmesh.runtimes.pod.isolation.liveness_socket import LivenessSocket
+from toolmesh.runtimes.pod.isolation.loop_watchdog import LoopWatchdog
 from toolmesh.runtimes.pod.isolation.output_pipe import OutputPipe
 from toolmesh.runtimes.pod.isolation.pod_auth import TokenInterceptor
 from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
@@ -53,7 +59,7 @@ from toolmesh.runtimes.pod.pod_process import apply_process_limits, end_own_grou
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.runtimes.pod.socket_protocol import SocketServer
-from toolmesh.runtimes.pod.telemetry import PodMetrics, serve_metrics
+from toolmesh.runtimes.pod.telemetry import LoopMetrics, PodMetrics, serve_metrics
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
 #: Seconds gRPC calls accepted at the end of a drain get to be turned away by the executor.
@@ -147,6 +153,8 @@ class Pod:
         self.metrics_port: int | None = None
         self._metrics_server: asyncio.Server | None = None
         self._socket_server: SocketServer | None = None
+        self.watchdog: LoopWatchdog | None = None
+        self._liveness: LivenessSocket | None = None
         #: Set when the pod should drain and exit: on SIGTERM, or by the pod itself.
         self.stop_requested = asyncio.Event()
         #: The pod asked to be replaced (its threads are stuck), rather than being told to stop.
@@ -165,8 +173,9 @@ class Pod:
             executor_config(self.settings),
             observer=logs.Observers(metrics, self.invocation_log),
             mesh=self.mesh,
-            on_stuck=self._recycle,
+            on_stuck=lambda stuck: self._recycle(f"too many threads stuck in calls that timed out ({stuck})"),
         )
+        self._watch_loop(self.executor)
         token = self.settings.pod_token
         interceptors = [TokenInterceptor(token)] if token else []
         server = grpc.aio.server(options=server_options(), interceptors=interceptors)
@@ -193,6 +202,20 @@ class Pod:
             _owner_only(self.settings.socket_path)
         await self._serve_metrics()
 
+    def _watch_loop(self, executor: Executor) -> None:
+        self.watchdog = LoopWatchdog(
+            executor.running,
+            self.settings.loop_blocked_after,
+            LoopMetrics(self.metrics_registry),
+            unnamed_limit=self.settings.timeout,
+            unsent=lambda: self._socket_server.unsent() if self._socket_server is not None else (),
+            on_condemned=self._recycle,
+        )
+        self.watchdog.start(asyncio.get_running_loop())
+        if self.settings.liveness_socket is not None:
+            self._liveness = LivenessSocket(self.settings.liveness_socket, self.watchdog.report)
+            self._liveness.start()
+
     async def _serve_metrics(self) -> None:
         path = self.settings.metrics_socket
         if path is not None:
@@ -211,11 +234,8 @@ class Pod:
             )
             self.metrics_port = self._metrics_server.sockets[0].getsockname()[1]
 
-    def _recycle(self, stuck: int) -> None:
-        log.warning(
-            "too many threads stuck in calls that timed out; draining to be replaced",
-            extra={"stuck_threads": stuck},
-        )
+    def _recycle(self, reason: str) -> None:
+        log.warning(f"{reason}; draining to be replaced")
         self.recycling = True
         self.stop_requested.set()
 
@@ -240,6 +260,10 @@ class Pod:
             await self.server.stop(REFUSAL_GRACE)
         if self.executor is not None:
             self.executor.close()
+        if self.watchdog is not None:
+            self.watchdog.stop()
+        if self._liveness is not None:
+            self._liveness.close()
         if self.mesh is not None:
             await self.mesh.close()
         if self.invocation_log is not None:
@@ -286,6 +310,7 @@ async def serve(settings: PodSettings, registry: Registry | None = None) -> tupl
         "socket": settings.socket_path,
         "grpc_socket": settings.grpc_socket,
         "metrics_socket": settings.metrics_socket,
+        "liveness_socket": settings.liveness_socket,
         **({"spawn": settings.spawn_id} if settings.spawn_id else {}),
     }
     announce(ready, settings.ready_fd)

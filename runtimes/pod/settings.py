@@ -23,6 +23,7 @@ from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_HOST,
     DEFAULT_LOG_LEVEL,
+    DEFAULT_LOOP_BLOCKED_AFTER,
     DEFAULT_MAX_INFLIGHT,
     DEFAULT_MAX_MEMORY_MB,
     DEFAULT_MAX_RESULT_BYTES,
@@ -67,6 +68,8 @@ class PodSettings:
     max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
     #: Largest result a call may return, in bytes; larger ones become resource_exhausted errors.
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    #: Seconds a call's async code may block the event loop before it is reported.
+    loop_blocked_after: float = DEFAULT_LOOP_BLOCKED_AFTER
     #: Put tracebacks in error results. Never on in production: it leaks code paths.
     debug: bool = False
     log_level: LogLevel = DEFAULT_LOG_LEVEL
@@ -85,6 +88,8 @@ class PodSettings:
     grpc_socket: str | None = None
     #: A Unix socket to serve /metrics on instead of metrics_port.
     metrics_socket: str | None = None
+    #: A Unix socket where a thread answers the gateway's liveness pings (liveness_socket.py).
+    liveness_socket: str | None = None
     #: Where the ready line goes: a file descriptor the supervisor reads (stdout by default).
     ready_fd: int | None = None
     #: The template's spawn request this pod answers, echoed in its ready line.
@@ -115,6 +120,7 @@ class PodSettings:
             workers=args.workers,
             max_memory_mb=args.max_memory_mb,
             max_result_bytes=args.max_result_bytes,
+            loop_blocked_after=args.loop_blocked_after,
             debug=args.debug,
             log_level=args.log_level,
             insecure=args.insecure,
@@ -123,6 +129,7 @@ class PodSettings:
             socket_path=args.socket_path,
             grpc_socket=args.grpc_socket,
             metrics_socket=args.metrics_socket,
+            liveness_socket=args.liveness_socket,
             ready_fd=args.ready_fd,
             spawn_id=args.spawn_id,
             mesh_address=environment.mesh_address,
@@ -146,6 +153,7 @@ class PodSettings:
         argv += ["--max-inflight", str(self.max_inflight), "--workers", str(self.workers)]
         argv += ["--drain-grace", str(self.drain_grace), "--log-level", self.log_level]
         argv += ["--max-result-bytes", str(self.max_result_bytes)]
+        argv += ["--loop-blocked-after", str(self.loop_blocked_after)]
         argv += ["--max-memory-mb", str(self.max_memory_mb)] if self.max_memory_mb is not None else []
         argv += ["--debug"] if self.debug else []
         argv += ["--insecure"] if self.insecure else []
@@ -155,6 +163,7 @@ class PodSettings:
             ("--socket-path", self.socket_path),
             ("--grpc-socket", self.grpc_socket),
             ("--metrics-socket", self.metrics_socket),
+            ("--liveness-socket", self.liveness_socket),
             ("--ready-fd", self.ready_fd),
             ("--spawn-id", self.spawn_id),
         )
@@ -163,6 +172,13 @@ class PodSettings:
         for module in self.modules:
             argv += ["--module", module]
         return argv
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -217,6 +233,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default %(default)s)",
     )
     parser.add_argument(
+        "--loop-blocked-after",
+        type=_positive,
+        default=DEFAULT_LOOP_BLOCKED_AFTER,
+        help="seconds a call's async code may block the event loop before it is logged and counted "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
         "--log-level",
         default=DEFAULT_LOG_LEVEL,
         choices=LOG_LEVELS,
@@ -237,3 +260,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket-dir", help=argparse.SUPPRESS)
     parser.add_argument("--grpc-socket", help=argparse.SUPPRESS)
     parser.add_argument("--metrics-socket", help=argparse.SUPPRESS)
+    parser.add_argument("--liveness-socket", help=argparse.SUPPRESS)

@@ -139,6 +139,9 @@ class PodConnection(FrameReader):
         self._executor = executor
         self._closed = closed
         self._calls: dict[int, asyncio.Task[None]] = {}
+        #: Request ids of calls answered while the socket's buffer was full: their answers may
+        #: not have left the pod yet (the loop watchdog counts them as started).
+        self.unsent: list[str] = []
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
         if kind in (INVOKE, INVOKE_TRACED):
@@ -164,9 +167,18 @@ class PodConnection(FrameReader):
         try:
             result = await self._executor.invoke(call)
         except ToolmeshError as error:
-            self._send(frame(ERROR, call_id, pod_error(error)))
+            self._answer(call.request_id, frame(ERROR, call_id, pod_error(error)))
             return
-        self._send(frame(RESULT, call_id, wire.result_to_proto(result).SerializeToString()))
+        self._answer(
+            call.request_id, frame(RESULT, call_id, wire.result_to_proto(result).SerializeToString())
+        )
+
+    def _answer(self, request_id: str, data: bytes) -> None:
+        self._send(data)
+        if self.transport is not None and self.transport.get_write_buffer_size():
+            self.unsent.append(request_id)
+        elif self.unsent:
+            self.unsent.clear()  # the buffer is empty: every answer before this one left
 
     def _send_event(self, call_id: int, event: CallEvent) -> None:
         self._send(frame(EVENT, call_id, wire.event_to_proto(event).SerializeToString()))
@@ -202,6 +214,10 @@ class SocketServer:
         connection = PodConnection(self._executor, self._connections.discard)
         self._connections.add(connection)
         return connection
+
+    def unsent(self) -> list[str]:
+        """Request ids of calls whose answers may still be in a connection's buffer."""
+        return [request_id for connection in list(self._connections) for request_id in connection.unsent]
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -4,10 +4,15 @@
     toolmesh_runtime_invocation_duration_seconds{function,outcome}  histogram (arrival to result)
     toolmesh_runtime_inflight_requests                              gauge
     toolmesh_runtime_functions                                      gauge (functions hosted)
+    toolmesh_runtime_loop_blocks_total{function}                    counter (stalls of the event loop)
+    toolmesh_runtime_loop_blocked_seconds{function,request_id}      gauge (the last RECENT_STALLS)
 
 `function` is always a hosted function's qualified name, or "" for calls to
 unknown names, so clients cannot inflate the label set. `outcome` is one of
-ok, error, invalid_arguments, timeout, cancelled, rejected, not_found.
+ok, error, invalid_arguments, timeout, cancelled, rejected, not_found. The loop series
+(isolation/loop_watchdog.py) name the call whose async code blocked the event loop past the
+runtime's `loop_blocked_after` ("" for code outside any call); `request_id` is kept for the
+last `RECENT_STALLS` stalls only, so the label set stays bounded.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ import asyncio
 import bisect
 import contextlib
 import itertools
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
+    Counter,
     Gauge,
     Metric,
     disable_created_metrics,
@@ -57,6 +65,9 @@ BUCKETS = (
     60,
 )
 
+
+#: Stalls whose request id stays in toolmesh_runtime_loop_blocked_seconds.
+RECENT_STALLS = 16
 
 _BOUNDS = [*(repr(float(b)) for b in BUCKETS), "+Inf"]
 
@@ -131,6 +142,37 @@ class PodMetrics:
 
     def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
         self._calls.observe(function, outcome, seconds)
+
+
+class LoopMetrics:
+    """The event loop's stalls, recorded from the watchdog's thread (prometheus_client's
+    own series are thread-safe)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._blocks = Counter(
+            "toolmesh_runtime_loop_blocks_total",
+            "Times a call's async code blocked the event loop past loop_blocked_after, by function.",
+            ["function"],
+            registry=registry,
+        )
+        self._seconds = Gauge(
+            "toolmesh_runtime_loop_blocked_seconds",
+            "How long the event loop was blocked, for the last stalls, by function and request id.",
+            ["function", "request_id"],
+            registry=registry,
+        )
+        self._recent: deque[tuple[str, str]] = deque()
+        self._lock = threading.Lock()
+
+    def blocked(self, function: str, request_id: str, seconds: float, *, first: bool) -> None:
+        with self._lock:
+            if first:
+                self._blocks.labels(function).inc()
+                self._recent.append((function, request_id))
+                while len(self._recent) > RECENT_STALLS:
+                    with contextlib.suppress(KeyError):
+                        self._seconds.remove(*self._recent.popleft())
+            self._seconds.labels(function, request_id).set(seconds)
 
 
 def _authorization(head: bytes) -> bytes | None:

@@ -176,7 +176,7 @@ class Template:
     def _pod_settings(self, spawn: str) -> PodSettings:
         """In the forked child: the settings of the pod it becomes, a plain pod (not a template)
         that reports on the template's control pipe. With a socket directory it listens on
-        Unix sockets there only: gRPC, the socket protocol and (if on) metrics."""
+        Unix sockets there only: gRPC, the socket protocol, liveness and (if on) metrics."""
         socket_dir = self.settings.socket_dir
         # Short names: a Unix socket's whole path must fit in 107 bytes.
         base = f"{socket_dir}/{os.getpid()}" if socket_dir else None
@@ -187,6 +187,7 @@ class Template:
             socket_path=f"{base}.sock" if base else None,
             grpc_socket=f"{base}.grpc" if base else None,
             metrics_socket=f"{base}.prom" if base and self.settings.metrics_port is not None else None,
+            liveness_socket=f"{base}.live" if base else None,
             ready_fd=self._control,
             spawn_id=spawn,
         )

@@ -23,7 +23,7 @@ from tests.gateway.pool.test_replicas import (
     replicas,
     scrape,
 )
-from toolmesh import AsyncClient, ToolmeshError, Unavailable
+from toolmesh import AsyncClient, FunctionTimeout, ToolmeshError, Unavailable
 
 __all__ = ["client"]  # the fixture, shared with test_replicas.py
 
@@ -212,14 +212,14 @@ async def test_a_frozen_pod_is_found_by_its_pings_killed_and_replaced(
 
 
 @pytest.mark.slow
-async def test_a_function_that_blocks_its_pods_event_loop_loses_the_pod_not_the_runtime(
+async def test_a_function_that_blocks_its_pods_event_loop_past_its_timeout_loses_the_pod_not_the_runtime(
     gateway_factory: StartGateway, client: Any
 ) -> None:
-    gateway = await gateway_factory(runtime("tools", "dying_tools", "pool_tools", min_replicas=1))
+    gateway = await gateway_factory(runtime("tools", "dying_tools", "pool_tools", min_replicas=1, timeout=2))
     mesh = client(gateway)
     (blocked,) = ready_pids(gateway)
-    with pytest.raises(Unavailable, match="died mid-call"):
+    with pytest.raises(FunctionTimeout, match="block_loop did not finish within 2 s: its async code blocked"):
         await mesh.invoke("block_loop", {"seconds": 20})
     assert (await mesh.invoke("wait", {})).structured != blocked
     text = await scrape(gateway)
-    assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="unresponsive") == 1
+    assert metric(text, "toolmesh_pod_restarts_total", runtime="tools", reason="blocked") == 1

@@ -75,7 +75,7 @@ async def test_pods_listen_on_no_tcp_port_only_in_a_private_directory(
     assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700
     assert os.stat(directory).st_uid == os.geteuid()
     sockets = sockets_in(directory)
-    assert {p.name for p in sockets} == {f"{pid}.grpc", f"{pid}.sock", f"{pid}.prom"}
+    assert {p.name for p in sockets} == {f"{pid}.grpc", f"{pid}.sock", f"{pid}.prom", f"{pid}.live"}
     assert all(stat.S_IMODE(p.lstat().st_mode) == 0o600 for p in sockets)
     assert replica.metrics_socket == f"{directory}/{pid}.prom"
     assert (replica.socket is not None) == (transport == "socket")

@@ -32,6 +32,7 @@ EXAMPLES = [
         modules=("pool_tools",), port=0, metrics_port=0, template="exec", socket_dir="/tmp/toolmesh-x"
     ),
     PodSettings(modules=("pool_tools",), socket_path="/tmp/toolmesh-x/pod-7.sock", ready_fd=5, spawn_id="12"),
+    PodSettings(modules=("loop_tools",), loop_blocked_after=0.25, liveness_socket="/tmp/toolmesh-x/7.live"),
 ]
 
 

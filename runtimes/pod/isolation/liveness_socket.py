@@ -1,0 +1,124 @@
+"""A pod's liveness, answered by a thread of its own on a Unix socket, not by its event loop.
+
+A pod whose event loop is blocked by a call (loop_watchdog.py) is alive: it must not be
+taken for a frozen one and killed, with every other call on it. So the gateway's liveness
+pings (gateway/pool/liveness.py) go to this socket, where a thread answers each byte it
+reads with one JSON line, a `LoopReport`: empty while the loop runs; while it is stalled,
+for how long and by which call; once condemned, the calls the pod had started. A pod that
+is frozen as a whole (SIGSTOP, a C call that holds the GIL) answers nothing here either,
+and is found as before.
+
+    gateway -> pod   b"?"              (any byte: one answer per byte)
+    pod -> gateway   {"blocked": 2.5, "function": "tools.blocker", "request_id": "...",
+                      "timeout": 30, "where": "tools.py:9 in blocker", "condemned": false,
+                      "started": []}\\n   ({} while the loop runs)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+#: Longest answer line read back; a report lists at most the pod's calls in flight.
+MAX_LINE = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LoopReport:
+    """How a pod's event loop is, as its liveness thread says."""
+
+    #: Seconds the loop has not run, once past the pod's threshold; 0 while it runs.
+    blocked: float = 0.0
+    #: The call whose code holds the loop ("" when none was found: code outside any call).
+    function: str = ""
+    request_id: str = ""
+    #: That call's time limit, in seconds.
+    timeout: float = 0.0
+    #: Where the loop thread was when the stall was noticed, "file:line in function".
+    where: str = ""
+    #: The call passed its limit with the loop still blocked: the pod turns calls away and
+    #: waits to be replaced.
+    condemned: bool = False
+    #: When condemned: request ids of the calls the pod had started (any other call sent to
+    #: it never ran there, so it may go to another pod).
+    started: frozenset[str] = field(default_factory=frozenset)
+
+    def encode(self) -> bytes:
+        if not self.blocked and not self.condemned:
+            return b"{}\n"
+        fields = asdict(self)
+        fields["started"] = sorted(self.started)
+        return json.dumps(fields).encode() + b"\n"
+
+    @classmethod
+    def decode(cls, line: bytes) -> LoopReport:
+        fields = json.loads(line)
+        if not isinstance(fields, dict):
+            raise ValueError("a liveness answer is a JSON object")
+        return cls(
+            blocked=float(fields.get("blocked", 0.0)),
+            function=str(fields.get("function", "")),
+            request_id=str(fields.get("request_id", "")),
+            timeout=float(fields.get("timeout", 0.0)),
+            where=str(fields.get("where", "")),
+            condemned=bool(fields.get("condemned", False)),
+            started=frozenset(str(i) for i in fields.get("started", ())),
+        )
+
+
+class LivenessSocket:
+    """Answers liveness pings on a Unix socket from threads, whatever the event loop does."""
+
+    def __init__(self, path: str, report: Callable[[], LoopReport]) -> None:
+        self.path = path
+        self._report = report
+        self._listener: socket.socket | None = None
+        self._connections: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.path)
+        os.chmod(self.path, 0o600)  # the directory keeps others out; the socket says so too
+        listener.listen(8)
+        self._listener = listener
+        threading.Thread(target=self._accept, name="toolmesh-liveness", daemon=True).start()
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                self._connections.add(connection)
+            threading.Thread(target=self._answer, args=(connection,), daemon=True).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with contextlib.suppress(OSError), connection:
+            while asked := connection.recv(64):
+                for _ in asked:
+                    connection.sendall(self._report().encode())
+        with self._lock:
+            self._connections.discard(connection)
+
+    def close(self) -> None:
+        if self._listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone would not.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+        with self._lock:
+            for connection in self._connections:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
