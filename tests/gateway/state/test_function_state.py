@@ -219,6 +219,7 @@ async def test_sync_functions_use_the_sync_twins_and_numbers_stay_numbers(
     assert await call(http, "incr_in_thread", key="n") == 1
     assert await call(http, "incr_in_thread", key="n") == 2
     assert await call(http, "get", key="n:touched") == {"value": True}
+    assert await call(http, "get", key="n:calls") == {"value": 2}
     assert await call(http, "incr", key="n", by=0.5) == 2.5
     assert await call(http, "incr", key="f", by=0.1) == 0.1
     assert await call(http, "incr", key="f", by=0.2) == pytest.approx(0.3)
