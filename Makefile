@@ -77,6 +77,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/chat_stream.py
 	$(BIN)/python bench/async_jobs.py
 	$(BIN)/python bench/state_redis.py
+	$(BIN)/python bench/function_state.py
 	$(BIN)/python bench/hot_reload.py
 	$(BIN)/python bench/free_text_confirm.py
 

@@ -206,6 +206,11 @@ async def start_gateway(
     settings = config.gateway
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
     state = await open_state(config.state, environment.state_url)
+    try:
+        function_state = await state.function_state(config.function_state)
+    except BaseException:
+        await state.aclose()
+        raise
     auth = Authenticator(environment.keys, internal_token=environment.mesh_token, limits=state.limits)
     traced = environment.tracing is not None and not tracing.enabled()
     if environment.tracing is not None:
@@ -276,10 +281,13 @@ async def start_gateway(
             http_socket.close()
             await pool.close()
             await router.aclose()
+            await state.aclose()
             raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    servicer = MeshServicer(mesh, jobs)
+    # One servicer for both doors (the interceptors keep one handler per method): ctx.state is
+    # served to a runtime's token wherever it arrives, and to no other caller.
+    servicer = MeshServicer(mesh, jobs, function_state)
     mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
     if pods_server is not None:
         mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)

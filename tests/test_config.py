@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -105,6 +106,36 @@ def test_the_jobs_file_resolves_beside_the_config_or_lives_in_the_data_directory
     assert load_config(None).jobs.file() == tmp_path / "data" / "toolmesh" / "jobs.sqlite3"
     with pytest.raises(ConfigError, match=r"jobs\.lease: Input should be greater than or equal to 0\.5"):
         parse_config(tomllib.loads("[jobs]\nlease = 0.1\n"))
+
+
+def test_the_function_state_file_moves_like_the_jobs_file_and_its_limits_are_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "toolmesh.toml").write_text('[function_state]\npath = "state/fs.sqlite3"\nmax_keys = 10\n')
+    config = load_config(tmp_path / "toolmesh.toml")
+    assert config.function_state.file() == tmp_path.resolve() / "state/fs.sqlite3"
+    assert config.function_state.max_keys == 10
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    expected = tmp_path / "data" / "toolmesh" / "function_state.sqlite3"
+    assert load_config(None).function_state.file() == expected
+    with pytest.raises(ConfigError, match=r"function_state\.max_key_chars: Input should be greater than"):
+        parse_config(tomllib.loads("[function_state]\nmax_key_chars = 0\n"))
+
+
+SINGLETON = '[[runtimes]]\nname = "counter"\nmodules = ["counter"]\nsingleton = true\n'
+
+
+def test_a_singleton_runtime_runs_exactly_one_pod_and_says_so_when_asked_for_more() -> None:
+    runtime = parse_config(tomllib.loads(SINGLETON)).runtimes[0]
+    assert (runtime.singleton, runtime.min_replicas, runtime.max_replicas) == (True, 1, 1)
+    assert parse_config(tomllib.loads(SINGLETON + "max_replicas = 1\n")).runtimes[0].max_replicas == 1
+    for extra, problem in (
+        ("max_replicas = 3\n", "a singleton runtime runs exactly one pod: max_replicas must be 1 or unset"),
+        ("min_replicas = 0\n", "a singleton runtime runs exactly one pod: min_replicas must be 1 or unset"),
+        ('address = "10.0.0.7:50061"\n', "`singleton` goes with `modules`"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(problem)):
+            parse_config(tomllib.loads(SINGLETON + extra), "toolmesh.toml")
 
 
 def test_directory_is_not_a_key_of_the_file() -> None:

@@ -48,6 +48,8 @@
     workers = 4
     max_attempts = 5            # while the runtime is unavailable; then the job is dead
     callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
+    [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
+    max_keys = 100000           # per runtime
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
 `data_dir`) resolve against the file's own directory, so a config works from any directory.
@@ -320,6 +322,31 @@ class StateConfig(_Section):
             raise ValueError(str(exc).removeprefix("url: ")) from None
 
 
+class FunctionStateConfig(_Section):
+    """Functions' durable state (`ctx.state`): kept by the gateway in a SQLite file, or in Redis
+    when `[state]` has a URL, one namespace per runtime, within these limits."""
+
+    #: The SQLite file; None: `function_state.sqlite3` in the data directory (~/.local/share/toolmesh).
+    #: Gateways sharing the file share the state (one machine). Unused with Redis.
+    path: Path | None = None
+    #: The largest value, in bytes of JSON; a larger one is refused (invalid_request).
+    max_value_bytes: int = Field(defaults.DEFAULT_STATE_MAX_VALUE_BYTES, ge=16, le=64 * 1024 * 1024)
+    #: The longest key, in characters.
+    max_key_chars: int = Field(defaults.DEFAULT_STATE_MAX_KEY_CHARS, ge=1, le=65536)
+    #: Keys one runtime may hold (expired ones do not count); a new key past it is resource_exhausted.
+    max_keys: int = Field(defaults.DEFAULT_STATE_MAX_KEYS, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser()
+
+    def file(self) -> Path:
+        """The SQLite file's path: the one place that says where function state lives on disk."""
+        default = default_data_dir() / defaults.DEFAULT_FUNCTION_STATE_FILE
+        return self.path if self.path is not None else default
+
+
 class MeshConfig(_Section):
     #: Where the runtimes' modules are found and relative paths resolve: the config file's
     #: directory, set by `load_config` (not a key of the file). None: the current directory.
@@ -333,6 +360,7 @@ class MeshConfig(_Section):
     router: RouterConfig = Field(default_factory=RouterConfig)
     state: StateConfig = Field(default_factory=StateConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
+    function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -392,7 +420,12 @@ def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
     jobs = config.jobs
     if jobs.path is not None:
         jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
-    return config.model_copy(update={"router": router.model_copy(update=resolved), "jobs": jobs})
+    function_state = config.function_state
+    if function_state.path is not None:
+        function_state = function_state.model_copy(update={"path": config.resolve(function_state.path)})
+    return config.model_copy(
+        update={"router": router.model_copy(update=resolved), "jobs": jobs, "function_state": function_state}
+    )
 
 
 def load_config(path: str | Path | None = None) -> MeshConfig:

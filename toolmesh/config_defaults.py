@@ -63,6 +63,12 @@ DEFAULT_STATE_KEY_PREFIX = "toolmesh:"
 #: Seconds one Redis command may take: loopback or in-cluster answers in well under a millisecond,
 #: so a second means Redis is gone or stuck, and the caller should hear so soon.
 DEFAULT_STATE_TIMEOUT = 1.0
+#: Functions' durable state (`ctx.state`, [function_state]): its SQLite file in the data directory
+#: (unused with Redis), the largest value (JSON bytes), the longest key and the most keys a runtime holds.
+DEFAULT_FUNCTION_STATE_FILE = "function_state.sqlite3"
+DEFAULT_STATE_MAX_VALUE_BYTES = 1024 * 1024
+DEFAULT_STATE_MAX_KEY_CHARS = 512
+DEFAULT_STATE_MAX_KEYS = 100_000
 #: Asynchronous jobs ([jobs]): workers in the gateway running queued jobs.
 DEFAULT_JOB_WORKERS = 4
 #: Attempts a job gets when its runtime is unavailable before it is dead-lettered.

@@ -96,6 +96,12 @@ class RuntimeConfig(BaseModel):
     max_replicas: int = Field(defaults.DEFAULT_MAX_REPLICAS, ge=1)
     #: Calls in flight per pod above which another pod starts.
     target_concurrency: int = Field(defaults.DEFAULT_TARGET_CONCURRENCY, ge=1)
+    #: Exactly one pod, started with the gateway and never scaled to zero (min_replicas and
+    #: max_replicas are 1), so that module globals are the runtime's one in-process state. Calls
+    #: past its `max_inflight` wait for it (up to `max_queue`). The trade-off: no scaling out,
+    #: and that state is still lost when the pod crashes, is reloaded or the gateway restarts;
+    #: `ctx.state` keeps state that survives those, with any number of pods.
+    singleton: bool = False
     #: Seconds a pod may sit without calls before it is stopped (down to min_replicas).
     idle_timeout: float = Field(defaults.DEFAULT_IDLE_TIMEOUT, gt=0)
     #: Seconds a new pod may take to serve; also the longest a call is held waiting for one.
@@ -139,6 +145,18 @@ class RuntimeConfig(BaseModel):
         if policy is None or policy == spec.annotations.free_text:
             return spec
         return dataclasses.replace(spec, annotations=dataclasses.replace(spec.annotations, free_text=policy))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_pod(cls, data: object) -> object:
+        if not isinstance(data, dict) or data.get("singleton") is not True:
+            return data
+        for field in ("min_replicas", "max_replicas"):
+            if data.get(field, 1) != 1:
+                raise ValueError(f"a singleton runtime runs exactly one pod: {field} must be 1 or unset")
+        if data.get("address") is not None:
+            raise ValueError("`singleton` goes with `modules`: the gateway scales no pods at an `address`")
+        return {**data, "min_replicas": 1, "max_replicas": 1}
 
     @model_validator(mode="after")
     def _check(self) -> RuntimeConfig:

@@ -16,6 +16,7 @@ and each chat completion request. Listing is free. The buckets live where `[stat
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ class Principal:
 
     #: Whether this caller holds every `@` permission (the open gateway, the mesh's own pods).
     privileged: bool = False
+    #: For a pod the gateway started: its runtime, which its token proves (see `runtime_token`).
+    runtime: str | None = None
 
     def __post_init__(self) -> None:
         self._everything = "*" in self.scopes
@@ -74,6 +77,14 @@ ANONYMOUS = Principal("anonymous", privileged=True)
 MESH = Principal("mesh", privileged=True)
 
 
+def runtime_token(internal_token: str, runtime: str) -> str:
+    """The token of the pods of `runtime` that the gateway starts: ``<runtime>.<HMAC>``. It acts
+    as the mesh's internal token and also proves the runtime (ctx.state's namespace), and a pod
+    cannot make another runtime's from it (runtime names hold no dots)."""
+    mac = hmac.new(internal_token.encode(), f"runtime:{runtime}".encode(), hashlib.sha256).hexdigest()
+    return f"{runtime}.{mac}"
+
+
 class Authenticator:
     """Turns an `Authorization` header (or gRPC metadata) into a Principal."""
 
@@ -93,6 +104,8 @@ class Authenticator:
             for digest, key in keys.items()
         }
         self._internal = internal_token
+        #: The pods' principals by runtime, made on first sight of each runtime's token.
+        self._pods: dict[str, Principal] = {}
 
     @property
     def internal_token(self) -> str | None:
@@ -112,6 +125,10 @@ class Authenticator:
             )
         if self._internal is not None and token is not None and hmac.compare_digest(token, self._internal):
             return MESH
+        if self._internal is not None and token is not None and "." in token:
+            pods = self._pod_principal(token)
+            if pods is not None:
+                return pods
         if self.open:
             return ANONYMOUS
         if token is None:
@@ -120,6 +137,16 @@ class Authenticator:
         if principal is None:
             raise Unauthenticated("unknown API key")
         return principal
+
+    def _pod_principal(self, token: str) -> Principal | None:
+        assert self._internal is not None
+        runtime = token.split(".", 1)[0]
+        if not hmac.compare_digest(token, runtime_token(self._internal, runtime)):
+            return None
+        found = self._pods.get(runtime)
+        if found is None:
+            found = self._pods[runtime] = Principal("mesh", privileged=True, runtime=runtime)
+        return found
 
     def name_of(self, authorization: str | None) -> str:
         """The name of the caller behind `authorization`, "" for one refused: for logs (no rate

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from toolmesh.errors import InvalidRequest, ToolmeshError
+from toolmesh.errors import InvalidRequest, PermissionDenied, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import (
@@ -19,13 +19,25 @@ from toolmesh.gateway.core.requests import (
 )
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.state.function_state import FunctionStateService
 from toolmesh.router.extraction.execution import Execution
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
+from toolmesh.runtimes.functions.durable_state import Operation, StateAnswer, StateOp
 from toolmesh.runtimes.functions.spec import NamespaceSpec
 from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 Context = grpc.aio.ServicerContext[object, object]
+
+#: ctx.state's operations by their wire number.
+_STATE_OPS: dict[int, Operation] = {
+    mesh_pb2.StateRequest.GET: "get",
+    mesh_pb2.StateRequest.SET: "set",
+    mesh_pb2.StateRequest.INCR: "incr",
+    mesh_pb2.StateRequest.DELETE: "delete",
+    mesh_pb2.StateRequest.SET_IF_VERSION: "set_if_version",
+    mesh_pb2.StateRequest.KEYS: "keys",
+}
 
 
 def _authorization(context: Context) -> str | None:
@@ -88,9 +100,12 @@ def _execution(execution: Execution) -> mesh_pb2.ExecuteResponse:
 
 
 class MeshServicer(mesh_pb2_grpc.MeshServicer):
-    def __init__(self, mesh: Mesh, jobs: JobService | None = None) -> None:
+    def __init__(
+        self, mesh: Mesh, jobs: JobService | None = None, state: FunctionStateService | None = None
+    ) -> None:
         self._mesh = mesh
         self._jobs = jobs
+        self._state = state
 
     def _job_service(self) -> JobService:
         if self._jobs is None:
@@ -239,6 +254,26 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             await wire.abort(context, exc)
             raise
         return mesh_pb2.ResourceUpdatedResponse()
+
+    async def State(self, request: mesh_pb2.StateRequest, context: Context) -> mesh_pb2.StateResponse:
+        try:
+            # The runtime comes from the pod's token, never from the request.
+            runtime = self._principal(context).runtime
+            if runtime is None or self._state is None:
+                raise PermissionDenied("only the pods this gateway runs may use ctx.state (with their token)")
+            op = _STATE_OPS.get(request.op)
+            if op is None:
+                raise InvalidRequest(f"unknown ctx.state operation {request.op}", param="op")
+            answer: StateAnswer = await self._state.apply(
+                runtime,
+                StateOp(op, request.key, request.value_json, request.ttl, request.version, request.prefix),
+            )
+        except ToolmeshError as exc:
+            await wire.abort(context, exc)
+            raise
+        return mesh_pb2.StateResponse(
+            found=answer.found, value_json=answer.value_json, version=answer.version, keys=answer.keys
+        )
 
     async def GetJob(self, request: mesh_pb2.GetJobRequest, context: Context) -> mesh_pb2.Job:
         try:

@@ -252,7 +252,9 @@ class ReplicaSet:
         """Wait for a pod to take the call: the activator."""
         with self._held.hold(cold=self._ready_count() == 0) as arrived:
             self._reconcile()
-            limit = min(deadline, arrived + self.config.startup_timeout)
+            # A singleton's one pod is busy, not starting: its calls queue until their deadline.
+            busy_singleton = self.config.singleton and self._ready_count() > 0
+            limit = deadline if busy_singleton else min(deadline, arrived + self.config.startup_timeout)
             while (replica := self._pick()) is None:
                 self._raise_if_failing(limit)
                 await self._wait_for_change(limit)

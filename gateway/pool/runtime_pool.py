@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
+from toolmesh.gateway.core.auth import runtime_token
 from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
@@ -40,10 +41,15 @@ from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 @dataclass(frozen=True, slots=True)
 class MeshAccess:
-    """Where pods send ctx.invoke calls for functions they do not host themselves."""
+    """Where pods send ctx.invoke calls for functions they do not host themselves (and ctx.state's
+    operations), and the mesh's internal token, from which each runtime's pods get their own."""
 
     address: str
     token: str
+
+    def token_for(self, runtime: str) -> str:
+        """What `runtime`'s pods present: the token that proves their runtime (core/auth.py)."""
+        return runtime_token(self.token, runtime) if self.token else ""
 
 
 class Pool:
@@ -154,9 +160,11 @@ class Pool:
                 part for part in (str(self._directory), env.get("PYTHONPATH")) if part
             )
         mesh = self._mesh or MeshAccess("", "")
-        # How a pod reaches the mesh for ctx.invoke (see runtimes/pod/pod_env.py); and no pod
-        # token, even one the gateway inherited: only the gateway can reach its own pods.
-        env.update(PodEnvironment(mesh.address or None, mesh.token, pod_token="").variables())
+        # How a pod reaches the mesh for ctx.invoke and ctx.state (see runtimes/pod/pod_env.py),
+        # with its runtime's own token, never the mesh's: the gateway tells the runtime from it;
+        # and no pod token, even one the gateway inherited: only the gateway can reach its own pods.
+        pods = PodEnvironment(mesh.address or None, mesh.token_for(config.name), pod_token="")
+        env.update(pods.variables())
         return env
 
     def readiness(self) -> Mapping[str, bool]:

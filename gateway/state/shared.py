@@ -2,10 +2,10 @@
 
     no url            LocalLimits, LocalFeed, the router's SQLite sessions    (one gateway)
                       and learned examples, routings and pending free-text
-                      confirmations in memory, SQLite jobs
+                      confirmations in memory, SQLite jobs and function state
     url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisExamples,  (any number)
                       RedisRoutings, RedisConfirmations, RedisJobStore,
-                      on one client
+                      RedisFunctionStore, on one client
 
 Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
 """
@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from toolmesh.config import RouterConfig, StateConfig
+from toolmesh.config import ConfigError, FunctionStateConfig, RouterConfig, StateConfig
 from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
+from toolmesh.gateway.state.function_state import FunctionStateService, FunctionStore
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
 from toolmesh.jobs_config import JobsConfig
 from toolmesh.router.learning import ExampleStore, Routings
@@ -36,6 +38,8 @@ JobsFactory = Callable[[JobsConfig], JobStore]
 #: Build the router's learned examples and its routings' memory (None: SQLite, this process).
 ExamplesFactory = Callable[[], ExampleStore]
 RoutingsFactory = Callable[[], Routings]
+#: Builds the store of functions' durable state (None: the SQLite file of `[function_state] path`).
+FunctionStoreFactory = Callable[[], FunctionStore]
 
 
 @dataclass
@@ -52,6 +56,26 @@ class SharedState:
     routings: RoutingsFactory | None = None
     #: Free-text calls waiting for their confirmation.
     confirmations: Confirmations = field(default_factory=LocalConfirmations)
+    function_store: FunctionStoreFactory | None = None
+
+    async def function_state(self, config: FunctionStateConfig) -> FunctionStateService:
+        """Functions' durable state (`ctx.state`): in Redis with the rest, else in its SQLite file
+        (opened here, closed with the rest); ConfigError when the file cannot be opened."""
+        if self.function_store is not None:
+            return FunctionStateService(self.function_store(), config)
+        from toolmesh.gateway.state.sqlite_function_state import SqliteFunctionStore
+
+        store = SqliteFunctionStore(config.file())
+        try:
+            await store.open()
+        except (OSError, sqlite3.Error) as exc:
+            await store.close()
+            raise ConfigError(
+                f"function_state: cannot open the state file {config.file()}: {exc};"
+                " set [function_state] path to a writable file"
+            ) from None
+        self._closers.append(store.close)
+        return FunctionStateService(store, config)
 
     async def check(self) -> None:
         """Try the shared state once, so that a Redis that is down (or a wrong URL) is in the
@@ -77,6 +101,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     from toolmesh.gateway.state.redis_client import Outage, connect, redact
     from toolmesh.gateway.state.redis_confirmations import RedisConfirmations
     from toolmesh.gateway.state.redis_feed import RedisFeed
+    from toolmesh.gateway.state.redis_function_state import RedisFunctionStore
     from toolmesh.gateway.state.redis_learning import RedisExamples, RedisRoutings
     from toolmesh.gateway.state.redis_limits import RedisLimits
     from toolmesh.gateway.state.redis_sessions import RedisSessions
@@ -121,4 +146,5 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         examples=lambda: RedisExamples(client, prefix, outage, calls),
         routings=lambda: RedisRoutings(client, prefix, calls),
         confirmations=RedisConfirmations(client, prefix, outage),
+        function_store=lambda: RedisFunctionStore(client, prefix, outage),
     )

@@ -13,6 +13,7 @@ from toolmesh.errors import InputRequired
 from toolmesh.runtimes.functions import asking
 from toolmesh.runtimes.functions.asking import Asker, Elicited, Root, Sampled
 from toolmesh.runtimes.functions.call_events import EventChannel
+from toolmesh.runtimes.functions.durable_state import DurableState, StateAnswer, StateOp
 from toolmesh.runtimes.functions.results import Result
 
 #: Metadata key that counts how deep a chain of nested ctx.invoke calls is.
@@ -26,6 +27,8 @@ class Invoker(Protocol):
     async def invoke_nested(self, name: str, arguments: bytes, *, parent: Context) -> Result: ...
 
     async def resource_updated(self, uri: str) -> None: ...
+
+    async def state(self, op: StateOp) -> StateAnswer: ...
 
 
 class _CallLogger(logging.LoggerAdapter[logging.Logger]):
@@ -85,6 +88,11 @@ class Context:
     `report_progress`'s reports reach it while the call runs; see `call_events.py` for the
     bounds. Otherwise they cost nothing.
 
+    `state` keeps JSON values that outlive the pod (module globals do not: they are per pod
+    and gone at scale-in), shared by every pod of the runtime; see `durable_state.py`::
+
+        visits = await ctx.state.incr(f"visits:{page}")
+
     `elicit`, `sample` and `list_roots` ask the caller (an MCP client) and return its answer;
     the call is *replayed* with the answers, so the code before an ask must be safe to run
     again (see `asking.py`)::
@@ -100,6 +108,7 @@ class Context:
         "_events",
         "_invoker",
         "_loop",
+        "_state",
         "deadline",
         "function",
         "logger",
@@ -141,6 +150,15 @@ class Context:
         self._loop = loop
         self._cancelled = False
         self._asker = Asker(function, self.metadata)
+        self._state: DurableState | None = None
+
+    @property
+    def state(self) -> DurableState:
+        """The runtime's durable key-value state (JSON values, kept by the gateway): `get`,
+        `set`, `incr`, `delete`, `update`, `keys`..., and their `_sync` twins."""
+        if self._state is None:
+            self._state = DurableState(self._invoker, self._loop)
+        return self._state
 
     @property
     def depth(self) -> int:

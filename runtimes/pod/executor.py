@@ -41,6 +41,7 @@ from toolmesh.errors import (
 from toolmesh.runtimes.functions.asking import input_required_result
 from toolmesh.runtimes.functions.call_events import EventChannel, Listener
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
+from toolmesh.runtimes.functions.durable_state import StateAnswer, StateOp
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
@@ -88,6 +89,8 @@ class MeshClient(Protocol):
     async def invoke(self, call: Call) -> Result: ...
 
     async def resource_updated(self, uri: str) -> None: ...
+
+    async def state(self, op: StateOp) -> StateAnswer: ...
 
 
 class Observer(Protocol):
@@ -248,6 +251,12 @@ class Executor:
         if self._mesh is None:
             raise RuntimeError("this pod is not part of a mesh: no gateway to announce a resource update to")
         await self._mesh.resource_updated(uri)
+
+    async def state(self, op: StateOp) -> StateAnswer:
+        """`Invoker` for ctx.state: the gateway keeps the runtime's state."""
+        if self._mesh is None:
+            raise RuntimeError("ctx.state needs a gateway: this pod is not part of a mesh")
+        return await self._mesh.state(op)
 
     def close(self) -> None:
         """Stop the worker threads. Threads stuck in a sync function are abandoned."""

@@ -1,5 +1,6 @@
 """ctx.invoke across the mesh: calls for functions a pod does not host go to the gateway; and
-ctx.resource_updated, which the gateway passes on to MCP subscribers."""
+ctx.resource_updated, which the gateway passes on to MCP subscribers; and ctx.state's
+operations, which the gateway keeps (gateway/state/function_state.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import grpc
 
 from toolmesh import tracing
 from toolmesh.error_shapes import from_rpc_error
+from toolmesh.runtimes.functions.durable_state import StateAnswer, StateOp
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Call
@@ -16,6 +18,17 @@ from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 #: Seconds a resource update may take to reach the gateway.
 UPDATE_TIMEOUT = 10.0
+#: Seconds one ctx.state operation may take (the gateway's own store timeout is shorter).
+STATE_TIMEOUT = 10.0
+#: ctx.state's operations by name, as the wire numbers them.
+_STATE_OPS = {
+    "get": mesh_pb2.StateRequest.GET,
+    "set": mesh_pb2.StateRequest.SET,
+    "incr": mesh_pb2.StateRequest.INCR,
+    "delete": mesh_pb2.StateRequest.DELETE,
+    "set_if_version": mesh_pb2.StateRequest.SET_IF_VERSION,
+    "keys": mesh_pb2.StateRequest.KEYS,
+}
 
 
 class MeshInvoker:
@@ -56,6 +69,22 @@ class MeshInvoker:
             )
         except grpc.aio.AioRpcError as exc:
             raise from_rpc_error(exc, f"the mesh at {self.address}") from None
+
+    async def state(self, op: StateOp) -> StateAnswer:
+        """`Mesh.State`: one ctx.state operation on this pod's runtime's keys."""
+        request = mesh_pb2.StateRequest(
+            op=_STATE_OPS[op.op],
+            key=op.key,
+            value_json=op.value_json,
+            ttl=op.ttl,
+            version=op.version,
+            prefix=op.prefix,
+        )
+        try:
+            reply = await self._mesh().State(request, timeout=STATE_TIMEOUT, metadata=self._metadata)
+        except grpc.aio.AioRpcError as exc:
+            raise from_rpc_error(exc, f"the mesh at {self.address}") from None
+        return StateAnswer(reply.found, reply.value_json, reply.version, tuple(reply.keys))
 
     async def close(self) -> None:
         if self._channel is not None:

@@ -27,6 +27,7 @@ import pytest
 from tests.conftest import ROOT, pod_env
 from toolmesh.config import (
     ChatConfig,
+    FunctionStateConfig,
     GatewayConfig,
     KeyConfig,
     McpConfig,
@@ -56,8 +57,9 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp`, `chat`, `router`, `state` and `jobs` set those sections (jobs in a file under `tmp_path`
-    unless `jobs` names one); other keyword arguments go to [gateway].
+    `mcp`, `chat`, `router`, `state`, `jobs` and `function_state` set those sections (jobs and
+    function state in files under `tmp_path` unless they name one); other keyword arguments go
+    to [gateway].
     """
     started: list[Gateway] = []
 
@@ -70,6 +72,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         router: RouterConfig | None = None,
         state: StateConfig | None = None,
         jobs: JobsConfig | None = None,
+        function_state: FunctionStateConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -82,6 +85,12 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
             router=router or RouterConfig(enabled=False),
             state=state or StateConfig(),
             jobs=jobs or JobsConfig(path=tmp_path / f"jobs-{len(started)}.sqlite3"),
+            function_state=(function_state or FunctionStateConfig()).model_copy(
+                update={
+                    "path": (function_state and function_state.path)
+                    or tmp_path / f"state-{len(started)}.sqlite3"
+                }
+            ),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
@@ -105,6 +114,7 @@ def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = No
         runtimes=runtimes or (runtime(),),
         router=router or RouterConfig(enabled=False),
         jobs=JobsConfig(path=jobs_dir / "jobs.sqlite3"),
+        function_state=FunctionStateConfig(path=jobs_dir / "state.sqlite3"),
     )
     try:
         gateway = asyncio.run_coroutine_threadsafe(start_gateway(config, environ={}), loop).result(120)

@@ -26,7 +26,7 @@ from toolmesh.v1 import function_pb2 as toolmesh_dot_v1_dot_function__pb2
 from toolmesh.v1 import invoke_pb2 as toolmesh_dot_v1_dot_invoke__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolmesh/v1/mesh.proto\x12\x0btoolmesh.v1\x1a\x1atoolmesh/v1/function.proto\x1a\x18toolmesh/v1/invoke.proto\"%\n\x16ResourceUpdatedRequest\x12\x0b\n\x03uri\x18\x01 \x01(\t\"\x19\n\x17ResourceUpdatedResponse\"R\n\x10SubmitJobRequest\x12(\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x1a.toolmesh.v1.InvokeRequest\x12\x14\n\x0c\x63\x61llback_url\x18\x02 \x01(\t\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xc2\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x12\n\nerror_code\x18\x06 \x01(\t\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nupdated_at\x18\t \x01(\x01\x12\x13\n\x0b\x66inished_at\x18\n \x01(\x01\"=\n\x0cRouteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\"M\n\x0eRouteCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\r\n\x05\x64\x65nse\x18\x03 \x01(\x01\x12\x0f\n\x07lexical\x18\x04 \x01(\x01\"c\n\rRouteResponse\x12\r\n\x05match\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12\x12\n\nrouting_id\x18\x03 \x01(\t\"a\n\x0e\x45xecuteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\x12\x0f\n\x07\x63onfirm\x18\x05 \x01(\t\"g\n\x0c\x43onfirmation\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65structive\x18\x03 \x01(\x08\x12\x0f\n\x07\x63\x61rried\x18\x04 \x03(\t\x12\x12\n\nexpires_in\x18\x05 \x01(\x01\"\x82\x03\n\x0f\x45xecuteResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\x0c\x12K\n\x10\x61rgument_sources\x18\x04 \x03(\x0b\x32\x31.toolmesh.v1.ExecuteResponse.ArgumentSourcesEntry\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x11\n\tfollow_up\x18\x06 \x01(\x08\x12\x12\n\nrouting_id\x18\x07 \x01(\t\x12/\n\ncandidates\x18\x08 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12/\n\x0c\x63onfirmation\x18\t \x01(\x0b\x32\x19.toolmesh.v1.Confirmation\x12\x12\n\nsession_id\x18\n \x01(\t\x1a\x36\n\x14\x41rgumentSourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"K\n\x14RouteFeedbackRequest\x12\x12\n\nrouting_id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\r\n\x05wrong\x18\x03 \x01(\x08\"\xe9\x01\n\x15RouteFeedbackResponse\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07learned\x18\x02 \x01(\t\x12\x18\n\x10learned_examples\x18\x03 \x01(\x05\x12\x44\n\tunlearned\x18\x04 \x03(\x0b\x32\x31.toolmesh.v1.RouteFeedbackResponse.UnlearnedEntry\x1aM\n\x0eUnlearnedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.LearnedPrompts:\x02\x38\x01\"!\n\x0eLearnedPrompts\x12\x0f\n\x07prompts\x18\x01 \x03(\t2\xa4\x05\n\x04Mesh\x12V\n\rListFunctions\x12!.toolmesh.v1.ListFunctionsRequest\x1a\".toolmesh.v1.ListFunctionsResponse\x12\x41\n\x06Invoke\x12\x1a.toolmesh.v1.InvokeRequest\x1a\x1b.toolmesh.v1.InvokeResponse\x12O\n\x0cInvokeStream\x12\x1a.toolmesh.v1.InvokeRequest\x1a!.toolmesh.v1.InvokeStreamResponse0\x01\x12>\n\x05Route\x12\x19.toolmesh.v1.RouteRequest\x1a\x1a.toolmesh.v1.RouteResponse\x12V\n\rRouteFeedback\x12!.toolmesh.v1.RouteFeedbackRequest\x1a\".toolmesh.v1.RouteFeedbackResponse\x12\x44\n\x07\x45xecute\x12\x1b.toolmesh.v1.ExecuteRequest\x1a\x1c.toolmesh.v1.ExecuteResponse\x12<\n\tSubmitJob\x12\x1d.toolmesh.v1.SubmitJobRequest\x1a\x10.toolmesh.v1.Job\x12\x36\n\x06GetJob\x12\x1a.toolmesh.v1.GetJobRequest\x1a\x10.toolmesh.v1.Job\x12\\\n\x0fResourceUpdated\x12#.toolmesh.v1.ResourceUpdatedRequest\x1a$.toolmesh.v1.ResourceUpdatedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolmesh/v1/mesh.proto\x12\x0btoolmesh.v1\x1a\x1atoolmesh/v1/function.proto\x1a\x18toolmesh/v1/invoke.proto\"\xe7\x01\n\x0cStateRequest\x12(\n\x02op\x18\x01 \x01(\x0e\x32\x1c.toolmesh.v1.StateRequest.Op\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x12\n\nvalue_json\x18\x03 \x01(\x0c\x12\x0b\n\x03ttl\x18\x04 \x01(\x01\x12\x0f\n\x07version\x18\x05 \x01(\x03\x12\x0e\n\x06prefix\x18\x06 \x01(\t\"^\n\x02Op\x12\x12\n\x0eOP_UNSPECIFIED\x10\x00\x12\x07\n\x03GET\x10\x01\x12\x07\n\x03SET\x10\x02\x12\x08\n\x04INCR\x10\x03\x12\n\n\x06\x44\x45LETE\x10\x04\x12\x12\n\x0eSET_IF_VERSION\x10\x05\x12\x08\n\x04KEYS\x10\x06\"Q\n\rStateResponse\x12\r\n\x05\x66ound\x18\x01 \x01(\x08\x12\x12\n\nvalue_json\x18\x02 \x01(\x0c\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12\x0c\n\x04keys\x18\x04 \x03(\t\"%\n\x16ResourceUpdatedRequest\x12\x0b\n\x03uri\x18\x01 \x01(\t\"\x19\n\x17ResourceUpdatedResponse\"R\n\x10SubmitJobRequest\x12(\n\x04\x63\x61ll\x18\x01 \x01(\x0b\x32\x1a.toolmesh.v1.InvokeRequest\x12\x14\n\x0c\x63\x61llback_url\x18\x02 \x01(\t\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\xc2\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x0e\n\x06status\x18\x03 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x04 \x01(\x05\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x12\n\nerror_code\x18\x06 \x01(\t\x12\x15\n\rerror_message\x18\x07 \x01(\t\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nupdated_at\x18\t \x01(\x01\x12\x13\n\x0b\x66inished_at\x18\n \x01(\x01\"=\n\x0cRouteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\"M\n\x0eRouteCandidate\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x01\x12\r\n\x05\x64\x65nse\x18\x03 \x01(\x01\x12\x0f\n\x07lexical\x18\x04 \x01(\x01\"c\n\rRouteResponse\x12\r\n\x05match\x18\x01 \x01(\t\x12/\n\ncandidates\x18\x02 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12\x12\n\nrouting_id\x18\x03 \x01(\t\"a\n\x0e\x45xecuteRequest\x12\x0e\n\x06prompt\x18\x01 \x01(\t\x12\t\n\x01k\x18\x02 \x01(\x05\x12\x12\n\nsession_id\x18\x03 \x01(\t\x12\x0f\n\x07\x64ry_run\x18\x04 \x01(\x08\x12\x0f\n\x07\x63onfirm\x18\x05 \x01(\t\"g\n\x0c\x43onfirmation\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65structive\x18\x03 \x01(\x08\x12\x0f\n\x07\x63\x61rried\x18\x04 \x03(\t\x12\x12\n\nexpires_in\x18\x05 \x01(\x01\"\x82\x03\n\x0f\x45xecuteResponse\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x03 \x01(\x0c\x12K\n\x10\x61rgument_sources\x18\x04 \x03(\x0b\x32\x31.toolmesh.v1.ExecuteResponse.ArgumentSourcesEntry\x12\x13\n\x0bresult_json\x18\x05 \x01(\x0c\x12\x11\n\tfollow_up\x18\x06 \x01(\x08\x12\x12\n\nrouting_id\x18\x07 \x01(\t\x12/\n\ncandidates\x18\x08 \x03(\x0b\x32\x1b.toolmesh.v1.RouteCandidate\x12/\n\x0c\x63onfirmation\x18\t \x01(\x0b\x32\x19.toolmesh.v1.Confirmation\x12\x12\n\nsession_id\x18\n \x01(\t\x1a\x36\n\x14\x41rgumentSourcesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"K\n\x14RouteFeedbackRequest\x12\x12\n\nrouting_id\x18\x01 \x01(\t\x12\x10\n\x08\x66unction\x18\x02 \x01(\t\x12\r\n\x05wrong\x18\x03 \x01(\x08\"\xe9\x01\n\x15RouteFeedbackResponse\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x0f\n\x07learned\x18\x02 \x01(\t\x12\x18\n\x10learned_examples\x18\x03 \x01(\x05\x12\x44\n\tunlearned\x18\x04 \x03(\x0b\x32\x31.toolmesh.v1.RouteFeedbackResponse.UnlearnedEntry\x1aM\n\x0eUnlearnedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12*\n\x05value\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.LearnedPrompts:\x02\x38\x01\"!\n\x0eLearnedPrompts\x12\x0f\n\x07prompts\x18\x01 \x03(\t2\xe4\x05\n\x04Mesh\x12V\n\rListFunctions\x12!.toolmesh.v1.ListFunctionsRequest\x1a\".toolmesh.v1.ListFunctionsResponse\x12\x41\n\x06Invoke\x12\x1a.toolmesh.v1.InvokeRequest\x1a\x1b.toolmesh.v1.InvokeResponse\x12O\n\x0cInvokeStream\x12\x1a.toolmesh.v1.InvokeRequest\x1a!.toolmesh.v1.InvokeStreamResponse0\x01\x12>\n\x05Route\x12\x19.toolmesh.v1.RouteRequest\x1a\x1a.toolmesh.v1.RouteResponse\x12V\n\rRouteFeedback\x12!.toolmesh.v1.RouteFeedbackRequest\x1a\".toolmesh.v1.RouteFeedbackResponse\x12\x44\n\x07\x45xecute\x12\x1b.toolmesh.v1.ExecuteRequest\x1a\x1c.toolmesh.v1.ExecuteResponse\x12<\n\tSubmitJob\x12\x1d.toolmesh.v1.SubmitJobRequest\x1a\x10.toolmesh.v1.Job\x12\x36\n\x06GetJob\x12\x1a.toolmesh.v1.GetJobRequest\x1a\x10.toolmesh.v1.Job\x12\\\n\x0fResourceUpdated\x12#.toolmesh.v1.ResourceUpdatedRequest\x1a$.toolmesh.v1.ResourceUpdatedResponse\x12>\n\x05State\x12\x19.toolmesh.v1.StateRequest\x1a\x1a.toolmesh.v1.StateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,38 +37,44 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXECUTERESPONSE_ARGUMENTSOURCESENTRY']._serialized_options = b'8\001'
   _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._loaded_options = None
   _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_options = b'8\001'
-  _globals['_RESOURCEUPDATEDREQUEST']._serialized_start=93
-  _globals['_RESOURCEUPDATEDREQUEST']._serialized_end=130
-  _globals['_RESOURCEUPDATEDRESPONSE']._serialized_start=132
-  _globals['_RESOURCEUPDATEDRESPONSE']._serialized_end=157
-  _globals['_SUBMITJOBREQUEST']._serialized_start=159
-  _globals['_SUBMITJOBREQUEST']._serialized_end=241
-  _globals['_GETJOBREQUEST']._serialized_start=243
-  _globals['_GETJOBREQUEST']._serialized_end=270
-  _globals['_JOB']._serialized_start=273
-  _globals['_JOB']._serialized_end=467
-  _globals['_ROUTEREQUEST']._serialized_start=469
-  _globals['_ROUTEREQUEST']._serialized_end=530
-  _globals['_ROUTECANDIDATE']._serialized_start=532
-  _globals['_ROUTECANDIDATE']._serialized_end=609
-  _globals['_ROUTERESPONSE']._serialized_start=611
-  _globals['_ROUTERESPONSE']._serialized_end=710
-  _globals['_EXECUTEREQUEST']._serialized_start=712
-  _globals['_EXECUTEREQUEST']._serialized_end=809
-  _globals['_CONFIRMATION']._serialized_start=811
-  _globals['_CONFIRMATION']._serialized_end=914
-  _globals['_EXECUTERESPONSE']._serialized_start=917
-  _globals['_EXECUTERESPONSE']._serialized_end=1303
-  _globals['_EXECUTERESPONSE_ARGUMENTSOURCESENTRY']._serialized_start=1249
-  _globals['_EXECUTERESPONSE_ARGUMENTSOURCESENTRY']._serialized_end=1303
-  _globals['_ROUTEFEEDBACKREQUEST']._serialized_start=1305
-  _globals['_ROUTEFEEDBACKREQUEST']._serialized_end=1380
-  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_start=1383
-  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_end=1616
-  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_start=1539
-  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_end=1616
-  _globals['_LEARNEDPROMPTS']._serialized_start=1618
-  _globals['_LEARNEDPROMPTS']._serialized_end=1651
-  _globals['_MESH']._serialized_start=1654
-  _globals['_MESH']._serialized_end=2330
+  _globals['_STATEREQUEST']._serialized_start=94
+  _globals['_STATEREQUEST']._serialized_end=325
+  _globals['_STATEREQUEST_OP']._serialized_start=231
+  _globals['_STATEREQUEST_OP']._serialized_end=325
+  _globals['_STATERESPONSE']._serialized_start=327
+  _globals['_STATERESPONSE']._serialized_end=408
+  _globals['_RESOURCEUPDATEDREQUEST']._serialized_start=410
+  _globals['_RESOURCEUPDATEDREQUEST']._serialized_end=447
+  _globals['_RESOURCEUPDATEDRESPONSE']._serialized_start=449
+  _globals['_RESOURCEUPDATEDRESPONSE']._serialized_end=474
+  _globals['_SUBMITJOBREQUEST']._serialized_start=476
+  _globals['_SUBMITJOBREQUEST']._serialized_end=558
+  _globals['_GETJOBREQUEST']._serialized_start=560
+  _globals['_GETJOBREQUEST']._serialized_end=587
+  _globals['_JOB']._serialized_start=590
+  _globals['_JOB']._serialized_end=784
+  _globals['_ROUTEREQUEST']._serialized_start=786
+  _globals['_ROUTEREQUEST']._serialized_end=847
+  _globals['_ROUTECANDIDATE']._serialized_start=849
+  _globals['_ROUTECANDIDATE']._serialized_end=926
+  _globals['_ROUTERESPONSE']._serialized_start=928
+  _globals['_ROUTERESPONSE']._serialized_end=1027
+  _globals['_EXECUTEREQUEST']._serialized_start=1029
+  _globals['_EXECUTEREQUEST']._serialized_end=1126
+  _globals['_CONFIRMATION']._serialized_start=1128
+  _globals['_CONFIRMATION']._serialized_end=1231
+  _globals['_EXECUTERESPONSE']._serialized_start=1234
+  _globals['_EXECUTERESPONSE']._serialized_end=1620
+  _globals['_EXECUTERESPONSE_ARGUMENTSOURCESENTRY']._serialized_start=1566
+  _globals['_EXECUTERESPONSE_ARGUMENTSOURCESENTRY']._serialized_end=1620
+  _globals['_ROUTEFEEDBACKREQUEST']._serialized_start=1622
+  _globals['_ROUTEFEEDBACKREQUEST']._serialized_end=1697
+  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_start=1700
+  _globals['_ROUTEFEEDBACKRESPONSE']._serialized_end=1933
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_start=1856
+  _globals['_ROUTEFEEDBACKRESPONSE_UNLEARNEDENTRY']._serialized_end=1933
+  _globals['_LEARNEDPROMPTS']._serialized_start=1935
+  _globals['_LEARNEDPROMPTS']._serialized_end=1968
+  _globals['_MESH']._serialized_start=1971
+  _globals['_MESH']._serialized_end=2711
 # @@protoc_insertion_point(module_scope)

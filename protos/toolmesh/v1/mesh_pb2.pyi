@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from toolmesh.v1 import invoke_pb2 as _invoke_pb2
 import builtins as _builtins
 import sys
@@ -18,6 +19,124 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+@_typing.final
+class StateRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Op:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _OpEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[StateRequest._Op.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        OP_UNSPECIFIED: StateRequest._Op.ValueType  # 0
+        """Refused (INVALID_ARGUMENT): every request names its operation."""
+        GET: StateRequest._Op.ValueType  # 1
+        """The key's value and version (found = false when it is missing or expired)."""
+        SET: StateRequest._Op.ValueType  # 2
+        """Write `value_json` (with `ttl`), whatever the key held."""
+        INCR: StateRequest._Op.ValueType  # 3
+        """Add the JSON number `value_json` to the key's number (missing: 0); answers the new value."""
+        DELETE: StateRequest._Op.ValueType  # 4
+        """Remove the key; found says whether it was there."""
+        SET_IF_VERSION: StateRequest._Op.ValueType  # 5
+        """SET only while the key's version is still `version` (0: while the key does not exist);
+        found = false, and nothing written, otherwise.
+        """
+        KEYS: StateRequest._Op.ValueType  # 6
+        """The names of the live keys that start with `prefix`, sorted."""
+
+    class Op(_Op, metaclass=_OpEnumTypeWrapper):
+        """What to do with the key."""
+
+    OP_UNSPECIFIED: StateRequest.Op.ValueType  # 0
+    """Refused (INVALID_ARGUMENT): every request names its operation."""
+    GET: StateRequest.Op.ValueType  # 1
+    """The key's value and version (found = false when it is missing or expired)."""
+    SET: StateRequest.Op.ValueType  # 2
+    """Write `value_json` (with `ttl`), whatever the key held."""
+    INCR: StateRequest.Op.ValueType  # 3
+    """Add the JSON number `value_json` to the key's number (missing: 0); answers the new value."""
+    DELETE: StateRequest.Op.ValueType  # 4
+    """Remove the key; found says whether it was there."""
+    SET_IF_VERSION: StateRequest.Op.ValueType  # 5
+    """SET only while the key's version is still `version` (0: while the key does not exist);
+    found = false, and nothing written, otherwise.
+    """
+    KEYS: StateRequest.Op.ValueType  # 6
+    """The names of the live keys that start with `prefix`, sorted."""
+
+    OP_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
+    VALUE_JSON_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    PREFIX_FIELD_NUMBER: _builtins.int
+    op: Global___StateRequest.Op.ValueType
+    key: _builtins.str
+    """The key, within the caller's runtime: 1 to `[function_state] max_key_chars` characters."""
+    value_json: _builtins.bytes
+    """SET, SET_IF_VERSION: the value as UTF-8 JSON; INCR: the JSON number to add."""
+    ttl: _builtins.float
+    """SET, SET_IF_VERSION: seconds until the key expires; 0 for never."""
+    version: _builtins.int
+    """SET_IF_VERSION: the version the key must still have (from a GET; 0: must not exist)."""
+    prefix: _builtins.str
+    """KEYS: only keys that start with this ("" for all)."""
+    def __init__(
+        self,
+        *,
+        op: Global___StateRequest.Op.ValueType = ...,
+        key: _builtins.str = ...,
+        value_json: _builtins.bytes = ...,
+        ttl: _builtins.float = ...,
+        version: _builtins.int = ...,
+        prefix: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "op", b"op", "prefix", b"prefix", "ttl", b"ttl", "value_json", b"value_json", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StateRequest: _TypeAlias = StateRequest  # noqa: Y015
+
+@_typing.final
+class StateResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FOUND_FIELD_NUMBER: _builtins.int
+    VALUE_JSON_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    KEYS_FIELD_NUMBER: _builtins.int
+    found: _builtins.bool
+    """GET and DELETE: whether the key was there; SET_IF_VERSION: whether it wrote."""
+    value_json: _builtins.bytes
+    """GET and INCR: the key's value as UTF-8 JSON (empty when not found)."""
+    version: _builtins.int
+    """The key's version after the operation (GET: as read; 0 when missing). Every write gives the
+    key a new version, never one it had before, even across a delete.
+    """
+    @_builtins.property
+    def keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """KEYS: the matching keys."""
+
+    def __init__(
+        self,
+        *,
+        found: _builtins.bool = ...,
+        value_json: _builtins.bytes = ...,
+        version: _builtins.int = ...,
+        keys: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["found", b"found", "keys", b"keys", "value_json", b"value_json", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StateResponse: _TypeAlias = StateResponse  # noqa: Y015
 
 @_typing.final
 class ResourceUpdatedRequest(_message.Message):

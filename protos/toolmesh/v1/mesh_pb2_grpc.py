@@ -84,6 +84,11 @@ class MeshStub:
                 request_serializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.SerializeToString,
                 response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.FromString,
                 _registered_method=True)
+        self.State = channel.unary_unary(
+                '/toolmesh.v1.Mesh/State',
+                request_serializer=toolmesh_dot_v1_dot_mesh__pb2.StateRequest.SerializeToString,
+                response_deserializer=toolmesh_dot_v1_dot_mesh__pb2.StateResponse.FromString,
+                _registered_method=True)
 
 
 class MeshServicer:
@@ -167,6 +172,18 @@ class MeshServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def State(self, request, context):
+        """One operation of a function's durable state (`ctx.state`), kept by the gateway (SQLite, or
+        Redis with `[state] url`). Only the mesh's own pods may call it, with the runtime-bound token
+        the gateway gave them: the gateway takes the runtime (the namespace of the keys) from that
+        token, never from the request, so a pod reaches only its own runtime's keys. Anyone else is
+        PERMISSION_DENIED; INVALID_ARGUMENT for a bad key or value (not JSON, too large),
+        RESOURCE_EXHAUSTED when the runtime holds `[function_state] max_keys` keys already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MeshServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +231,11 @@ def add_MeshServicer_to_server(servicer, server):
                     servicer.ResourceUpdated,
                     request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.FromString,
                     response_serializer=toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.SerializeToString,
+            ),
+            'State': grpc.unary_unary_rpc_method_handler(
+                    servicer.State,
+                    request_deserializer=toolmesh_dot_v1_dot_mesh__pb2.StateRequest.FromString,
+                    response_serializer=toolmesh_dot_v1_dot_mesh__pb2.StateResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -462,6 +484,33 @@ class Mesh:
             '/toolmesh.v1.Mesh/ResourceUpdated',
             toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedRequest.SerializeToString,
             toolmesh_dot_v1_dot_mesh__pb2.ResourceUpdatedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def State(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolmesh.v1.Mesh/State',
+            toolmesh_dot_v1_dot_mesh__pb2.StateRequest.SerializeToString,
+            toolmesh_dot_v1_dot_mesh__pb2.StateResponse.FromString,
             options,
             channel_credentials,
             insecure,

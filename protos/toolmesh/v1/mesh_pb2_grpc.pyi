@@ -72,6 +72,14 @@ class MeshStub:
     clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
     NOT_FOUND when no resource the caller may read serves that URI.
     """
+    State: _grpc.UnaryUnaryMultiCallable[_mesh_pb2.StateRequest, _mesh_pb2.StateResponse]
+    """One operation of a function's durable state (`ctx.state`), kept by the gateway (SQLite, or
+    Redis with `[state] url`). Only the mesh's own pods may call it, with the runtime-bound token
+    the gateway gave them: the gateway takes the runtime (the namespace of the keys) from that
+    token, never from the request, so a pod reaches only its own runtime's keys. Anyone else is
+    PERMISSION_DENIED; INVALID_ARGUMENT for a bad key or value (not JSON, too large),
+    RESOURCE_EXHAUSTED when the runtime holds `[function_state] max_keys` keys already.
+    """
 
 @_typing.type_check_only
 class MeshAsyncStub(MeshStub):
@@ -114,6 +122,14 @@ class MeshAsyncStub(MeshStub):
     """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
     clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
     NOT_FOUND when no resource the caller may read serves that URI.
+    """
+    State: _aio.UnaryUnaryMultiCallable[_mesh_pb2.StateRequest, _mesh_pb2.StateResponse]  # type: ignore[assignment]
+    """One operation of a function's durable state (`ctx.state`), kept by the gateway (SQLite, or
+    Redis with `[state] url`). Only the mesh's own pods may call it, with the runtime-bound token
+    the gateway gave them: the gateway takes the runtime (the namespace of the keys) from that
+    token, never from the request, so a pod reaches only its own runtime's keys. Anyone else is
+    PERMISSION_DENIED; INVALID_ARGUMENT for a bad key or value (not JSON, too large),
+    RESOURCE_EXHAUSTED when the runtime holds `[function_state] max_keys` keys already.
     """
 
 class MeshServicer(metaclass=_abc_1.ABCMeta):
@@ -208,6 +224,20 @@ class MeshServicer(metaclass=_abc_1.ABCMeta):
         """Says that the MCP resource at `uri` changed (a function's `ctx.resource_updated(uri)`): MCP
         clients subscribed to it on `subscriptions/listen` hear `notifications/resources/updated`.
         NOT_FOUND when no resource the caller may read serves that URI.
+        """
+
+    @_abc_1.abstractmethod
+    def State(
+        self,
+        request: _mesh_pb2.StateRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_mesh_pb2.StateResponse, _abc.Awaitable[_mesh_pb2.StateResponse]]:
+        """One operation of a function's durable state (`ctx.state`), kept by the gateway (SQLite, or
+        Redis with `[state] url`). Only the mesh's own pods may call it, with the runtime-bound token
+        the gateway gave them: the gateway takes the runtime (the namespace of the keys) from that
+        token, never from the request, so a pod reaches only its own runtime's keys. Anyone else is
+        PERMISSION_DENIED; INVALID_ARGUMENT for a bad key or value (not JSON, too large),
+        RESOURCE_EXHAUSTED when the runtime holds `[function_state] max_keys` keys already.
         """
 
 def add_MeshServicer_to_server(servicer: MeshServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

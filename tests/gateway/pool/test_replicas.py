@@ -252,3 +252,28 @@ async def test_both_transports_to_pods_serve_calls_and_their_failures(
     assert failed.is_error and "broken" in failed.text
     with pytest.raises(FunctionTimeout):
         await client(gateway).invoke("sleepy", {"seconds": 5})
+
+
+async def test_a_singleton_keeps_one_pod_from_start_and_queues_a_burst_on_it(
+    gateway_factory: StartGateway, client: Any
+) -> None:
+    gateway = await gateway_factory(
+        runtime(
+            "tools",
+            "pool_tools",
+            singleton=True,
+            max_inflight=2,
+            target_concurrency=1,
+            idle_timeout=0.1,
+            startup_timeout=1.0,
+        )
+    )
+    assert len(ready_pids(gateway)) == 1, "started with the gateway"
+    (pid,) = ready_pids(gateway)
+    # Six calls of 0.6 s, two at a time: the last two wait ~1.2 s for the one pod, past the
+    # startup_timeout, which bounds a wait for a pod that is starting, not for a busy singleton.
+    results = await asyncio.gather(*(client(gateway).invoke("wait", {"seconds": 0.6}) for _ in range(6)))
+    assert all(not r.is_error for r in results), [r.error for r in results]
+    assert {r.structured for r in results} == {pid}
+    await asyncio.sleep(0.5)
+    assert ready_pids(gateway) == [pid], "never scaled to zero"
