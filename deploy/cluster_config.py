@@ -24,6 +24,7 @@ from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
 WRITTEN_PATHS = {
     "router.data_dir": GATEWAY_DATA_DIR,
     "jobs.path": f"{GATEWAY_DATA_DIR}/jobs.sqlite3",
+    "function_state.path": f"{GATEWAY_DATA_DIR}/function_state.sqlite3",
 }
 #: The files the gateway only reads: a relative one (beside the local config) names the file
 #: in the image's working directory, as a runtime's `catalog` does.
@@ -108,6 +109,10 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
             document[section] = written
     document["router"] = _router(config)
     document["jobs"] = _cluster_jobs(config, shared_state)
+    # Functions' state: in Redis with shared state, else in SQLite on the data volume.
+    function_state = config.function_state.model_dump(mode="json", exclude_defaults=True)
+    function_state["path"] = on_data_volume("function_state.path", config.function_state.path)
+    document["function_state"] = function_state
     header = (
         "toolmesh.toml for the gateway on Kubernetes, written by `toolmesh deploy render`.\n"
         "Runtimes with modules run as Deployments of their own, reached at their headless Services;\n"

@@ -9,10 +9,8 @@ activator of Knative, and how a runtime scales from zero.
 Scaling follows demand: while calls in flight plus held calls exceed
 `target_concurrency` per pod, more pods start (up to `max_replicas`); a pod idle
 for `idle_timeout` is drained and stopped (down to `min_replicas`, zero by
-default).
-
-A pod whose event loop a call's async code blocks takes no new calls until it runs again,
-and is replaced only when that call passes its time limit (liveness.py).
+default). A pod whose event loop a call's async code blocks takes no new calls until it
+runs again, and is replaced only when that call passes its time limit (liveness.py).
 
 Faults: a pod that ends unasked is taken out of rotation at once and a
 replacement starts when demand or `min_replicas` asks for one, while calls are
