@@ -31,8 +31,9 @@ POD_TOKEN_ENV = "TOOLMESH_POD_TOKEN"
 #: starts inherit it, so a terminal shows one format.
 LOG_FORMAT_ENV = "TOOLMESH_LOG_FORMAT"
 
-#: Every environment variable a pod reads (and OTEL_*, see toolmesh/tracing.py).
-POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV, LOG_FORMAT_ENV)
+#: Every environment variable the gateway sets for a pod (it also reads OTEL_*, see
+#: toolmesh/tracing.py, and LOG_FORMAT_ENV, both inherited).
+POD_ENVIRONMENT = (MESH_ADDRESS_ENV, MESH_TOKEN_ENV, POD_TOKEN_ENV)
 
 
 @dataclass(frozen=True, slots=True)
