@@ -68,7 +68,7 @@ _REDIS_FILES = ("statefulset-redis.yaml", "service-redis.yaml", "networkpolicy-r
 TEMPLATE_RUNTIME = "examples"
 #: The router's paths: those beside the local config name files in the image's working
 #: directory, as a runtime's `catalog` does.
-_ROUTER_PATHS = ("cache_dir", "data_dir", "model", "tokenizer")
+_ROUTER_PATHS = ("cache_dir", "data_dir", "embeddings_dir", "model", "tokenizer")
 #: The runtime flags that come from a [[runtimes]] entry, by its field.
 _RUNTIME_FLAGS = {
     "--timeout": "timeout",
@@ -212,6 +212,13 @@ def cluster_toml(config: MeshConfig, options: RenderOptions) -> str:
             router[field] = _in_image(Path(router[field]), config.directory)
     if router:
         document["router"] = router
+    # The project's id, so replicas started from another path still share its jobs; without
+    # one, every replica derives the same from /etc/toolmesh. A data_dir is kept as written.
+    project = config.project.model_dump(mode="json", exclude_defaults=True)
+    if "data_dir" in project:
+        project["data_dir"] = _in_image(Path(project["data_dir"]), config.directory)
+    if project:
+        document["project"] = project
     document["jobs"] = _cluster_jobs(config, options)
     header = (
         "toolmesh.toml for the gateway on Kubernetes, written by `toolmesh deploy render`.\n"

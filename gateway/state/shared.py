@@ -31,8 +31,8 @@ log = logging.getLogger("toolmesh.gateway")
 
 #: Builds the router's session store from its config (None: the router's own, SQLite).
 SessionsFactory = Callable[[RouterConfig], Sessions]
-#: Builds the job store from `[jobs]` (None: the SQLite file of `[jobs] path`).
-JobsFactory = Callable[[JobsConfig], JobStore]
+#: Builds the job store of a project (its id) from `[jobs]` (None: the SQLite file of `[jobs] path`).
+JobsFactory = Callable[[JobsConfig, str], JobStore]
 #: Build the router's learned examples and its routings' memory (None: SQLite, this process).
 ExamplesFactory = Callable[[], ExampleStore]
 RoutingsFactory = Callable[[], Routings]
@@ -99,8 +99,8 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
             timeout=config.timeout,
         )
 
-    def jobs(config: JobsConfig) -> JobStore:
-        return RedisJobStore(client, prefix, outage, config.ttl, config.max_attempts)
+    def jobs(config: JobsConfig, project: str) -> JobStore:
+        return RedisJobStore(client, prefix, outage, config.ttl, config.max_attempts, project)
 
     async def check() -> None:
         try:
