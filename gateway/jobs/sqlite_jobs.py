@@ -146,7 +146,8 @@ class SqliteJobStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 (active,) = db.execute(
-                    "SELECT COUNT(*) FROM jobs WHERE project = ? AND status IN (?, ?)", (self.project, *_ACTIVE)
+                    "SELECT COUNT(*) FROM jobs WHERE project = ? AND status IN (?, ?)",
+                    (self.project, *_ACTIVE),
                 ).fetchone()
                 if active >= max_queued:
                     raise Overloaded(
