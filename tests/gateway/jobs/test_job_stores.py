@@ -301,6 +301,11 @@ async def test_a_gateway_claims_only_jobs_of_functions_it_serves(open_store: Ope
     taken = [await muls.claim("g-mul", lease=5, functions={"mul"}) for _ in range(3)]
     assert [job.function for job in taken if job is not None] == ["mul", "mul"]
     assert await adds.claim("g-add", lease=5, functions=()) is None, "serving nothing, it takes nothing"
+    # A reload that adds a function: its jobs are this gateway's from the next claim.
+    await adds.add(_job(function="mul"), 10)
+    assert await adds.claim("g-add", lease=5, functions={"add"}) is None
+    grown = await adds.claim("g-add", lease=5, functions={"add", "mul"})
+    assert grown is not None and grown.function == "mul"
 
 
 async def test_a_jobs_file_from_before_projects_gains_the_column_and_hides_its_old_jobs(
