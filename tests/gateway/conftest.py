@@ -37,6 +37,7 @@ from toolmesh.config import (
 )
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.project_config import ProjectConfig
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
@@ -57,7 +58,8 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
     `mcp`, `chat`, `router`, `state` and `jobs` set those sections (jobs in a file under `tmp_path`
-    unless `jobs` names one); other keyword arguments go to [gateway].
+    unless `jobs` names one, and the project's data directory under it); other keyword arguments go
+    to [gateway].
     """
     started: list[Gateway] = []
 
@@ -82,6 +84,8 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
             router=router or RouterConfig(enabled=False),
             state=state or StateConfig(),
             jobs=jobs or JobsConfig(path=tmp_path / f"jobs-{len(started)}.sqlite3"),
+            # Whatever a test leaves at its default is kept under tmp_path, not in the checkout.
+            project=ProjectConfig(data_dir=tmp_path / f"data-{len(started)}"),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
@@ -105,6 +109,7 @@ def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = No
         runtimes=runtimes or (runtime(),),
         router=router or RouterConfig(enabled=False),
         jobs=JobsConfig(path=jobs_dir / "jobs.sqlite3"),
+        project=ProjectConfig(data_dir=jobs_dir / "data"),
     )
     try:
         gateway = asyncio.run_coroutine_threadsafe(start_gateway(config, environ={}), loop).result(120)
