@@ -58,8 +58,10 @@ WORKDIR /app
 COPY examples/ /app/examples/
 # Byte-compiled now: at run time the root filesystem is read-only.
 RUN /opt/toolmesh/bin/python -m compileall -q /app/examples
-# XDG_CACHE_HOME: the built model above. XDG_DATA_HOME: the router's sessions and function
-# embeddings, which it writes, so under /tmp, the pods' one writable (emptyDir) path.
+# XDG_CACHE_HOME: the built model above. XDG_DATA_HOME: function embeddings, and the project's
+# data (router sessions, learned examples; jobs unless [jobs] path says) since the config's own
+# directory (the /etc/toolmesh ConfigMap) is read-only: written, so under /tmp, the pods' one
+# writable (emptyDir) path.
 # ORT_DISABLE_TELEMETRY: onnxruntime (>= 1.29) would otherwise write a device id under the
 # cache (read-only here: a warning at each start) and send usage events from the cluster.
 ENV PATH=/opt/toolmesh-app/bin:/opt/toolmesh/bin:$PATH \

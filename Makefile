@@ -80,6 +80,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/function_state.py
 	$(BIN)/python bench/hot_reload.py
 	$(BIN)/python bench/free_text_confirm.py
+	$(BIN)/python bench/job_claims.py
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

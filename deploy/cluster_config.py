@@ -22,7 +22,9 @@ from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
 #: on the data volume. One already there is kept. A new path setting belongs in one of these
 #: three tables (tests/deploy/test_cluster_config.py fails until it is).
 WRITTEN_PATHS = {
+    "project.data_dir": GATEWAY_DATA_DIR,
     "router.data_dir": GATEWAY_DATA_DIR,
+    "router.embeddings_dir": GATEWAY_DATA_DIR,
     "jobs.path": f"{GATEWAY_DATA_DIR}/jobs.sqlite3",
     "function_state.path": f"{GATEWAY_DATA_DIR}/function_state.sqlite3",
 }
@@ -66,9 +68,19 @@ def _router(config: MeshConfig) -> dict[str, Any]:
         key = setting.removeprefix("router.")
         if key in router:
             router[key] = in_image(Path(router[key]), config.directory)
-    # Always written: the default (~/.local/share/toolmesh) depends on the pod's environment.
+    # Always written: the defaults (the project's .toolmesh, ~/.local/share/toolmesh) are on the
+    # image's read-only root.
     router["data_dir"] = on_data_volume("router.data_dir", config.router.data_dir)
+    router["embeddings_dir"] = on_data_volume("router.embeddings_dir", config.router.embeddings_dir)
     return router
+
+
+def _project(config: MeshConfig) -> dict[str, Any]:
+    """The project's id, so replicas share its jobs whatever path they start from, and its data
+    directory on the data volume."""
+    project = config.project.model_dump(mode="json", exclude_defaults=True)
+    project["data_dir"] = on_data_volume("project.data_dir", config.project.data_dir)
+    return project
 
 
 def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared_state: bool) -> str:
@@ -108,6 +120,7 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
         if written:
             document[section] = written
     document["router"] = _router(config)
+    document["project"] = _project(config)
     document["jobs"] = _cluster_jobs(config, shared_state)
     # Functions' state: in Redis with shared state, else in SQLite on the data volume.
     function_state = config.function_state.model_dump(mode="json", exclude_defaults=True)

@@ -32,7 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from toolmesh import tracing
-from toolmesh.config import MeshConfig
+from toolmesh.config import MeshConfig, settled_value
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog
@@ -203,6 +203,14 @@ async def start_gateway(
 
     `selector` picks the tools the chat proxy offers when the catalog is large (default: all).
     """
+    config = config.settled()
+    project = settled_value(config.project.id, "[project] id")
+    log.info(
+        "project %s: data in %s",
+        project,
+        config.project.data_dir,
+        extra={"project": project, "data_dir": str(config.project.data_dir)},
+    )
     settings = config.gateway
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
     state = await open_state(config.state, environment.state_url)
@@ -273,8 +281,8 @@ async def start_gateway(
     mesh = Mesh(catalog, pool, auth, settings, metrics, router, state.confirmations)
     jobs = None
     if config.jobs.enabled:
-        store = None if state.jobs is None else state.jobs(config.jobs)
-        jobs = JobService(mesh, config.jobs, environment.callback_secret, store)
+        store = None if state.jobs is None else state.jobs(config.jobs, project)
+        jobs = JobService(mesh, config.jobs, environment.callback_secret, project, store)
         try:
             await jobs.start()
         except BaseException:

@@ -100,7 +100,7 @@ def _learned(args: argparse.Namespace) -> Any:
     import asyncio
     import os
 
-    from toolmesh.config import load_config
+    from toolmesh.config import load_config, settled_value
     from toolmesh.config_sources import find_config
     from toolmesh.gateway.environment import state_url
     from toolmesh.router.learning import LearnedExamples
@@ -124,7 +124,11 @@ def _learned(args: argparse.Namespace) -> Any:
                 await client.aclose()
 
         return asyncio.run(in_redis())
-    data = Path(args.data_dir) if args.data_dir else Path(config.router.data_dir)
+    data = (
+        Path(args.data_dir)
+        if args.data_dir
+        else settled_value(config.settled().router.data_dir, "[router] data_dir")
+    )
     local = LearnedExamples(data / LEARNED_FILE)
     try:
         return local.remove(args.function, args.prompt) if removing else local.listing(args.function)
@@ -191,7 +195,8 @@ def add_router_commands(commands: Any) -> None:
     examples = sub.add_parser(
         "examples",
         help="list or remove the examples the router learned from use (in [state]'s Redis when "
-        "one is configured, else in SQLite under [router] data_dir); running gateways follow a "
+        "one is configured, else in SQLite in the project's data directory: [router] data_dir, else "
+        "[project] data_dir, else .toolmesh/ beside the config); running gateways follow a "
         "removal from their next route",
     )
     actions = examples.add_subparsers(dest="examples_command", required=True, metavar="ACTION")
@@ -204,6 +209,8 @@ def add_router_commands(commands: Any) -> None:
     for action in (listing, removal):
         common(action)
         action.add_argument(
-            "--data-dir", help="the router's SQLite data directory (overrides [router] data_dir and [state])"
+            "--data-dir",
+            help="the data directory the gateway was given (toolmesh up --data-dir; overrides "
+            "[router] data_dir and [state])",
         )
         action.set_defaults(handler=_examples)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from toolmesh.config import RouterConfig
+from toolmesh.directories import DataDirError, ensure_writable
 from toolmesh.errors import Unavailable
 from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder
@@ -41,6 +42,8 @@ SESSIONS_FILE = "sessions.sqlite3"
 LEARNED_FILE = "learned.sqlite3"
 #: What Retry-After says while the model is being built.
 BUILD_RETRY_AFTER = 5.0
+#: How to give the router another data directory, said when its own cannot be written.
+DATA_DIR_HINT = "give another with `toolmesh up --data-dir DIR`, [project] data_dir or [router] data_dir"
 
 
 class State(StrEnum):
@@ -113,14 +116,32 @@ class RouterService:
 
     # -- loading ------------------------------------------------------------------------------
 
+    def _data_dirs(self) -> tuple[Path, Path]:
+        """Where the router keeps its data (sessions, learned examples) and its embedding cache,
+        each checked writable: a DataDirError names the one that is not."""
+        data = self.config.data_dir
+        if data is None:
+            raise DataDirError("[router] data_dir is not set (the gateway sets it from the project's)")
+        ensure_writable(data, "the router's sessions and learned examples", DATA_DIR_HINT)
+        embeddings = self.config.embeddings_dir or data
+        if embeddings != data:
+            ensure_writable(embeddings, "the router's function embeddings", "set [router] embeddings_dir")
+        return data, embeddings
+
     def load(self, docs: Iterable[Document]) -> None:
         """Open the model, the caches and the index of `docs`; records failure instead of raising."""
+        try:
+            data, embeddings = self._data_dirs()
+        except DataDirError as exc:
+            self.state = State.FAILED
+            self.reason = f"the router cannot keep its data: {exc}"
+            log.error("router unavailable: %s", exc)
+            return
         try:
             embedder = self._embedder or open_embedder(
                 self.config, progress=lambda s: log.info("router: %s", s)
             )
-            data = Path(self.config.data_dir)
-            cache = EmbeddingCache(data / EMBEDDINGS_FILE)
+            cache = EmbeddingCache(embeddings / EMBEDDINGS_FILE)
             sessions: Sessions
             if self._sessions is not None:
                 sessions = self._sessions(self.config)

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 from toolmesh.config import EXAMPLE_MODULES, ConfigError, load_config, parse_config
 from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config, runtime_name
+from toolmesh.directories import default_data_dir
 
 CHAT = """
 [mcp]
@@ -96,16 +97,48 @@ def test_a_config_file_records_its_directory_and_paths_resolve_there(tmp_path: P
     assert config.router.cache_dir == tmp_path.resolve() / "cache"
 
 
-def test_the_jobs_file_resolves_beside_the_config_or_lives_in_the_data_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "toolmesh.toml").write_text('[jobs]\npath = "state/jobs.sqlite3"\nworkers = 2\n')
-    config = load_config(tmp_path / "toolmesh.toml")
-    assert config.jobs.file() == tmp_path.resolve() / "state/jobs.sqlite3" and config.jobs.workers == 2
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    assert load_config(None).jobs.file() == tmp_path / "data" / "toolmesh" / "jobs.sqlite3"
+def test_every_store_lives_in_the_projects_own_data_directory(tmp_path: Path) -> None:
+    """Jobs, sessions and learned examples default to `.toolmesh/` beside the config, one
+    project each; function embeddings (a cache keyed by model and text) stay user-wide."""
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "toolmesh.toml").write_text("")
+    one, two = (load_config(tmp_path / name / "toolmesh.toml").settled() for name in ("one", "two"))
+    assert one.project.data_dir == tmp_path.resolve() / "one" / ".toolmesh"
+    assert one.jobs.path == tmp_path.resolve() / "one" / ".toolmesh" / "jobs.sqlite3"
+    assert one.router.data_dir == one.project.data_dir
+    assert one.project.id is not None and one.project.id.startswith("one-")
+    assert two.project.id != one.project.id and two.project.data_dir != one.project.data_dir
+    assert one.router.embeddings_dir == two.router.embeddings_dir == default_data_dir()
+    assert one.settled() == one, "settling twice changes nothing"
+
+
+def test_explicit_locations_win_and_resolve_beside_the_config(tmp_path: Path) -> None:
+    (tmp_path / "toolmesh.toml").write_text(
+        '[project]\nid = "shop"\ndata_dir = "var"\n\n[jobs]\npath = "state/jobs.sqlite3"\nworkers = 2\n\n'
+        '[router]\ndata_dir = "router-data"\n'
+    )
+    config = load_config(tmp_path / "toolmesh.toml").settled()
+    here = tmp_path.resolve()
+    assert config.project.id == "shop" and config.project.data_dir == here / "var"
+    assert config.jobs.path == here / "state/jobs.sqlite3" and config.jobs.workers == 2
+    # An explicit router data_dir keeps its embeddings with it, as before.
+    assert config.router.data_dir == config.router.embeddings_dir == here / "router-data"
     with pytest.raises(ConfigError, match=r"jobs\.lease: Input should be greater than or equal to 0\.5"):
         parse_config(tomllib.loads("[jobs]\nlease = 0.1\n"))
+    with pytest.raises(ConfigError, match=r"project\.id: String should match pattern"):
+        parse_config(tomllib.loads('[project]\nid = "a b"\n'))
+
+
+def test_a_project_whose_directory_is_read_only_keeps_its_data_in_the_user_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    # A file where the data directory would go: its own directory cannot hold the data.
+    (tmp_path / ".toolmesh").write_text("not a directory")
+    config = modules_config(["my_tools"], tmp_path).settled()
+    assert config.project.id is not None
+    assert config.project.data_dir == tmp_path / "data" / "toolmesh" / "projects" / config.project.id
 
 
 def test_the_function_state_file_moves_like_the_jobs_file_and_its_limits_are_checked(

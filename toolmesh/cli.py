@@ -1,6 +1,7 @@
 """The `toolmesh` command.
 
-    toolmesh up [--module MOD ... | --config FILE] [--host H] [--http-port P] [--grpc-port P] [--reload]
+    toolmesh up [--module MOD ... | --config FILE] [--data-dir DIR] [--host H] [--http-port P] [--grpc-port P]
+                [--reload]
     toolmesh runtime --module MOD [--module MOD ...] [--host H] [--port P] [--metrics-port P]
     toolmesh functions (--module MOD [--module MOD ...] | --url URL) [--format json|openai|text] [--strict]
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
@@ -56,7 +57,7 @@ def _runtime(args: argparse.Namespace) -> int:
 
 def _up_config(args: argparse.Namespace) -> MeshConfig:
     """What `toolmesh up` serves: the --module list as one runtime, else --config, else
-    ./toolmesh.toml, else the examples."""
+    ./toolmesh.toml, else the examples; with --data-dir as the project's data directory."""
     from pathlib import Path
 
     from toolmesh.config import ConfigError, load_config
@@ -65,13 +66,19 @@ def _up_config(args: argparse.Namespace) -> MeshConfig:
     if args.module:
         if args.config is not None:
             raise ConfigError("give --module or --config, not both (a config lists its runtimes' modules)")
-        return modules_config(args.module, Path.cwd())
-    path = find_config(args.config)
-    config = load_config(path)
-    if path is None and config.directory is None and not Path("examples", "weather.py").is_file():
-        raise ConfigError(
-            f"nothing to serve: give --module MOD (a module in this directory) or --config FILE, or "
-            f"run it beside a {CONFIG_FILE} (the examples/ default needs a source checkout)"
+        config = modules_config(args.module, Path.cwd())
+    else:
+        path = find_config(args.config)
+        config = load_config(path)
+        if path is None and config.directory is None and not Path("examples", "weather.py").is_file():
+            raise ConfigError(
+                f"nothing to serve: give --module MOD (a module in this directory) or --config FILE, or "
+                f"run it beside a {CONFIG_FILE} (the examples/ default needs a source checkout)"
+            )
+    if args.data_dir is not None:
+        data_dir = Path(args.data_dir).expanduser().resolve()
+        config = config.model_copy(
+            update={"project": config.project.model_copy(update={"data_dir": data_dir})}
         )
     return config
 
@@ -185,8 +192,7 @@ def _refused(command: str, error: ToolmeshError) -> int:
 
 def _print_specs(specs: Sequence[FunctionSpec], fmt: str, strict: bool) -> None:
     from toolmesh.gateway.core.tool_formats import openai_tool
-    from toolmesh.runtimes.functions.describe import render_functions
-    from toolmesh.runtimes.functions.spec import spec_to_dict
+    from toolmesh.runtimes.functions.spec import render_functions, spec_to_dict
 
     if fmt == "text":
         print(render_functions(specs))
@@ -349,6 +355,13 @@ def build_parser() -> argparse.ArgumentParser:
         "-c",
         help="toolmesh.toml; its modules and relative paths are found beside it "
         "(default: ./toolmesh.toml if there is one, else every module in examples/)",
+    )
+    up.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="the project's data directory: its jobs, router sessions, learned examples and function "
+        "state (overrides [project] data_dir; default: .toolmesh/ in the config's directory, or with "
+        "--module in the current one). [jobs] path and [router] data_dir, when set, still win",
     )
     up.add_argument("--host", help="address to bind (overrides [gateway] host)")
     up.add_argument("--http-port", type=int, help="HTTP port (overrides [gateway] http_port, default 8080)")

@@ -44,6 +44,8 @@
 
     [state]                     # many gateways: rate limits, sessions and list_changed shared
     url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process (one gateway)
+    [project]                   # one project, one data directory (jobs never cross projects)
+    data_dir = "/srv/tools-data"  # default: .toolmesh/ beside this file (`toolmesh up --data-dir`)
     [jobs]                      # asynchronous calls (Prefer: respond-async), in a SQLite file
     workers = 4
     max_attempts = 5            # while the runtime is unavailable; then the job is dead
@@ -51,8 +53,11 @@
     [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
     max_keys = 100000           # per runtime
 
-Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir` and
-`data_dir`) resolve against the file's own directory, so a config works from any directory.
+Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir`,
+`data_dir` and `embeddings_dir`, `[project] data_dir`, `[jobs] path`) resolve against the file's
+own directory, so a config works from any directory. That directory is the project's: its data
+(jobs, router sessions, learned examples) lives in its `.toolmesh/` unless configured elsewhere;
+`MeshConfig.settled` computes those defaults, in that one place.
 
 A mistake fails start-up with a `ConfigError` that names the key and says why.
 """
@@ -64,15 +69,18 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
-from toolmesh.directories import default_cache_dir, default_data_dir
+from toolmesh.directories import default_cache_dir, default_data_dir, project_data_dir, project_id
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.project_config import ProjectConfig
 from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
+
+T = TypeVar("T")
 
 #: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -92,6 +100,8 @@ EXAMPLE_MODULES = (
 
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: The jobs' and the functions' state files in the project's data directory, unless configured.
+JOBS_FILE, STATE_FILE = "jobs.sqlite3", defaults.DEFAULT_FUNCTION_STATE_FILE
 
 
 class ConfigError(Exception):
@@ -249,8 +259,12 @@ class RouterConfig(_Section):
     enabled: bool = True
     #: Built models, keyed by the source weights' hash.
     cache_dir: Path = Field(default_factory=default_cache_dir)
-    #: Sessions and cached function embeddings.
-    data_dir: Path = Field(default_factory=default_data_dir)
+    #: Sessions and learned examples (and function embeddings, unless `embeddings_dir` is set).
+    #: None: the project's data directory ([project] data_dir).
+    data_dir: Path | None = None
+    #: The cache of function embeddings, keyed by model and text, so safe to share between
+    #: projects. None: `data_dir` when that is set, else the user's ~/.local/share/toolmesh.
+    embeddings_dir: Path | None = None
     #: The int8 model (default) or the fp32 one.
     quantized: bool = True
     #: Your own ONNX sentence-embedding model and its tokenizer.json, instead of the built one.
@@ -274,7 +288,7 @@ class RouterConfig(_Section):
     confirmation_ttl: float = Field(defaults.DEFAULT_CONFIRMATION_TTL, gt=0, le=3600)
     llm: LlmConfig | None = None
 
-    @field_validator("cache_dir", "data_dir", "model", "tokenizer")
+    @field_validator("cache_dir", "data_dir", "embeddings_dir", "model", "tokenizer")
     @classmethod
     def _expand(cls, path: Path | None) -> Path | None:
         return None if path is None else path.expanduser()
@@ -326,7 +340,7 @@ class FunctionStateConfig(_Section):
     """Functions' durable state (`ctx.state`): kept by the gateway in a SQLite file, or in Redis
     when `[state]` has a URL, one namespace per runtime, within these limits."""
 
-    #: The SQLite file; None: `function_state.sqlite3` in the data directory (~/.local/share/toolmesh).
+    #: The SQLite file; None: `function_state.sqlite3` in the project's data directory (`settled`).
     #: Gateways sharing the file share the state (one machine). Unused with Redis.
     path: Path | None = None
     #: The largest value, in bytes of JSON; a larger one is refused (invalid_request).
@@ -361,6 +375,7 @@ class MeshConfig(_Section):
     state: StateConfig = Field(default_factory=StateConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
+    project: ProjectConfig = Field(default_factory=ProjectConfig)
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -377,6 +392,43 @@ class MeshConfig(_Section):
         """`path` from the config, relative to the config's directory."""
         given = Path(path).expanduser()
         return given if self.directory is None else self.directory / given
+
+    def project_directory(self) -> Path:
+        """The project's directory: the config file's, or the current one (`--module`)."""
+        return self.directory if self.directory is not None else Path.cwd()
+
+    def settled(self) -> MeshConfig:
+        """This config with every data location filled in: the one place their defaults are
+        computed. The project id comes from the project's directory unless `[project] id` says;
+        the data directory is `[project] data_dir`, else the project's own (`.toolmesh`, or a
+        per-project one in the user's data directory when that is read-only); the jobs file
+        and the router's data are in it unless `[jobs] path` or `[router] data_dir` say
+        otherwise, and so is the functions' state (`[function_state] path`). Function embeddings
+        stay user-wide: a cache, not the project's data."""
+        project = self.project
+        ident = project.id or project_id(self.project_directory())
+        data = project.data_dir or project_data_dir(self.project_directory(), ident)
+        router = self.router
+        embeddings = router.embeddings_dir or router.data_dir or default_data_dir()
+        jobs, state = self.jobs, self.function_state.path
+        return self.model_copy(
+            update={
+                "project": project.model_copy(update={"id": ident, "data_dir": data}),
+                "router": router.model_copy(
+                    update={"data_dir": router.data_dir or data, "embeddings_dir": embeddings}
+                ),
+                "jobs": jobs.model_copy(update={"path": jobs.path or data / JOBS_FILE}),
+                "function_state": self.function_state.model_copy(update={"path": state or data / STATE_FILE}),
+            }
+        )
+
+
+def settled_value(value: T | None, key: str) -> T:
+    """A value `MeshConfig.settled` filled in (a location, the project id); a ConfigError naming
+    `key` if the config was not settled."""
+    if value is None:
+        raise ConfigError(f"{key} is not set: settle the config first (MeshConfig.settled)")
+    return value
 
 
 def hash_key(key: str) -> str:
@@ -410,22 +462,21 @@ def default_config() -> MeshConfig:
     return MeshConfig(directory=checkout, runtimes=(RuntimeConfig(name="examples", modules=EXAMPLE_MODULES),))
 
 
-def _resolve_router_paths(config: MeshConfig) -> MeshConfig:
+def _resolve_paths(config: MeshConfig) -> MeshConfig:
     router = config.router
-    paths = {"cache_dir": router.cache_dir, "data_dir": router.data_dir}
-    paths.update(
-        {key: value for key, value in (("model", router.model), ("tokenizer", router.tokenizer)) if value}
-    )
-    resolved = {key: config.resolve(value) for key, value in paths.items()}
-    jobs = config.jobs
+    fields = ("cache_dir", "data_dir", "embeddings_dir", "model", "tokenizer")
+    given = {key: getattr(router, key) for key in fields if getattr(router, key) is not None}
+    resolved = {key: config.resolve(value) for key, value in given.items()}
+    jobs, project = config.jobs, config.project
     if jobs.path is not None:
         jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
     function_state = config.function_state
     if function_state.path is not None:
         function_state = function_state.model_copy(update={"path": config.resolve(function_state.path)})
-    return config.model_copy(
-        update={"router": router.model_copy(update=resolved), "jobs": jobs, "function_state": function_state}
-    )
+    if project.data_dir is not None:
+        project = project.model_copy(update={"data_dir": config.resolve(project.data_dir)})
+    update = {"router": router.model_copy(update=resolved), "jobs": jobs, "function_state": function_state}
+    return config.model_copy(update={**update, "project": project})
 
 
 def load_config(path: str | Path | None = None) -> MeshConfig:
@@ -445,4 +496,4 @@ def load_config(path: str | Path | None = None) -> MeshConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     config = parse_config(data, str(file)).model_copy(update={"directory": file.resolve().parent})
-    return _resolve_router_paths(config)
+    return _resolve_paths(config)

@@ -8,7 +8,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolmesh import config_defaults as defaults
-from toolmesh.directories import default_data_dir
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -34,8 +33,9 @@ class JobsConfig(BaseModel):
 
     #: Off: an asynchronous submit answers 400 and no jobs file is opened.
     enabled: bool = True
-    #: The SQLite file; None: `jobs.sqlite3` in the data directory (~/.local/share/toolmesh).
-    #: Gateways that share a file share one queue: give each mesh its own. Unused with Redis.
+    #: The SQLite file; None: `jobs.sqlite3` in the project's data directory ([project]).
+    #: Gateways of one project that share a file share one queue; another project's gateway
+    #: on the same file never sees its jobs. Unused with Redis.
     path: Path | None = None
     #: Jobs run at once by this gateway.
     workers: int = Field(defaults.DEFAULT_JOB_WORKERS, ge=1, le=256)
@@ -78,7 +78,3 @@ class JobsConfig(BaseModel):
     @classmethod
     def _expand(cls, path: Path | None) -> Path | None:
         return None if path is None else path.expanduser()
-
-    def file(self) -> Path:
-        """The jobs database's path."""
-        return self.path if self.path is not None else default_data_dir() / "jobs.sqlite3"

@@ -68,6 +68,14 @@ class JobRunner:
         #: Callbacks being delivered (an unfinished one is delivered again after a restart).
         self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
+        #: The functions this gateway serves: it claims only their jobs (another gateway of the
+        #: project that serves the others runs those). Followed across reloads.
+        self._served = mesh.catalog.names()
+        self._unsubscribe = mesh.catalog.subscribe(self._catalog_changed)
+
+    def _catalog_changed(self) -> None:
+        self._served = self.mesh.catalog.names()
+        self.wake()  # jobs of a function served from now on may be waiting
 
     def wake(self) -> None:
         """A job was queued: one idle worker should look now rather than at its next poll."""
@@ -108,6 +116,7 @@ class JobRunner:
         """Stop: running jobs get `grace` seconds (the gateway's drain cuts their calls off,
         which queues them again), then everything is cancelled."""
         self.stop_claiming()
+        self._unsubscribe()
         if self._busy:
             await asyncio.wait(set(self._busy), timeout=grace)
         for task in (*self._tasks, *self._sending):
@@ -150,7 +159,7 @@ class JobRunner:
 
     async def _claim(self) -> Job | None:
         try:
-            return await self.store.claim(self.worker, self.config.lease)
+            return await self.store.claim(self.worker, self.config.lease, self._served)
         except StateUnavailable:
             return None  # Redis is away: its outage is logged once, not at every poll
         except Exception:

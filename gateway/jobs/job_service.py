@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmesh.config import ConfigError
+from toolmesh.config import ConfigError, settled_value
 from toolmesh.errors import InvalidRequest, JobNotFound
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
@@ -38,14 +38,22 @@ RETRYABLE = (JobStatus.DEAD, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class JobService:
+    """The jobs of one project (`project`, its id): a store of another project's, even the same
+    file or Redis, is never read."""
+
     def __init__(
-        self, mesh: Mesh, config: JobsConfig, callback_secret: str | None, store: JobStore | None = None
+        self,
+        mesh: Mesh,
+        config: JobsConfig,
+        callback_secret: str | None,
+        project: str,
+        store: JobStore | None = None,
     ) -> None:
         self.mesh = mesh
         self.config = config
         self._secret = callback_secret
         self._destinations = Destinations(config.callback_hosts)
-        self.store: JobStore = store or SqliteJobStore(config.file())
+        self.store: JobStore = store or SqliteJobStore(settled_value(config.path, "[jobs] path"), project)
         self.runner = JobRunner(
             mesh,
             self.store,
@@ -57,9 +65,11 @@ class JobService:
         try:
             await self.store.open()
         except (OSError, sqlite3.Error) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
             raise ConfigError(
-                f"jobs: cannot open the jobs file {self.config.file()}: {exc};"
-                " set [jobs] path to a writable file, or [jobs] enabled = false"
+                f"jobs: cannot write the jobs file {self.config.path}: {reason};"
+                " give the project another data directory with `toolmesh up --data-dir DIR` or"
+                " [project] data_dir, set [jobs] path to a writable file, or [jobs] enabled = false"
             ) from None
         await self.runner.start()
 

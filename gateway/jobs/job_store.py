@@ -4,11 +4,16 @@ The SQLite store (sqlite_jobs.py) keeps them in one file for the gateways of one
 store on Redis Streams (consumer groups, claims of a dead replica's entries) can plug in
 here for gateways on many. A running job is *claimed* by a worker with a lease it renews;
 one whose lease lapses (its gateway was killed) is queued again, so a job runs at least once.
+
+A store belongs to one project (`[project] id`): every job it adds carries the id, and every
+read, claim and change sees only that project's jobs, so gateways of two projects pointed at
+the same file (or Redis) never run, list or return each other's. A gateway also claims only
+jobs of functions it serves: another's stay queued for a gateway that serves them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
@@ -29,9 +34,9 @@ class JobStore(Protocol):
         """`owner`'s jobs, newest first."""
         ...
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
-        """Take the oldest queued job that is due: it is running, one attempt more, held by
-        `worker` for `lease` seconds."""
+    async def claim(self, worker: str, lease: float, functions: Collection[str]) -> Job | None:
+        """Take the oldest queued job that is due and calls one of `functions` (those this
+        gateway serves): it is running, one attempt more, held by `worker` for `lease` seconds."""
         ...
 
     async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:

@@ -1,6 +1,7 @@
 """The Lua scripts of the Redis job store (redis_jobs.py): each change to a job is one script,
 so its hash, the stream's pending entries, the indexes and the `max_queued` counter change
-together. Every script starts with COMMON (ARGV[1] is the key prefix) and its helpers.
+together. Every script starts with COMMON (ARGV[1] is the key prefix, which names the project,
+so a script never touches another project's keys) and its helpers.
 """
 
 from __future__ import annotations
@@ -54,10 +55,14 @@ redis.call('XADD', stream, '*', 'id', ARGV[2])
 return -1
 """
 
-#: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms).
+#: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms),
+#: then the functions this gateway serves. A job of another function is parked (off the stream,
+#: on `parked:<function>`) until a gateway that serves it finds the stream empty and takes it.
 CLAIM = """
 local worker, now, lease_until = ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local max_attempts, lost, ttl = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local serves = {}
+for i = 9, #ARGV do serves[ARGV[i]] = true end
 local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', ARGV[3], 'LIMIT', 0, 100)
 for _, id in ipairs(due) do
   redis.call('XADD', stream, '*', 'id', id)
@@ -67,12 +72,24 @@ local function drop(entry)
   redis.call('XACK', stream, GROUP, entry)
   redis.call('XDEL', stream, entry)
 end
+local function park(entry, id, job, fn)
+  drop(entry)
+  redis.call('HSET', job, 'status', 'queued')  -- a lapsed running one is queued again
+  redis.call('HDEL', job, 'worker', 'lease_until', 'entry')
+  redis.call('ZREM', P .. 'running', id)
+  redis.call('RPUSH', P .. 'parked:' .. fn, id)
+  redis.call('SADD', P .. 'parked', fn)
+end
 local function take(entry, id, reclaimed)
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'worker', 'lease_until', 'attempts')
+  local f = redis.call('HMGET', job, 'status', 'worker', 'lease_until', 'attempts', 'function')
   local status = f[1]
   if not status or (status ~= 'queued' and status ~= 'running') then
     drop(entry)  -- purged, or cancelled while queued
+    return nil
+  end
+  if not reclaimed and status == 'running' then
+    drop(entry)  -- a second entry of a job another entry runs (queued again meanwhile)
     return nil
   end
   if reclaimed and status == 'running' and tonumber(f[3]) >= now then
@@ -83,6 +100,10 @@ local function take(entry, id, reclaimed)
   if reclaimed and tonumber(f[4]) >= max_attempts then
     redis.call('HSET', job, 'entry', entry)
     bury(job, id, ARGV[3], ttl, lost)
+    return nil
+  end
+  if not serves[f[5]] then
+    park(entry, id, job, f[5])
     return nil
   end
   redis.call('HSET', job, 'status', 'running', 'worker', worker, 'lease_until', lease_until,
@@ -101,12 +122,35 @@ repeat
     if got then return got end
   end
 until cursor == '0-0'
+local drained = false
 for _ = 1, 100 do
   local r = redis.call('XREADGROUP', 'GROUP', GROUP, worker, 'COUNT', 1, 'STREAMS', stream, '>')
-  if not r or not r[1] then return nil end
+  if not r or not r[1] then
+    drained = true
+    break
+  end
   local e = r[1][2][1]
   local got = take(e[1], e[2][2], false)
   if got then return got end
+end
+if not drained then return nil end
+-- Nothing new on the stream: a parked job of a function this gateway serves, back through it.
+for _, fn in ipairs(redis.call('SMEMBERS', P .. 'parked')) do
+  if serves[fn] then
+    local parked = P .. 'parked:' .. fn
+    while true do
+      local id = redis.call('LPOP', parked)
+      if not id then break end
+      redis.call('XADD', stream, '*', 'id', id)
+      local e = redis.call('XREADGROUP', 'GROUP', GROUP, worker, 'COUNT', 1, 'STREAMS', stream, '>')[1][2][1]
+      local got = take(e[1], e[2][2], false)
+      if got then
+        if redis.call('LLEN', parked) == 0 then redis.call('SREM', P .. 'parked', fn) end
+        return got
+      end
+    end
+    redis.call('SREM', P .. 'parked', fn)
+  end
 end
 return nil
 """
@@ -206,10 +250,11 @@ return redis.call('HGETALL', job)
 CANCEL = """
 local id, now = ARGV[2], ARGV[4]
 local job = P .. 'job:' .. id
-local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state')
+local f = redis.call('HMGET', job, 'status', 'owner', 'callback_state', 'function')
 local allowed = false
 for i = 6, #ARGV do if ARGV[i] == f[1] then allowed = true end end
 if not allowed or f[2] ~= ARGV[3] then return nil end
+if f[1] == 'queued' and f[4] then redis.call('LREM', P .. 'parked:' .. f[4], 0, id) end
 if f[1] ~= 'queued' and f[1] ~= 'running' then
   -- Finished already (a failed job waiting for answers): off the queue, only its status changes.
   redis.call('HSET', job, 'status', 'cancelled', 'updated', now)

@@ -1,6 +1,12 @@
 """Jobs in Redis, for gateways on many machines: a stream of job ids and a consumer group.
 
+Every key is under `<p>jobs:<project>:` (`<p>` is `[state] key_prefix`), so gateways of two
+projects on one Redis share nothing: neither claims, lists nor returns the other's jobs. Below,
+<p> stands for the whole prefix.
+
     <p>jobs:queue          stream of {id}: jobs to run; group `workers`, one consumer per gateway
+    <p>jobs:parked         set of functions with jobs no gateway that read them serves
+    <p>jobs:parked:<fn>    list of ids of such jobs, taken by a gateway that serves <fn>
     <p>jobs:job:<id>       hash: the job's record (a finished one expires, see FINISHED_EXPIRY)
     <p>jobs:running        zset id -> lease deadline (renewed by its gateway)
     <p>jobs:delayed        zset id -> when a backed-off retry is due (then added to the stream)
@@ -25,7 +31,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, cast
 
 import redis.asyncio as redis
@@ -103,14 +109,17 @@ def _from_hash(h: dict[bytes, bytes]) -> Job:
 
 
 class RedisJobStore:
-    """The `JobStore` of many gateways: keys under `<prefix>jobs:` on one Redis."""
+    """The `JobStore` of many gateways: keys under `<prefix>jobs:<project>:` on one Redis."""
 
     def __init__(
-        self, client: redis.Redis, prefix: str, outage: Outage, ttl: float, max_attempts: int
+        self, client: redis.Redis, prefix: str, outage: Outage, ttl: float, max_attempts: int, project: str
     ) -> None:
+        if not project:
+            raise ValueError("a job store needs a project id")
         self.client = client
         self.outage = outage
-        self.prefix = f"{prefix}jobs:"
+        self.project = project
+        self.prefix = f"{prefix}jobs:{project}:"
         self._expiry = str(max(1, round(ttl * FINISHED_EXPIRY)))
         #: Lapsed jobs out of attempts are dead when a claim finds them, as `recover` does.
         self._max_attempts = max_attempts
@@ -161,7 +170,7 @@ class RedisJobStore:
             "id", job.id, "owner", job.owner, "function", job.function, "arguments", job.arguments,
             "request_id", job.request_id, "session_id", job.session_id, "status", job.status.value,
             "attempts", 0, "callback_state", job.callback_state.value, "callback_attempts", 0,
-            "created", repr(job.created), "updated", repr(job.created),
+            "created", repr(job.created), "updated", repr(job.created), "project", self.project,
         ]  # fmt: skip
         if job.callback_url is not None:
             fields += ["callback_url", job.callback_url]
@@ -177,7 +186,7 @@ class RedisJobStore:
         with self.outage.translated():
             # The client decodes nothing (shared.py), so every reply is bytes.
             h = cast(dict[bytes, bytes], await self.client.hgetall(self.prefix + "job:" + job_id))
-        return _from_hash(h) if h else None
+        return _from_hash(h) if h and h.get(b"project") == self.project.encode() else None
 
     async def list(self, owner: str, status: JobStatus | None, limit: int) -> Sequence[Job]:
         index = self.prefix + ("dead:" if status is JobStatus.DEAD else "owner:") + owner
@@ -204,7 +213,9 @@ class RedisJobStore:
                         found.append(_from_hash(h))
         return found[:limit]
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
+    async def claim(self, worker: str, lease: float, functions: Collection[str]) -> Job | None:
+        if not functions:
+            return None
         now = time.time()
         flat = await self._run(
             self._claim,
@@ -215,6 +226,7 @@ class RedisJobStore:
             LOST,
             self._expiry,
             max(1, round(lease * 1000)),
+            *functions,
         )
         return None if not flat else _job(flat)
 

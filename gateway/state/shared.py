@@ -33,8 +33,8 @@ log = logging.getLogger("toolmesh.gateway")
 
 #: Builds the router's session store from its config (None: the router's own, SQLite).
 SessionsFactory = Callable[[RouterConfig], Sessions]
-#: Builds the job store from `[jobs]` (None: the SQLite file of `[jobs] path`).
-JobsFactory = Callable[[JobsConfig], JobStore]
+#: Builds the job store of a project (its id) from `[jobs]` (None: the SQLite file of `[jobs] path`).
+JobsFactory = Callable[[JobsConfig, str], JobStore]
 #: Build the router's learned examples and its routings' memory (None: SQLite, this process).
 ExamplesFactory = Callable[[], ExampleStore]
 RoutingsFactory = Callable[[], Routings]
@@ -70,9 +70,11 @@ class SharedState:
             await store.open()
         except (OSError, sqlite3.Error) as exc:
             await store.close()
+            reason = getattr(exc, "strerror", None) or str(exc)
             raise ConfigError(
-                f"function_state: cannot open the state file {config.file()}: {exc};"
-                " set [function_state] path to a writable file"
+                f"function_state: cannot write the state file {config.file()}: {reason};"
+                " give the project another data directory with `toolmesh up --data-dir DIR` or"
+                " [project] data_dir, or set [function_state] path to a writable file"
             ) from None
         self._closers.append(store.close)
         return FunctionStateService(store, config)
@@ -124,8 +126,8 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
             timeout=config.timeout,
         )
 
-    def jobs(config: JobsConfig) -> JobStore:
-        return RedisJobStore(client, prefix, outage, config.ttl, config.max_attempts)
+    def jobs(config: JobsConfig, project: str) -> JobStore:
+        return RedisJobStore(client, prefix, outage, config.ttl, config.max_attempts, project)
 
     async def check() -> None:
         try:

@@ -177,8 +177,8 @@ class Toolset:
     @classmethod
     def render(cls) -> str:
         """The toolset as readable text for a prompt: one block per function."""
-        from toolmesh.runtimes.functions.describe import render_functions
         from toolmesh.runtimes.functions.discovery import host_toolset
+        from toolmesh.runtimes.functions.spec import render_functions
 
         hosted = host_toolset(cls)
         header = f"# {cls.toolmesh_namespace}"

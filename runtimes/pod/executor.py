@@ -1,18 +1,16 @@
 """Running calls: validation, timeouts, the in-flight limit, results. No transport here.
 
-Sync functions run in a bounded thread pool, async ones on the event loop,
-generators stream one item at a time. Every call ends in a `Result` except
-those turned away before they start (unknown function, pod at its limit),
-which raise the matching toolmesh error.
+Sync functions run in a bounded thread pool, async ones on the event loop, generators stream
+one item at a time. Every call ends in a `Result` except those turned away before they start
+(unknown function, pod at its limit), which raise the matching toolmesh error.
 
-A call that runs out of memory (MemoryError, e.g. at the pod's address-space
-limit) or returns more than `max_result_bytes` ends in a `resource_exhausted`
-error result naming the limit; the pod and its other calls carry on. A sync
-call that passes its timeout leaves its thread running (Python cannot stop a
-thread); when `max_stuck` threads are stuck so, the executor turns new calls
-away (refused, so the gateway sends them elsewhere) and tells its owner, which
-drains the pod and exits so that a fresh one replaces it. Async code that blocks the event
-loop is watched from a thread (isolation/loop_watchdog.py, through `running`).
+A call that runs out of memory (MemoryError, e.g. at the pod's address-space limit) or returns
+more than `max_result_bytes` ends in a `resource_exhausted` error result naming the limit; the
+pod and its other calls carry on. A sync call that passes its timeout leaves its thread running
+(Python cannot stop a thread); when `max_stuck` threads are stuck so, the executor turns new
+calls away (refused, so the gateway sends them elsewhere) and tells its owner, which drains the
+pod and exits so that a fresh one replaces it. A blocked event loop is watched from a thread
+(isolation/loop_watchdog.py, through `running`).
 """
 
 from __future__ import annotations
@@ -451,24 +449,21 @@ class Executor:
         if hosted.kind is Kind.ASYNC:
             return await fn(**arguments)
         if hosted.kind is Kind.SYNC:
-            return await self._in_thread(functools.partial(fn, **arguments))
+            return await self._threads.run(functools.partial(fn, **arguments))
         if hosted.kind is Kind.ASYNC_GENERATOR:
             async with contextlib.aclosing(fn(**arguments)) as agen:
                 async for item in agen:
                     await emit(_chunk(item))
             return None
-        generator = await self._in_thread(functools.partial(fn, **arguments))
+        generator = await self._threads.run(functools.partial(fn, **arguments))
         try:
             while True:
-                item = await self._in_thread(next, generator, _DONE)
+                item = await self._threads.run(next, generator, _DONE)
                 if item is _DONE:
                     return None
                 await emit(_chunk(item))
         finally:
             self._threads.run_later(_close_quietly, generator)
-
-    def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
-        return self._threads.run(fn, *args)
 
 
 _DONE = object()

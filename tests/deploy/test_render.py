@@ -141,7 +141,11 @@ def test_a_config_renders_to_its_runtimes(tmp_path: Path) -> None:
     assert cluster.keys == config.keys and cluster.kube_scaler == config.kube_scaler
     # Every other section arrives whole; relative router paths name files in the image.
     assert cluster.mcp == config.mcp and cluster.chat == config.chat
-    paths = {"model": Path("/app/models/mine.onnx"), "tokenizer": Path("/app/models/tokenizer.json")}
+    paths = {
+        "model": Path("/app/models/mine.onnx"),
+        "tokenizer": Path("/app/models/tokenizer.json"),
+        "embeddings_dir": Path("/var/lib/toolmesh"),
+    }
     assert cluster.router == config.router.model_copy(update=paths)
     assert cluster.router.data_dir == Path("/var/lib/toolmesh")
 

@@ -38,6 +38,7 @@ from toolmesh.config import (
 )
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.jobs_config import JobsConfig
+from toolmesh.project_config import ProjectConfig
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
@@ -58,7 +59,8 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
     `mcp`, `chat`, `router`, `state`, `jobs` and `function_state` set those sections (jobs and
-    function state in files under `tmp_path` unless they name one); other keyword arguments go
+    function state in files under `tmp_path` unless they name one, and the project's data directory
+    under it); other keyword arguments go
     to [gateway].
     """
     started: list[Gateway] = []
@@ -91,6 +93,8 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
                     or tmp_path / f"state-{len(started)}.sqlite3"
                 }
             ),
+            # Whatever a test leaves at its default is kept under tmp_path, not in the checkout.
+            project=ProjectConfig(data_dir=tmp_path / f"data-{len(started)}"),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
@@ -115,6 +119,7 @@ def gateway_in_thread(*runtimes: RuntimeConfig, router: RouterConfig | None = No
         router=router or RouterConfig(enabled=False),
         jobs=JobsConfig(path=jobs_dir / "jobs.sqlite3"),
         function_state=FunctionStateConfig(path=jobs_dir / "state.sqlite3"),
+        project=ProjectConfig(data_dir=jobs_dir / "data"),
     )
     try:
         gateway = asyncio.run_coroutine_threadsafe(start_gateway(config, environ={}), loop).result(120)

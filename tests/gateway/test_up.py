@@ -109,7 +109,7 @@ def test_up_serves_the_config_and_stops_its_pods(tmp_path: Path) -> None:
         (
             '[gateway]\nhttp_port = 0\ngrpc_port = 0\n[[runtimes]]\nname = "r"\nmodules = ["sample_tools"]\n'
             '[jobs]\npath = "/proc/self/nope/jobs.sqlite3"\n',
-            "jobs: cannot open the jobs file /proc/self/nope/jobs.sqlite3",
+            "jobs: cannot write the jobs file /proc/self/nope/jobs.sqlite3",
         ),
     ],
 )
