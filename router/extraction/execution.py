@@ -162,6 +162,10 @@ class PromptExecutor:
     def _choose(self, prompt: str, route: RouteResult, previous: Turn | None) -> tuple[str | None, bool]:
         if previous is None or previous.function is None or not is_follow_up(prompt):
             return route.match, False
+        if any(declined.key == previous.function for declined in route.declined):
+            # The safety rules passed the previous function over for this prompt ("is HW-002 in
+            # stock too?" after "remove HW-001"): a follow-up must not bring it back.
+            return route.match, False
         top = route.candidates[0].score if route.candidates else float("-inf")
         if route.match in (None, previous.function) or top < self.router.threshold + FOLLOW_UP_MARGIN:
             return previous.function, True

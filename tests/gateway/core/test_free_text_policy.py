@@ -226,3 +226,20 @@ async def test_pending_calls_expire_and_are_taken_once(tmp_path: Path) -> None:
     assert await store.take(token, "p") == call
     with pytest.raises(toolmesh.ConfirmationInvalid):
         await store.take(token, "p")
+
+
+async def test_a_question_or_a_prohibition_after_a_destructive_plan_does_not_follow_it(
+    inventory: Gateway,
+) -> None:
+    """A follow-up keeps the session's function only if the router would let it match: neither
+    "should I ...?" nor "don't ..." after "remove ..." plans a second removal."""
+    async with httpx.AsyncClient(base_url=inventory.url, timeout=30, headers=TEACHER) as http:
+        for i, prompt in enumerate(("should I do the same for HW-002?", "don't do the same for HW-002")):
+            session = {"session_id": f"s{i}"}
+            first = await http.post(
+                "/v1/execute", json={"prompt": "remove the item with sku HW-001", **session}
+            )
+            assert first.json()["function"] == "remove_item"
+            answer = (await http.post("/v1/execute", json={"prompt": prompt, **session})).json()
+            planned = answer.get("function", answer.get("error", {}).get("function"))
+            assert planned != "remove_item" and not answer.get("follow_up"), answer
