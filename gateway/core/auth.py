@@ -16,7 +16,6 @@ and each chat completion request. Listing is free. The buckets live where `[stat
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from toolmesh.config import KeyConfig, hash_key
 from toolmesh.errors import PermissionDenied, RateLimited, ToolmeshError, Unauthenticated
 from toolmesh.gateway.state.limits import Bucket, LocalLimits, RateLimits
+from toolmesh.runtimes.pod.pod_env import runtime_token
 
 
 @dataclass
@@ -75,14 +75,6 @@ LEARN = "@learn"
 
 ANONYMOUS = Principal("anonymous", privileged=True)
 MESH = Principal("mesh", privileged=True)
-
-
-def runtime_token(internal_token: str, runtime: str) -> str:
-    """The token of the pods of `runtime` that the gateway starts: ``<runtime>.<HMAC>``. It acts
-    as the mesh's internal token and also proves the runtime (ctx.state's namespace), and a pod
-    cannot make another runtime's from it (runtime names hold no dots)."""
-    mac = hmac.new(internal_token.encode(), f"runtime:{runtime}".encode(), hashlib.sha256).hexdigest()
-    return f"{runtime}.{mac}"
 
 
 class Authenticator:

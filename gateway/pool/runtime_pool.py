@@ -19,7 +19,6 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound
-from toolmesh.gateway.core.auth import runtime_token
 from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
@@ -35,7 +34,7 @@ from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
-from toolmesh.runtimes.pod.pod_env import PodEnvironment
+from toolmesh.runtimes.pod.pod_env import PodEnvironment, runtime_token
 from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 

@@ -11,6 +11,8 @@ could read them (`ps`, /proc/<pid>/cmdline).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +29,10 @@ MESH_TOKEN_ENV = "TOOLMESH_MESH_TOKEN"
 #: directory no other user can enter.
 POD_TOKEN_ENV = "TOOLMESH_POD_TOKEN"
 
+#: The runtime a pod serves, for pods the gateway does not start (a Deployment on Kubernetes
+#: sets it from its runtime label). With it, the pod presents the runtime's own token, made
+#: from the mesh's (`runtime_token`), so the gateway knows its runtime (ctx.state's namespace).
+RUNTIME_ENV = "TOOLMESH_RUNTIME"
 #: "json" or "text": how the pod writes its logs. `toolmesh up` sets it for itself, and the pods it
 #: starts inherit it, so a terminal shows one format.
 LOG_FORMAT_ENV = "TOOLMESH_LOG_FORMAT"
@@ -63,10 +69,24 @@ class PodEnvironment:
 
 def read_environment(environ: Mapping[str, str]) -> PodEnvironment:
     """Read a pod's variables from `environ` (the process's, at start-up; a dict in tests)."""
+    mesh_token, runtime = environ.get(MESH_TOKEN_ENV, ""), environ.get(RUNTIME_ENV, "")
+    if mesh_token and runtime:
+        mesh_token = runtime_token(mesh_token, runtime)
     return PodEnvironment(
         mesh_address=environ.get(MESH_ADDRESS_ENV) or None,
-        mesh_token=environ.get(MESH_TOKEN_ENV, ""),
+        mesh_token=mesh_token,
         pod_token=environ.get(POD_TOKEN_ENV, ""),
         tracing=service_to_trace(environ, RUNTIME_SERVICE),
         log_format="text" if environ.get(LOG_FORMAT_ENV) == "text" else "json",
     )
+
+
+def runtime_token(internal_token: str, runtime: str) -> str:
+    """The token of the pods of `runtime`: ``<runtime>.<HMAC>``. It acts as the mesh's internal
+    token and also proves the runtime (ctx.state's namespace); runtime names hold no dots. The
+    gateway gives it to the pods it starts, which never see the internal token; a pod given the
+    internal token itself (Kubernetes, with RUNTIME_ENV) makes its own, and could make another
+    runtime's: pods that hold the mesh's token are trusted with every runtime's state, as they
+    are with calling every function."""
+    mac = hmac.new(internal_token.encode(), f"runtime:{runtime}".encode(), hashlib.sha256).hexdigest()
+    return f"{runtime}.{mac}"

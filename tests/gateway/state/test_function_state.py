@@ -19,6 +19,7 @@ from toolmesh import AsyncClient
 from toolmesh.config import FunctionStateConfig, RuntimeConfig, StateConfig
 from toolmesh.gateway.pool.runtime_pool import Pool
 from toolmesh.gateway.server import Gateway
+from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV, RUNTIME_ENV, read_environment
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 Store = Callable[[], StateConfig]
@@ -142,6 +143,10 @@ async def test_only_a_pods_own_token_reaches_state_and_it_decides_the_runtime(
     pods = access.address
     assert (await ask(pods, access.token_for("alpha"))).value_json == b'"alpha only"'
     assert (await ask(pods, access.token_for("beta"))).found is False
+    # A pod that holds the mesh's token and its runtime's name (Kubernetes: TOOLMESH_RUNTIME)
+    # makes the same token as the one the gateway gives the pods it starts.
+    on_a_cluster = read_environment({MESH_TOKEN_ENV: access.token, RUNTIME_ENV: "alpha"})
+    assert (await ask(pods, on_a_cluster.mesh_token)).value_json == b'"alpha only"'
     # The mesh's own token names no runtime, a forged runtime token proves none, and a caller of
     # the public port (open: no API keys) is no pod.
     public = f"127.0.0.1:{gateway.grpc_port}"
