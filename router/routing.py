@@ -205,11 +205,6 @@ class Router:
         """A recent routing's prompt and match (None: unknown or forgotten)."""
         return self.routings.recall(routing_id)
 
-    def routed_prompt(self, routing_id: str) -> str | None:
-        """The prompt of a recent routing (None: unknown or forgotten)."""
-        routed = self.routings.recall(routing_id)
-        return None if routed is None else routed.prompt
-
     def document(self, key: str) -> Document:
         with self._lock:
             return self.index.document(key)

@@ -231,11 +231,14 @@ modules = ["examples.weather"]
     # Nothing failed, or warned that it could not write where the image is read-only.
     assert "Traceback" not in gateway.text() + runtime.text()
     assert "W:onnxruntime" not in gateway.text()
-    # What the manifests' read-only root filesystem allows: the router's sessions and embeddings
-    # under /tmp (their emptyDir), nothing else. buildah itself makes /run's contents and the
-    # config's mount point.
+    # What the manifests' read-only root filesystem allows: the router's embeddings and, as the
+    # config's directory (the project's) is read-only, the project's data in its directory under
+    # the user's data directory, all under /tmp (their emptyDir), nothing else. buildah itself
+    # makes /run's contents and the config's mount point.
     changed = _changed_since(image, started)
-    assert {"/tmp/toolmesh/sessions.sqlite3", "/tmp/toolmesh/embeddings.sqlite3"} <= set(changed)
+    assert "/tmp/toolmesh/embeddings.sqlite3" in changed
+    projects = [path for path in changed if path.startswith("/tmp/toolmesh/projects/")]
+    assert any(path.endswith("/sessions.sqlite3") for path in projects), changed
     made_by_buildah = {"/run", "/etc", str(Path(mount).parent)}
     assert [path for path in changed if path != "/tmp" and not path.startswith("/tmp/")] == sorted(
         made_by_buildah

@@ -49,7 +49,8 @@ def test_router_learns_persists_and_forgets(int8_embedder: OnnxEmbedder, tmp_pat
     router.sync(DOCS)
     before = {c.key: c.score for c in router.route(PROMPT, 3).candidates}
     routing = router.route(PROMPT)
-    assert router.routed_prompt(routing.routing_id) == PROMPT
+    routed = router.routed(routing.routing_id)
+    assert routed is not None and routed.prompt == PROMPT
     assert router.learn("lookup_b", PROMPT, "alice") == [PROMPT]
     assert router.learn("nope", PROMPT, "alice") is None
     after = router.route("parcels left in the warehouse", 3)
