@@ -50,6 +50,9 @@ from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.request_log import RequestLog
+from toolmesh.gateway.identity.metadata_routes import metadata_routes
+from toolmesh.gateway.identity.protected_resource import ProtectedResource
+from toolmesh.gateway.identity.tokens import TokenValidator
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
@@ -185,11 +188,23 @@ class Gateway:
             await self.router.aclose()
         if self.state is not None:
             await self.state.aclose()
+        if self.mesh.auth.tokens is not None:
+            await self.mesh.auth.tokens.aclose()
         for access_log in (self.request_log, self.rpc_log):
             if access_log is not None:
                 access_log.flush()
         if self.traced:
             await asyncio.to_thread(tracing.shutdown)
+
+
+async def _token_validator(config: MeshConfig) -> TokenValidator | None:
+    """`[oauth]`'s validator with the issuer's keys fetched (or a warning if it cannot be reached)."""
+    if config.oauth is None:
+        return None
+    audience = config.oauth.audience or settled_value(config.gateway.public_url, "[gateway] public_url")
+    tokens = TokenValidator(ProtectedResource(config.oauth, audience))
+    await tokens.start()
+    return tokens
 
 
 async def start_gateway(
@@ -219,7 +234,10 @@ async def start_gateway(
     except BaseException:
         await state.aclose()
         raise
-    auth = Authenticator(environment.keys, internal_token=environment.mesh_token, limits=state.limits)
+    tokens = await _token_validator(config)
+    auth = Authenticator(
+        environment.keys, internal_token=environment.mesh_token, limits=state.limits, tokens=tokens
+    )
     traced = environment.tracing is not None and not tracing.enabled()
     if environment.tracing is not None:
         tracing.start(environment.tracing)
@@ -318,6 +336,8 @@ async def start_gateway(
         upstream = Upstream(config.chat, environment.chat_api_key)
         chat = ChatProxy(mesh, config.chat, upstream, selector or RouterToolSelector(router))
     routes = [*(mcp.routes() if mcp else ()), *chat_routes(mesh, chat)]
+    if tokens is not None:
+        routes.extend(metadata_routes(tokens.resource))
     app = create_app(
         mesh,
         ready=pool.readiness,

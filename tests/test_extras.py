@@ -13,7 +13,7 @@ from toolmesh.cli import build_parser
 from toolmesh.extras import MESH_INSTALL, MESH_MODULES, RENDER_MODULES, ROUTER_MODULES, mesh_refusal
 
 #: Distributions of the extra whose import name differs, and the one `toolmesh up` does without.
-IMPORT_NAMES = {"pyyaml": "yaml"}
+IMPORT_NAMES = {"pyyaml": "yaml", "pyjwt": "jwt"}
 OPTIONAL = {"uvloop"}
 
 

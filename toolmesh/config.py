@@ -8,7 +8,7 @@
     header_timeout = 10.0       # seconds a client has to send a request's head (slowloris)
     allowed_hosts = ["gw.example.com"]             # besides loopback names and IP literals
     allowed_origins = ["https://app.example.com"]  # besides loopback origins and its own
-
+    public_url = "https://gw.example.com"          # as clients reach it (OAuth's resource)
     [[runtimes]]
     name = "weather"
     modules = ["examples.weather"]
@@ -26,7 +26,6 @@
 
     [mcp]
     page_size = 100
-
     [chat]
     upstream_url = "https://api.openai.com/v1"
     api_key_env = "OPENAI_API_KEY"
@@ -36,14 +35,14 @@
 
     [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
     enabled = true
-
     [router]                    # free-text routing, tool retrieval, /v1/execute and sessions
     enabled = true
     quantized = true            # the int8 model; false for fp32
     threshold = 0.3             # fused score below which no function fits
 
-    [state]                     # many gateways: rate limits, sessions and list_changed shared
-    url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process (one gateway)
+    [oauth]                     # bearer tokens (toolmesh/oauth_config.py)
+    [state]                     # many gateways share rate limits, sessions and list_changed
+    url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process
     [project]                   # one project, one data directory (jobs never cross projects)
     data_dir = "/srv/tools-data"  # default: .toolmesh/ beside this file (`toolmesh up --data-dir`)
     [jobs]                      # asynchronous calls (Prefer: respond-async), in a SQLite file
@@ -75,9 +74,10 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
-from toolmesh.directories import default_cache_dir, default_data_dir, project_data_dir, project_id
+from toolmesh import directories
+from toolmesh.directories import ProjectConfig
 from toolmesh.jobs_config import JobsConfig
-from toolmesh.project_config import ProjectConfig
+from toolmesh.oauth_config import OAuthConfig
 from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
 
 T = TypeVar("T")
@@ -147,6 +147,8 @@ class GatewayConfig(_Section):
     metrics_port: int | None = Field(None, ge=0, le=65535)
     #: One JSON line per HTTP request and Mesh gRPC call on the `toolmesh.access` logger.
     access_log: bool = defaults.DEFAULT_ACCESS_LOG
+    #: The gateway's URL as its clients reach it ("https://gw.example.com"): `[oauth]`'s audience.
+    public_url: str | None = Field(None, pattern=r"^https?://[^/\s]+(/\S*)?$")
 
 
 class KeyConfig(_Section):
@@ -258,7 +260,7 @@ class RouterConfig(_Section):
     #: Off: /v1/route, /v1/execute and ?query= answer 503 and no model is loaded.
     enabled: bool = True
     #: Built models, keyed by the source weights' hash.
-    cache_dir: Path = Field(default_factory=default_cache_dir)
+    cache_dir: Path = Field(default_factory=directories.default_cache_dir)
     #: Sessions and learned examples (and function embeddings, unless `embeddings_dir` is set).
     #: None: the project's data directory ([project] data_dir).
     data_dir: Path | None = None
@@ -357,7 +359,7 @@ class FunctionStateConfig(_Section):
 
     def file(self) -> Path:
         """The SQLite file's path: the one place that says where function state lives on disk."""
-        default = default_data_dir() / defaults.DEFAULT_FUNCTION_STATE_FILE
+        default = directories.default_data_dir() / defaults.DEFAULT_FUNCTION_STATE_FILE
         return self.path if self.path is not None else default
 
 
@@ -376,9 +378,12 @@ class MeshConfig(_Section):
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
     project: ProjectConfig = Field(default_factory=ProjectConfig)
+    oauth: OAuthConfig | None = None
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
+        if self.oauth is not None and not (self.oauth.audience or self.gateway.public_url):
+            raise ValueError("[oauth] needs an `audience`, or a [gateway] public_url to default it to")
         for what, names in (
             ("runtimes", [r.name for r in self.runtimes]),
             ("keys", [k.name for k in self.keys]),
@@ -406,10 +411,10 @@ class MeshConfig(_Section):
         otherwise, and so is the functions' state (`[function_state] path`). Function embeddings
         stay user-wide: a cache, not the project's data."""
         project = self.project
-        ident = project.id or project_id(self.project_directory())
-        data = project.data_dir or project_data_dir(self.project_directory(), ident)
+        ident = project.id or directories.project_id(self.project_directory())
+        data = project.data_dir or directories.project_data_dir(self.project_directory(), ident)
         router = self.router
-        embeddings = router.embeddings_dir or router.data_dir or default_data_dir()
+        embeddings = router.embeddings_dir or router.data_dir or directories.default_data_dir()
         jobs, state = self.jobs, self.function_state.path
         return self.model_copy(
             update={
@@ -436,10 +441,6 @@ def hash_key(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
     """Validate a config mapping (a parsed TOML file)."""
     if "directory" in data:
@@ -449,8 +450,8 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
         return MeshConfig.model_validate(data)
     except pydantic.ValidationError as exc:
         problems = "; ".join(
-            f"{_location(error['loc']) or '(top level)'}: {error['msg'].removeprefix('Value error, ')}"
-            for error in exc.errors(include_url=False)
+            f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
         )
         raise ConfigError(f"{source}: {problems}") from None
 

@@ -90,3 +90,10 @@ DEFAULT_CALLBACK_TIMEOUT = 10.0
 #: A project's data directory (jobs, router sessions, learned examples, function state), inside
 #: the project's own directory: the config file's, or with `toolmesh up --module` the current one.
 PROJECT_DATA_DIR = ".toolmesh"
+#: Seconds of leeway on a token's `exp`, `nbf` and `iat` (clocks drift).
+DEFAULT_OAUTH_CLOCK_SKEW = 30.0
+#: Fewest seconds between two fetches of an issuer's keys on an unknown `kid`.
+DEFAULT_OAUTH_JWKS_MIN_INTERVAL = 10.0
+#: Seconds an issuer's keys are kept before they are fetched again.
+DEFAULT_OAUTH_JWKS_MAX_AGE = 3600.0
+DEFAULT_OAUTH_TIMEOUT = 5.0

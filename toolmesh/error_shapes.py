@@ -112,7 +112,9 @@ def http_error(error: ToolmeshError, *, jsonrpc: bool = False) -> HttpError:
     headers = {"content-type": "application/json"}
     if error.retry_after is not None:
         headers["retry-after"] = str(max(1, round(error.retry_after)))
-    if isinstance(error, Unauthenticated):
+    if error.challenge is not None:
+        headers["www-authenticate"] = error.challenge
+    elif isinstance(error, Unauthenticated):
         headers["www-authenticate"] = 'Bearer realm="toolmesh"'
     document = {"jsonrpc": "2.0", "id": None, "error": jsonrpc_error(error)} if jsonrpc else envelope(error)
     return HttpError(error.http_status, headers, json.dumps(document).encode())

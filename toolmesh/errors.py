@@ -71,6 +71,8 @@ class ToolmeshError(Exception):
     jsonrpc_code: ClassVar[int] = -32603
     #: Whether sending the same call again may succeed.
     retryable: ClassVar[bool] = False
+    #: The HTTP `WWW-Authenticate` value of a refusal (OAuth's bearer challenge); None: the default.
+    challenge: str | None = None
 
     def __init__(
         self,

@@ -21,6 +21,8 @@ MESH_MODULES = (
     "uvicorn",
     "httptools",
     "mcp",
+    "jwt",
+    "cryptography",
     "redis",
     "yaml",
     "numpy",

@@ -4,8 +4,15 @@ Keys are only ever held as SHA-256 hashes. A key's scopes are globs over
 qualified function names; listings show only what the key may call, and a name
 outside them is answered exactly like a name that does not exist. Scopes that
 start with `@` are permissions rather than functions (`@metrics` reads
-`/metrics`, `@admin` reloads runtimes); a glob never grants one. With no keys configured the gateway is
-open (and binds to loopback by default).
+`/metrics`, `@admin` reloads runtimes); a glob never grants one. With no keys and no `[oauth]`
+configured the gateway is open (and binds to loopback by default).
+
+With `[oauth]`, a bearer token that is a JWT is validated instead (gateway/identity/tokens.py):
+its subject becomes the Principal's name and its scopes, through `[oauth] scopes`, the
+Principal's, so every front door and every per-caller listing follows with no code of its own.
+A valid token that maps to no toolmesh scope is refused with 403 `insufficient_scope`. Refusals
+carry the RFC 9728 challenge (`WWW-Authenticate: Bearer resource_metadata=...`). API keys keep
+working next to tokens.
 
 The rate limit is charged per unit of work, not per request: each function call
 (one in a batch of 64 costs one, 64 cost 64), each routing of a free-text prompt
@@ -22,6 +29,7 @@ from dataclasses import dataclass, field
 
 from toolmesh.config import KeyConfig, hash_key
 from toolmesh.errors import PermissionDenied, RateLimited, ToolmeshError, Unauthenticated
+from toolmesh.gateway.identity.tokens import TokenValidator, looks_like_jwt
 from toolmesh.gateway.state.limits import Bucket, LocalLimits, RateLimits
 from toolmesh.runtimes.pod.pod_env import runtime_token
 
@@ -38,6 +46,10 @@ class Principal:
     privileged: bool = False
     #: For a pod the gateway started: its runtime, which its token proves (see `runtime_token`).
     runtime: str | None = None
+    #: For a bearer token: the OAuth client it was issued to (the audit trail names it).
+    client_id: str = ""
+    #: For a bearer token: the `WWW-Authenticate` challenge a refusal for too few scopes carries.
+    challenge: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self._everything = "*" in self.scopes
@@ -52,7 +64,10 @@ class Principal:
 
     def require(self, permission: str, what: str) -> None:
         if not self.may(permission):
-            raise PermissionDenied(f"key {self.name!r} may not {what}: it needs the scope {permission!r}")
+            error = PermissionDenied(f"key {self.name!r} may not {what}: it needs the scope {permission!r}")
+            if self.challenge is not None:
+                error.challenge = self.challenge
+            raise error
 
     async def spend(self) -> None:
         """Count one unit of work (a call, a routing) against the key's rate limit: RateLimited
@@ -85,8 +100,15 @@ class Authenticator:
         keys: Mapping[str, KeyConfig],
         internal_token: str | None = None,
         limits: RateLimits | None = None,
+        tokens: TokenValidator | None = None,
     ) -> None:
         limits = limits or LocalLimits()
+        self.tokens = tokens
+        self._scope_table = tokens.config.scopes if tokens is not None else {}
+        self._challenge = tokens.resource.challenge() if tokens is not None else None
+        self._scope_challenge = (
+            tokens.resource.challenge("insufficient_scope") if tokens is not None else None
+        )
         self._principals = {
             digest: Principal(
                 key.name,
@@ -106,7 +128,15 @@ class Authenticator:
 
     @property
     def open(self) -> bool:
-        return not self._principals
+        return not self._principals and self.tokens is None
+
+    async def prepare(self, authorization: str | None) -> None:
+        """Before `authenticate`, where a front door can wait: fetch the issuer's keys when the
+        token names one not known yet (rate limited; see tokens.py). Free for API keys."""
+        if self.tokens is not None:
+            token = _bearer(authorization)
+            if token is not None and looks_like_jwt(token):
+                await self.tokens.prepare(token)
 
     def authenticate(self, authorization: str | None) -> Principal:
         token = _bearer(authorization)
@@ -124,11 +154,39 @@ class Authenticator:
         if self.open:
             return ANONYMOUS
         if token is None:
-            raise Unauthenticated("missing API key: send 'Authorization: Bearer <key>'")
+            what = "an access token or API key" if self.tokens is not None else "API key"
+            raise self._unauthenticated(f"missing {what}: send 'Authorization: Bearer <{what}>'")
+        if self.tokens is not None and looks_like_jwt(token):
+            return self._token_principal(token)
         principal = self._principals.get(hash_key(token))
         if principal is None:
-            raise Unauthenticated("unknown API key")
+            raise self._unauthenticated("unknown API key")
         return principal
+
+    def _unauthenticated(self, message: str) -> Unauthenticated:
+        error = Unauthenticated(message)
+        error.challenge = self._challenge
+        return error
+
+    def _token_principal(self, token: str) -> Principal:
+        assert self.tokens is not None
+        try:
+            identity = self.tokens.validate(token)
+        except Unauthenticated as exc:
+            exc.challenge = self._challenge
+            raise
+        scopes = sorted({s for granted in identity.scopes for s in self._scope_table.get(granted, ())})
+        if not scopes:
+            error = PermissionDenied(
+                f"the token of {identity.subject!r} grants none of the scopes this gateway knows "
+                f"({', '.join(sorted(self._scope_table)) or 'none configured'})"
+            )
+            error.challenge = self._scope_challenge
+            raise error
+        # No rate limit of its own yet: tokens are limited by their issuer's lifetime and scopes.
+        return Principal(
+            identity.subject, scopes, client_id=identity.client_id, challenge=self._scope_challenge
+        )
 
     def _pod_principal(self, token: str) -> Principal | None:
         assert self._internal is not None

@@ -43,6 +43,7 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import REFUSALS, Surface
 from toolmesh.gateway.core.tool_formats import tool_definition
+from toolmesh.gateway.identity import audit
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
 from toolmesh.router.extraction.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
@@ -217,12 +218,13 @@ class Mesh:
         started = time.perf_counter()
         spec: FunctionSpec | None = None
         outcome = "unavailable"
-        request_id = ""
+        request_id = request.options.request_id or ""
+        trace: object = ()
         try:
             await principal.spend()
             spec = self.function(request.name, principal, feature=request.feature)
             call, timeout = self._call(spec, request, longest)
-            request_id = call.request_id
+            request_id, trace = call.request_id, call.trace
             with self.drain.track():
                 result = await self.pool.invoke(
                     spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
@@ -232,11 +234,13 @@ class Mesh:
             outcome = exc.code
             result = refusals.settle(exc)
         finally:
+            seconds = time.perf_counter() - started
             # Calls to names outside the catalog are not counted: clients cannot grow the label set.
             if spec is not None:
-                seconds = time.perf_counter() - started
                 self.metrics.observe(spec.qualified_name, outcome, seconds)
                 self.recent.record(principal, request_id, spec.qualified_name, outcome, seconds)
+            name = spec.qualified_name if spec is not None else request.name
+            audit.record(principal.name, principal.client_id, name, outcome, seconds, request_id, trace)
         return refusals.check(result)
 
     async def stream(
@@ -255,6 +259,9 @@ class Mesh:
             await principal.spend()
             spec = self.function(request.name, principal)
         except ToolmeshError as exc:
+            seconds = time.perf_counter() - started
+            rid = request.options.request_id or ""
+            audit.record(principal.name, principal.client_id, request.name, exc.code, seconds, rid)
             yield refusals.settle(exc)
             return
         call, timeout = self._call(spec, request)
@@ -278,6 +285,15 @@ class Mesh:
             seconds = time.perf_counter() - started
             self.metrics.observe(spec.qualified_name, outcome, seconds)
             self.recent.record(principal, call.request_id, spec.qualified_name, outcome, seconds)
+            audit.record(
+                principal.name,
+                principal.client_id,
+                spec.qualified_name,
+                outcome,
+                seconds,
+                call.request_id,
+                call.trace,
+            )
 
     async def execute_batch(
         self,

@@ -119,6 +119,7 @@ class RpcLog(_Interceptor):
     async def _begin(self, request: Any, context: Context) -> _Rpc:
         rpc = _Rpc(request, context, tracing.enabled())
         await context.send_initial_metadata(((REQUEST_ID_KEY, rpc.request_id),))
+        await self._auth.prepare(rpc.authorization)  # an OAuth issuer's new key, before the servicer
         return rpc
 
     def _end(self, method: str, rpc: _Rpc, context: Context) -> None:

@@ -86,6 +86,8 @@ class RequestLog:
 
         method = scope["method"]
         path = scope["path"]
+        if authorization is not None:
+            await self._auth.prepare(authorization)  # an OAuth issuer's new key, before any route
         try:
             if traced:
                 # The caller's parent read straight from the headers (no pairs built to be read

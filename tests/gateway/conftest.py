@@ -36,9 +36,10 @@ from toolmesh.config import (
     RuntimeConfig,
     StateConfig,
 )
+from toolmesh.directories import ProjectConfig
 from toolmesh.gateway.server import Gateway, start_gateway
 from toolmesh.jobs_config import JobsConfig
-from toolmesh.project_config import ProjectConfig
+from toolmesh.oauth_config import OAuthConfig
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:
@@ -58,7 +59,7 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp`, `chat`, `router`, `state`, `jobs` and `function_state` set those sections (jobs and
+    `mcp`, `chat`, `router`, `state`, `jobs`, `function_state` and `oauth` set those sections (jobs and
     function state in files under `tmp_path` unless they name one, and the project's data directory
     under it); other keyword arguments go
     to [gateway].
@@ -75,6 +76,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         state: StateConfig | None = None,
         jobs: JobsConfig | None = None,
         function_state: FunctionStateConfig | None = None,
+        oauth: OAuthConfig | None = None,
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -95,6 +97,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
             ),
             # Whatever a test leaves at its default is kept under tmp_path, not in the checkout.
             project=ProjectConfig(data_dir=tmp_path / f"data-{len(started)}"),
+            oauth=oauth,
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)

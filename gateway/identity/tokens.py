@@ -1,0 +1,276 @@
+"""Bearer tokens (JWTs) from one OAuth issuer: discovery, its keys, and validating a token.
+
+The issuer's metadata is found once (OpenID Connect discovery, then RFC 8414), its keys (JWKS)
+are fetched and kept; validating a token is then synchronous CPU work (a signature check, a few
+µs-tens of µs) and a token seen before is answered from a small cache until it expires. A token
+signed with a key the gateway does not know (`kid`) makes the front door `await prepare(token)`
+first, which fetches the keys again, at most once per `jwks_min_interval` and one fetch at a time,
+so a flood of forged tokens costs the issuer nothing.
+
+Refused: a wrong or missing audience (RFC 8707: the gateway's resource identifier), a wrong
+issuer, expired or not yet valid tokens (with `clock_skew`), a signature by a key not the
+issuer's, `alg: none` and any symmetric algorithm (HS256 "signed" with the public key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import jwt
+
+from toolmesh.errors import Unauthenticated
+from toolmesh.gateway.identity.protected_resource import ProtectedResource
+
+log = logging.getLogger("toolmesh.oauth")
+
+#: Validated tokens remembered (until they expire), so a client's repeated calls skip the signature.
+CACHED_TOKENS = 4096
+#: Longest token read at all: a JWT from a real issuer is a few KB.
+MAX_TOKEN_CHARS = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class TokenIdentity:
+    """Who a valid token speaks for: its subject, its client and its scopes (as the issuer wrote them)."""
+
+    subject: str
+    client_id: str
+    scopes: frozenset[str]
+    expires: float
+
+
+def looks_like_jwt(token: str) -> bool:
+    """A compact JWS (three base64url parts, a JSON header), not an API key."""
+    return token.startswith("eyJ") and token.count(".") == 2
+
+
+def discovery_urls(issuer: str) -> list[str]:
+    """Where the issuer's metadata may be: OpenID Connect's (appended to the issuer) and RFC 8414's
+    (inserted before the issuer's path), as the MCP authorization spec lists them."""
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+class TokenValidator:
+    """Validates the issuer's tokens for one resource (the gateway)."""
+
+    def __init__(self, resource: ProtectedResource, http: httpx.AsyncClient | None = None) -> None:
+        config = self.config = resource.config
+        self.resource = resource
+        self._http = http or httpx.AsyncClient(timeout=config.timeout, follow_redirects=False)
+        self._own_http = http is None
+        self._keys: dict[str, jwt.PyJWK] = {}
+        #: Keys without a `kid`: tried in turn for a token without one.
+        self._anonymous: list[jwt.PyJWK] = []
+        self._jwks_uri: str | None = None
+        self._fetched = -float("inf")  # monotonic time of the last fetch (tried)
+        self._loaded = -float("inf")  # ... and of the last that succeeded
+        self._lock = asyncio.Lock()
+        self._seen: OrderedDict[str, TokenIdentity] = OrderedDict()
+        # The audience is checked by `resource.accepts` (a URL under the gateway's identifier is
+        # the gateway's too); PyJWT only makes sure there is one.
+        self._options = {"require": ["exp", "iss", "aud", "sub"], "verify_iat": False, "verify_aud": False}
+
+    async def start(self) -> None:
+        """Find the issuer's keys. An issuer that cannot be reached now is not fatal: tokens are
+        refused (401) until a later `prepare` reaches it."""
+        try:
+            await self._refresh()
+        except Unauthenticated as exc:
+            log.warning("oauth: %s; tokens are refused until it answers", exc.message)
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    # -- the keys ---------------------------------------------------------------------------
+
+    async def prepare(self, token: str) -> None:
+        """Before `validate`, off the hot path: fetch the keys again when `token` names a key not
+        known yet or the keys are older than `jwks_max_age` (rate limited). Never raises."""
+        if token in self._seen or not looks_like_jwt(token):
+            return
+        stale = time.monotonic() - self._loaded > self.config.jwks_max_age
+        if not stale:
+            try:
+                kid = jwt.get_unverified_header(token).get("kid")
+            except jwt.PyJWTError:
+                return  # `validate` says why
+            if kid is None or kid in self._keys:
+                return
+        now = time.monotonic()
+        if now - self._fetched < self.config.jwks_min_interval:
+            return
+        async with self._lock:
+            if self._fetched > now:  # another request fetched while this one waited
+                return
+            try:
+                await self._refresh()
+            except Unauthenticated as exc:
+                log.warning("oauth: %s", exc.message)
+
+    async def _refresh(self) -> None:
+        self._fetched = time.monotonic()
+        if self._jwks_uri is None:
+            self._jwks_uri = await self._discover()
+        document = await self._get_json(self._jwks_uri, "the issuer's keys (jwks_uri)")
+        found = document.get("keys")
+        if not isinstance(found, list):
+            raise Unauthenticated(f"{self._jwks_uri} holds no `keys` list")
+        keys: dict[str, jwt.PyJWK] = {}
+        anonymous: list[jwt.PyJWK] = []
+        for entry in found:
+            if not isinstance(entry, dict) or entry.get("use", "sig") != "sig":
+                continue
+            try:
+                key = jwt.PyJWK(entry)
+            except jwt.PyJWTError:
+                continue  # a key type this gateway cannot use (or a symmetric one): never trusted
+            if key.algorithm_name not in self.config.algorithms:
+                continue
+            if isinstance(entry.get("kid"), str):
+                keys[entry["kid"]] = key
+            else:
+                anonymous.append(key)
+        self._keys, self._anonymous = keys, anonymous
+        self._loaded = time.monotonic()
+        log.info("oauth: %d keys of %s", len(keys) + len(anonymous), self.config.issuer)
+
+    async def _discover(self) -> str:
+        for url in discovery_urls(self.config.issuer):
+            try:
+                metadata = await self._get_json(url, "the issuer's metadata")
+            except Unauthenticated:
+                continue
+            if metadata.get("issuer") != self.config.issuer:
+                # RFC 8414 §3.3: metadata naming another issuer must not be used.
+                log.warning(
+                    "oauth: %s names issuer %r, not %r", url, metadata.get("issuer"), self.config.issuer
+                )
+                continue
+            jwks_uri = metadata.get("jwks_uri")
+            if isinstance(jwks_uri, str) and jwks_uri.startswith(("https://", "http://")):
+                return jwks_uri
+        raise Unauthenticated(f"no metadata with a jwks_uri found for the issuer {self.config.issuer}")
+
+    async def _get_json(self, url: str, what: str) -> Mapping[str, Any]:
+        try:
+            response = await self._http.get(url, headers={"accept": "application/json"})
+            document = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError) as exc:
+            raise Unauthenticated(f"cannot read {what} at {url}: {exc}") from None
+        if not isinstance(document, dict):
+            raise Unauthenticated(f"cannot read {what} at {url}: HTTP {response.status_code}")
+        return document
+
+    # -- a token ----------------------------------------------------------------------------
+
+    def validate(self, token: str) -> TokenIdentity:
+        """The identity `token` carries; Unauthenticated naming why it is refused."""
+        seen = self._seen.get(token)
+        if seen is not None:
+            if seen.expires + self.config.clock_skew > time.time():
+                return seen
+            del self._seen[token]
+        if len(token) > MAX_TOKEN_CHARS:
+            raise Unauthenticated("the bearer token is too long")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(f"the bearer token is not a readable JWT: {exc}") from None
+        algorithm = header.get("alg")
+        if algorithm not in self.config.algorithms:
+            raise Unauthenticated(f"the bearer token's algorithm {algorithm!r} is not accepted")
+        claims = self._decode(token, algorithm, self._candidates(header.get("kid")))
+        identity = self._identity(claims)
+        self._seen[token] = identity
+        if len(self._seen) > CACHED_TOKENS:
+            self._seen.popitem(last=False)
+        return identity
+
+    def _candidates(self, kid: Any) -> Sequence[jwt.PyJWK]:
+        if isinstance(kid, str):
+            key = self._keys.get(kid)
+            if key is None:
+                raise Unauthenticated("the bearer token is signed with a key the issuer does not publish")
+            return (key,)
+        candidates = self._anonymous or list(self._keys.values())
+        if not candidates:
+            raise Unauthenticated("the issuer's keys are not known yet")
+        return candidates
+
+    def _decode(self, token: str, algorithm: str, keys: Sequence[jwt.PyJWK]) -> dict[str, Any]:
+        problem: jwt.PyJWTError | None = None
+        for key in keys:
+            if key.algorithm_name != algorithm:
+                continue
+            try:
+                return jwt.decode(
+                    token,
+                    key.key,
+                    algorithms=[algorithm],
+                    issuer=self.config.issuer,
+                    leeway=self.config.clock_skew,
+                    options=self._options,  # type: ignore[arg-type]
+                )
+            except jwt.InvalidSignatureError as exc:
+                problem = exc
+            except jwt.PyJWTError as exc:
+                raise Unauthenticated(f"the bearer token is refused: {_reason(exc)}") from None
+        if problem is None:
+            raise Unauthenticated(f"no key of the issuer signs with {algorithm}")
+        raise Unauthenticated("the bearer token's signature is not the issuer's")
+
+    def _identity(self, claims: Mapping[str, Any]) -> TokenIdentity:
+        audience = claims["aud"]
+        audiences = (
+            [audience] if isinstance(audience, str) else audience if isinstance(audience, list) else []
+        )
+        if not any(isinstance(a, str) and self.resource.accepts(a) for a in audiences):
+            raise Unauthenticated(
+                f"the bearer token is refused: it is not for this resource ({self.resource.audience})"
+            )
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject:
+            raise Unauthenticated("the bearer token has no subject (`sub`)")
+        scopes: set[str] = set()
+        for name in self.config.scope_claims:
+            value = claims.get(name)
+            if isinstance(value, str):
+                scopes.update(value.split())
+            elif isinstance(value, list):
+                scopes.update(s for s in value if isinstance(s, str))
+        client = claims.get(self.config.client_claim) or claims.get("azp") or ""
+        return TokenIdentity(subject, str(client), frozenset(scopes), float(claims["exp"]))
+
+
+def _reason(exc: jwt.PyJWTError) -> str:
+    if isinstance(exc, jwt.ExpiredSignatureError):
+        return "it has expired"
+    if isinstance(exc, jwt.ImmatureSignatureError):
+        return "it is not valid yet (nbf/iat)"
+    if isinstance(exc, jwt.InvalidAudienceError):
+        return "it is not for this resource (aud)"
+    if isinstance(exc, jwt.InvalidIssuerError):
+        return "it is from another issuer (iss)"
+    if isinstance(exc, jwt.MissingRequiredClaimError):
+        return f"it has no {exc.claim!r} claim"
+    return str(exc)
