@@ -73,12 +73,46 @@ def test_the_sections_parse_into_typed_settings() -> None:
         ),
         ('[state]\nurl = "redis://"', "state.url: 'redis://' is not a Redis URL"),
         ("[state]\ntimeout = 0", "state.timeout: Input should be greater than 0"),
+        (
+            '[oauth]\nissuer = "http://login.example.com"\naudience = "https://gw"',
+            "oauth.issuer: issuer 'http://login.example.com' must use https://",
+        ),
+        ('[oauth]\nissuer = "login.example.com"\naudience = "x"', "is not an https:// URL"),
+        (
+            '[oauth]\nissuer = "https://login.example.com"',
+            "[oauth] needs an `audience`, or a [gateway] public_url to default it to",
+        ),
+        (
+            '[oauth]\nissuer = "https://i"\naudience = "https://gw"\nalgorithms = ["HS256"]',
+            "oauth.algorithms: algorithms HS256 are not asymmetric ones",
+        ),
+        (
+            '[oauth]\nissuer = "https://i"\naudience = "https://gw"\nscopes = { "a b" = ["*"] }',
+            "scope names must be non-empty and hold no spaces",
+        ),
+        ('[gateway]\npublic_url = "gw.example.com"', "gateway.public_url: String should match pattern"),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_config(tomllib.loads(toml), "toolmesh.toml")
     assert str(error.value).startswith("toolmesh.toml: ") and message in str(error.value)
+
+
+def test_oauth_reads_its_scope_table_and_takes_http_issuers_only_on_loopback() -> None:
+    toml = """
+        [gateway]
+        public_url = "https://tools.example.com"
+        [oauth]
+        issuer = "http://127.0.0.1:8081/realms/tools"
+        scopes = { "tools.read" = ["list_*", "get_*"], "tools.admin" = ["*", "@admin"] }
+    """
+    config = parse_config(tomllib.loads(toml))
+    assert config.oauth is not None and config.oauth.audience is None
+    assert config.oauth.scopes == {"tools.read": ("list_*", "get_*"), "tools.admin": ("*", "@admin")}
+    assert config.oauth.scope_claims == ("scope", "scp") and config.oauth.clock_skew == 30
+    assert "RS256" in config.oauth.algorithms and "HS256" not in config.oauth.algorithms
+    assert parse_config({}).oauth is None
 
 
 def test_a_config_file_records_its_directory_and_paths_resolve_there(tmp_path: Path) -> None:
