@@ -66,11 +66,18 @@ class Issuer:
         claims.update(overrides)
         return {k: v for k, v in claims.items() if v is not None}
 
-    def token(self, kid: str | None = None, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
+    def token(
+        self,
+        kid: str | None = None,
+        key: rsa.RSAPrivateKey | None = None,
+        headers: dict[str, Any] | None = None,
+        **claims: Any,
+    ) -> str:
         """A token signed with the issuer's key `kid` (default: the newest), or with `key`."""
         kid = kid or list(self.keys)[-1]
+        signer = key or self.keys[kid]
         return jwt.encode(
-            self.claims(**claims), key or self.keys[kid], algorithm="RS256", headers={"kid": kid}
+            self.claims(**claims), signer, algorithm="RS256", headers={"kid": kid, **(headers or {})}
         )
 
     def unsigned(self, **claims: Any) -> str:

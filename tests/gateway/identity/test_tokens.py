@@ -76,6 +76,12 @@ async def test_a_token_is_a_caller_with_the_catalog_its_scopes_allow(
         (lambda i: i.hs256_with_public_key(), "'HS256' is not accepted"),
         (lambda i: i.token(sub=None), "'sub'"),
         (lambda i: "eyJhbGciOi.not-a.token", "not a readable JWT"),
+        (lambda i: i.token() + "A", "signature"),
+        (lambda i: i.token().rsplit(".", 1)[0] + ".a*b", "signature is not base64url"),
+        (
+            lambda i: i.token(headers={"crit": ["urn:example"], "urn:example": 1}),
+            "critical header extensions",
+        ),
     ],
     ids=[
         "wrong-audience",
@@ -89,6 +95,9 @@ async def test_a_token_is_a_caller_with_the_catalog_its_scopes_allow(
         "hs256-public-key",
         "no-subject",
         "garbage",
+        "signature-too-long",
+        "signature-not-base64url",
+        "unknown-critical-header",
     ],
 )
 async def test_bad_tokens_are_refused_with_the_challenge(
