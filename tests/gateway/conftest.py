@@ -80,7 +80,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
-            gateway=GatewayConfig(http_port=0, grpc_port=0, **settings),
+            gateway=GatewayConfig(**{"http_port": 0, "grpc_port": 0, **settings}),
             runtimes=runtimes or (runtime(),),
             keys=tuple(keys),
             mcp=mcp or McpConfig(),

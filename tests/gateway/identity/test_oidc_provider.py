@@ -15,7 +15,9 @@ import httpx
 import httpx2
 import pytest
 from mcp import Client
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from tests.conftest import ROOT, missing, require_tool
 from tests.gateway.conftest import StartGateway, runtime
@@ -101,3 +103,51 @@ async def test_tokens_of_a_real_provider_open_each_callers_catalog(
         started = time.monotonic()
         result = await client.call_tool("add", {"a": 40, "b": 2})
         assert not result.is_error and time.monotonic() - started < 10
+
+
+class MemoryTokens:
+    """The MCP SDK's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+async def test_the_mcp_sdk_finds_the_issuer_from_the_challenge_and_gets_its_own_token(
+    gateway_factory: StartGateway, oidc_issuer: tuple[str, str]
+) -> None:
+    # As a custom connector would: the client knows only the gateway's URL and its credentials;
+    # the 401's resource_metadata leads it to the issuer, and it asks for a token for the gateway.
+    issuer, secret = oidc_issuer
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    public_url = f"http://127.0.0.1:{port}"
+    config = OAuthConfig(issuer=issuer, scopes=SCOPES)
+    gateway = await gateway_factory(runtime(), oauth=config, http_port=port, public_url=public_url)
+    storage = MemoryTokens()
+    oauth = ClientCredentialsOAuthProvider(
+        f"{gateway.url}/mcp", storage, CLIENT, secret, scope="tools.read", issuer=issuer
+    )
+    async with (
+        httpx2.AsyncClient(auth=oauth, timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+        assert (await client.call_tool("echo", {"text": "signed in"})).content[0].text == "signed in"  # type: ignore[union-attr]
+    # The SDK asks for the scopes the challenge names (the MCP spec's order of preference) over its
+    # own: here both, so the token opens the admin's catalog.
+    assert storage.tokens is not None and set(storage.tokens.scope.split()) == {"tools.read", "tools.admin"}
+    assert len(tools) == len(gateway.mesh.catalog) and {"add", "echo", "noop"} <= set(tools)
