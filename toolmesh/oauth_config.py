@@ -59,6 +59,9 @@ class OAuthConfig(BaseModel):
     scope_claims: tuple[str, ...] = ("scope", "scp")
     #: The claim naming the client (for the audit trail).
     client_claim: str = "client_id"
+    #: Calls per second each subject may make (None: unlimited) and the burst above it, as `[[keys]]`.
+    rate: float | None = Field(None, gt=0)
+    burst: int | None = Field(None, ge=1)
     #: Seconds of leeway on `exp`, `nbf` and `iat`.
     clock_skew: float = Field(defaults.DEFAULT_OAUTH_CLOCK_SKEW, ge=0, le=600)
     #: Signature algorithms accepted; asymmetric ones only.

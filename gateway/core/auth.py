@@ -102,8 +102,10 @@ class Authenticator:
         limits: RateLimits | None = None,
         tokens: TokenValidator | None = None,
     ) -> None:
-        limits = limits or LocalLimits()
+        limits = self._limits = limits or LocalLimits()
         self.tokens = tokens
+        #: Each subject's rate-limit bucket (`[oauth] rate`), made on its first call.
+        self._subject_buckets: dict[str, Bucket] = {}
         self._scope_table = tokens.config.scopes if tokens is not None else {}
         self._challenge = tokens.resource.challenge() if tokens is not None else None
         self._scope_challenge = (
@@ -118,6 +120,9 @@ class Authenticator:
             for digest, key in keys.items()
         }
         self._internal = internal_token
+        #: Names a token's subject may not take: jobs, sessions and confirmations are owned by name,
+        #: so a subject equal to a key's name (or the mesh's own) would act as that key.
+        self._taken = {p.name for p in self._principals.values()} | {ANONYMOUS.name, MESH.name}
         #: The pods' principals by runtime, made on first sight of each runtime's token.
         self._pods: dict[str, Principal] = {}
 
@@ -175,18 +180,37 @@ class Authenticator:
         except Unauthenticated as exc:
             exc.challenge = self._challenge
             raise
+        if identity.subject in self._taken:
+            raise self._unauthenticated(
+                f"the token's subject {identity.subject!r} is the name of an API key or of the mesh here"
+            )
         scopes = sorted({s for granted in identity.scopes for s in self._scope_table.get(granted, ())})
         if not scopes:
-            error = PermissionDenied(
+            denied = PermissionDenied(
                 f"the token of {identity.subject!r} grants none of the scopes this gateway knows "
                 f"({', '.join(sorted(self._scope_table)) or 'none configured'})"
             )
-            error.challenge = self._scope_challenge
-            raise error
-        # No rate limit of its own yet: tokens are limited by their issuer's lifetime and scopes.
+            denied.challenge = self._scope_challenge
+            raise denied
         return Principal(
-            identity.subject, scopes, client_id=identity.client_id, challenge=self._scope_challenge
+            identity.subject,
+            scopes,
+            self._subject_bucket(identity.subject),
+            client_id=identity.client_id,
+            challenge=self._scope_challenge,
         )
+
+    def _subject_bucket(self, subject: str) -> Bucket | None:
+        assert self.tokens is not None
+        rate, burst = self.tokens.config.rate, self.tokens.config.burst
+        if rate is None:
+            return None
+        bucket = self._subject_buckets.get(subject)
+        if bucket is None:
+            # Prefixed: a subject's bucket never is a key's, in this process or in Redis.
+            bucket = self._limits.bucket(f"oauth:{subject}", rate, burst or max(1, int(rate)))
+            self._subject_buckets[subject] = bucket
+        return bucket
 
     def _pod_principal(self, token: str) -> Principal | None:
         assert self._internal is not None

@@ -76,6 +76,8 @@ async def test_a_token_is_a_caller_with_the_catalog_its_scopes_allow(
         (lambda i: i.hs256_with_public_key(), "'HS256' is not accepted"),
         (lambda i: i.token(sub=None), "'sub'"),
         (lambda i: "eyJhbGciOi.not-a.token", "not a readable JWT"),
+        (lambda i: i.token(sub="ci"), "is the name of an API key"),
+        (lambda i: i.token(sub="mesh"), "is the name of an API key or of the mesh"),
         (lambda i: i.token() + "A", "signature"),
         (lambda i: i.token().rsplit(".", 1)[0] + ".a*b", "signature is not base64url"),
         (
@@ -95,6 +97,8 @@ async def test_a_token_is_a_caller_with_the_catalog_its_scopes_allow(
         "hs256-public-key",
         "no-subject",
         "garbage",
+        "subject-is-a-key-name",
+        "subject-is-the-mesh",
         "signature-too-long",
         "signature-not-base64url",
         "unknown-critical-header",
@@ -132,6 +136,20 @@ async def test_no_token_gets_the_challenge_and_too_few_scopes_get_403(
         assert 'error="insufficient_scope"' in reload.headers["www-authenticate"]
         admin = await http.post("/v1/admin/reload", headers=bearer(issuer.token(scope="tools.admin")))
         assert admin.status_code == 200
+
+
+async def test_each_subject_has_its_own_rate_limit(gateway_factory: StartGateway, issuer: Issuer) -> None:
+    gateway = await start(gateway_factory, issuer, rate=0.5, burst=2)
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+
+        async def call(subject: str) -> int:
+            headers = bearer(issuer.token(sub=subject))
+            return (await http.post("/v1/functions/add/invoke", json={"a": 1}, headers=headers)).status_code
+
+        assert [await call("alice") for _ in range(3)] == [200, 200, 429]
+        # Another subject has a bucket of its own; a new token of the same subject shares its bucket.
+        assert await call("bob") == 200
+        assert await call("alice") == 429
 
 
 async def test_a_rotated_key_is_fetched_once_and_forged_kids_do_not_hammer_the_issuer(
