@@ -83,6 +83,8 @@ class TokenValidator:
         self._keys: dict[str, jwt.PyJWK] = {}
         #: Keys without a `kid`: tried in turn for a token without one.
         self._anonymous: list[jwt.PyJWK] = []
+        #: The JWKS entries last fetched, to tell when the issuer withdrew one.
+        self._published: frozenset[str] = frozenset()
         self._jwks_uri: str | None = None
         self._fetched = -float("inf")  # monotonic time of the last fetch (tried)
         self._loaded = -float("inf")  # ... and of the last that succeeded
@@ -150,7 +152,10 @@ class TokenValidator:
                 keys[entry["kid"]] = key
             else:
                 anonymous.append(key)
-        self._keys, self._anonymous = keys, anonymous
+        published = frozenset(json.dumps(entry, sort_keys=True) for entry in found if isinstance(entry, dict))
+        if self._published - published:
+            self._seen.clear()  # a key the issuer withdrew no longer vouches for tokens seen before
+        self._keys, self._anonymous, self._published = keys, anonymous, published
         self._loaded = time.monotonic()
         log.info("oauth: %d keys of %s", len(keys) + len(anonymous), self.config.issuer)
 

@@ -39,6 +39,7 @@ class Issuer:
     url: str = ""
     keys: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
     jwks_requests: int = 0
+    rotations: int = 0
 
     def jwks(self) -> dict[str, Any]:
         found = []
@@ -48,7 +49,8 @@ class Issuer:
         return {"keys": found}
 
     def rotate(self) -> str:
-        kid = f"key-{len(self.keys) + 1}"
+        self.rotations += 1
+        kid = f"key-{self.rotations}"
         self.keys[kid] = new_key()
         return kid
 

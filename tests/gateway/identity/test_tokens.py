@@ -157,11 +157,16 @@ async def test_a_rotated_key_is_fetched_once_and_forged_kids_do_not_hammer_the_i
 ) -> None:
     gateway = await start(gateway_factory, issuer)
     async with httpx.AsyncClient(base_url=gateway.url) as http:
-        assert await names(http, issuer.token()) == ["add", "echo"]
+        old = issuer.token()
+        assert await names(http, old) == ["add", "echo"]
         fetched = issuer.jwks_requests
         new_kid = issuer.rotate()
         assert await names(http, issuer.token(kid=new_kid)) == ["add", "echo"]
         assert issuer.jwks_requests == fetched + 1
+        # The issuer withdraws the old key: the next fetch forgets the tokens it signed, seen or not.
+        del issuer.keys["key-1"]
+        assert await names(http, issuer.token(kid=issuer.rotate())) == ["add", "echo"]
+        assert (await http.get("/v1/functions", headers=bearer(old))).status_code == 401
     # Within the minimum interval since the last fetch (at start), unknown kids cost no fetch.
     limited = await start(gateway_factory, issuer, jwks_min_interval=60)
     async with httpx.AsyncClient(base_url=limited.url) as http:
