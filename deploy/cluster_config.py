@@ -119,6 +119,8 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
         written = getattr(config, section).model_dump(mode="json", exclude_defaults=True)
         if written:
             document[section] = written
+    if config.oauth is not None:
+        document["oauth"] = config.oauth.model_dump(mode="json", exclude_defaults=True)
     document["router"] = _router(config)
     document["project"] = _project(config)
     document["jobs"] = _cluster_jobs(config, shared_state)

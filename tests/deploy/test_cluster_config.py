@@ -141,3 +141,15 @@ def test_cli_puts_the_data_volume_on_a_claim(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main(["deploy", "render", "--config", config, "--data-claim", "Not A Name"]) == 2
     assert "data claim 'Not A Name' must be a PersistentVolumeClaim's name" in capsys.readouterr().err
+
+
+def test_oauth_and_the_public_url_reach_the_cluster(tmp_path: Path) -> None:
+    settings = (
+        '[gateway]\npublic_url = "https://tools.example.com"\n'
+        '[oauth]\nissuer = "https://login.example.com"\nscopes = { "tools.read" = ["get_*"] }\n'
+    )
+    (tmp_path / "toolmesh.toml").write_text(RUNTIME + settings)
+    cluster = _cluster(render(load_config(tmp_path / "toolmesh.toml")))
+    assert cluster.gateway.public_url == "https://tools.example.com"
+    assert cluster.oauth is not None and cluster.oauth.issuer == "https://login.example.com"
+    assert cluster.oauth.scopes == {"tools.read": ("get_*",)}
