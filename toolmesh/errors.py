@@ -9,7 +9,7 @@ own::
     ├── InvalidRequest         400  INVALID_ARGUMENT    malformed JSON, wrong shape
     │   ├── InvalidArguments   422  INVALID_ARGUMENT    arguments break the schema
     │   └── UnsupportedMediaType 415 INVALID_ARGUMENT   a body not sent as JSON
-    ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key
+    ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key, refused access token
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
     │   └── NotFromFreeText    403  PERMISSION_DENIED   free text may not run it (free_text="never")
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name

@@ -3,7 +3,7 @@
     mesh.py          Mesh: listing, calls, batches, routing and execution for a principal
     requests.py      the typed requests front doors build (CallOptions, InvokeRequest, RouteRequest, ...)
     surfaces.py      which failures each surface refuses and which become error results
-    auth.py          API keys, scopes and rate limits -> Principal
+    auth.py          API keys and access tokens, scopes and rate limits -> Principal
     catalog.py       every function in the mesh, by name
     free_text.py     the router's view of the catalog; ranking off the event loop
     tool_formats.py  specs as OpenAI / Responses / Cloudflare / MCP tool definitions
