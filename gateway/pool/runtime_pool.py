@@ -4,7 +4,8 @@ Everything the gateway does with runtimes goes through a pool, so how pods are
 provisioned can change without touching the rest. `Pool` runs pods on demand
 for runtimes given as `modules` (a template process per runtime forks them;
 see replicas.py) and balances over the pods of runtimes given as an `address`
-(see remote.py; on Kubernetes, a headless Service that KEDA scales).
+(see remote.py; on Kubernetes, a headless Service that KEDA scales). Runtimes given as an
+`openapi` document need no pods: the gateway calls their service itself (gateway/sources/openapi/).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.reload.standby import Standbys
+from toolmesh.gateway.sources.openapi import OpenApiRuntime
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -67,8 +69,10 @@ class Pool:
         waker: Waker | None = None,
         directory: Path | None = None,
         tokens: Mapping[str, str] | None = None,
+        headers: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
-        """`tokens` holds the token of each runtime given by `address` whose pods require one."""
+        """`tokens` holds the token of each runtime given by `address` whose pods require one;
+        `headers` what each `openapi` runtime sends its service (its `headers`, values read)."""
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
@@ -79,7 +83,9 @@ class Pool:
         self._waker = waker
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
+        self._services: dict[str, OpenApiRuntime] = {}
         self._tokens = dict(tokens or {})
+        self._headers = dict(headers or {})
         #: One reload of a runtime at a time.
         self._reloading: dict[str, asyncio.Lock] = {}
         #: Templates started ahead of reloads (reload/standby.py), for the runtimes in `_reloadable`.
@@ -92,9 +98,14 @@ class Pool:
     async def start(self) -> None:
         """Start every runtime's template (at once), then their `min_replicas` pods."""
         try:
-            local = [c for c in self._configs.values() if c.address is None]
+            local = [c for c in self._configs.values() if c.modules and c.address is None]
             if local:
                 remove_stale_socket_dirs()
+            for config in self._configs.values():
+                if config.openapi is not None:
+                    service = OpenApiRuntime(config, self._headers.get(config.name, {}), self._directory)
+                    self._services[config.name] = service
+                    self._metrics.watch(config.name, service)
             for config in self._configs.values():
                 if config.address is not None:
                     self._remotes[config.name] = RemoteRuntime(
@@ -115,6 +126,7 @@ class Pool:
             await asyncio.gather(
                 *(s.start() for s in self.sets.values()),
                 *(r.start(self._environment(r.config)) for r in self._remotes.values()),
+                *(service.start() for service in self._services.values()),
             )
         except BaseException:
             await self.close()
@@ -167,11 +179,15 @@ class Pool:
         return env
 
     def readiness(self) -> Mapping[str, bool]:
-        found: dict[str, ReplicaSet | RemoteRuntime] = {**self.sets, **self._remotes}
+        found: dict[str, ReplicaSet | RemoteRuntime | OpenApiRuntime] = {
+            **self.sets,
+            **self._remotes,
+            **self._services,
+        }
         return {name: name in found and found[name].ready for name in self._configs}
 
-    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime:
-        found = self.sets.get(runtime) or self._remotes.get(runtime)
+    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | OpenApiRuntime:
+        found = self.sets.get(runtime) or self._remotes.get(runtime) or self._services.get(runtime)
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
@@ -182,6 +198,9 @@ class Pool:
         import: launcher.ModulesFailed) it raises, and the old version keeps serving."""
         found = self._runtime(runtime)
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
+            if isinstance(found, OpenApiRuntime):
+                await found.start(strict=True)
+                return
             environment = self._environment(found.config)
             if isinstance(found, RemoteRuntime):
                 await found.start(environment)
@@ -227,6 +246,9 @@ class Pool:
         await self._standbys.close()
         sets, self.sets = list(self.sets.values()), {}
         remotes, self._remotes = list(self._remotes.values()), {}
-        await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))
+        services, self._services = list(self._services.values()), {}
+        await asyncio.gather(
+            *(s.close() for s in sets), *(r.close() for r in remotes), *(s.close() for s in services)
+        )
         if self._waker is not None:
             await self._waker.close()
