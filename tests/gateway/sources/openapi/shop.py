@@ -52,6 +52,18 @@ async def whoami(request: Request) -> JSONResponse:
     return JSONResponse({"authorization": request.headers.get("authorization")})
 
 
+async def document_31(request: Request) -> JSONResponse:
+    """The document as 3.1 with a relative server URL, so the base URL comes from where it was read."""
+    pet = DOCUMENT["components"]["schemas"]["NewPet"]["properties"]
+    nickname = {"type": ["string", "null"]}
+    schemas = {**DOCUMENT["components"]["schemas"]}
+    schemas["NewPet"] = {**schemas["NewPet"], "properties": {**pet, "nickname": nickname}}
+    components = {**DOCUMENT["components"], "schemas": schemas}
+    return JSONResponse(
+        {**DOCUMENT, "openapi": "3.1.0", "servers": [{"url": "/api"}], "components": components}
+    )
+
+
 async def delete_pet(request: Request) -> PlainTextResponse:
     return PlainTextResponse("deleted")
 
@@ -64,6 +76,7 @@ app = Starlette(
         Route("/api/pets/{pet_id}", delete_pet, methods=["DELETE"]),
         Route("/api/categories/{category_id}/tree", category_tree, methods=["GET"]),
         Route("/api/whoami", whoami, methods=["GET"]),
+        Route("/openapi.json", document_31, methods=["GET"]),
     ]
 )
 

@@ -107,6 +107,19 @@ async def test_an_error_answer_is_a_function_error_naming_status_and_body(
     assert "missing argument 'petId'; unknown argument 'pet'" in missing.json()["error"]["message"]
 
 
+async def test_a_3_1_document_read_from_a_url_names_the_service_itself(
+    gateway_factory: StartGateway, shop_url: str
+) -> None:
+    document_url = shop_url.removesuffix("/api") + "/openapi.json"
+    gateway = await gateway_factory(RuntimeConfig(name="shop", openapi=document_url))
+    functions = await listing(gateway.url)
+    assert functions["shop.create_pet"]["parameters"]["properties"]["nickname"] == {
+        "type": ["string", "null"]
+    }
+    pet = (await invoke(gateway.url, "shop.getPet", {"petId": 1})).json()
+    assert pet["structured"]["name"] == "Rex"
+
+
 async def test_headers_come_from_the_environment_never_from_the_caller(
     gateway_factory: StartGateway, document: Path, shop_url: str
 ) -> None:
