@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +187,20 @@ async def test_a_broken_source_names_itself_and_the_others_still_serve(
         down = await http.post("/v1/functions/down.getPet/invoke", json={"petId": 1})
     assert down.status_code == 503
     assert "runtime 'down': GET /pets/{petId} failed" in down.json()["error"]["message"]
+
+
+async def test_a_reload_reads_the_document_again_and_a_broken_one_keeps_the_old(
+    gateway_factory: StartGateway, document: Path, shop_url: str
+) -> None:
+    gateway = await gateway_factory(shop(document, shop_url))
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
+        fewer = {**DOCUMENT, "paths": {"/whoami": DOCUMENT["paths"]["/whoami"]}}
+        await asyncio.to_thread(document.write_text, json.dumps(fewer))
+        reloaded = await http.post("/v1/admin/reload", json={"runtime": "shop"})
+        assert reloaded.status_code == 200, reloaded.text
+        assert set(await listing(gateway.url)) == {"shop.get_whoami"}
+        await asyncio.to_thread(document.write_text, "openapi: [")
+        broken = await http.post("/v1/admin/reload", json={"runtime": "shop"})
+        assert "not JSON or YAML" in broken.text
+        assert set(await listing(gateway.url)) == {"shop.get_whoami"}
+        assert (await invoke(gateway.url, "shop.get_whoami", {})).json()["is_error"] is False
