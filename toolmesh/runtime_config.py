@@ -149,6 +149,12 @@ class RuntimeConfig(BaseModel):
     #: `{ "*" = "confirm", "list_*" = "run", remove_item = "never" }`. See FREE_TEXT_POLICIES.
     free_text: dict[str, FreeTextPolicy] = Field(default_factory=dict)
 
+    @property
+    def runs_pods(self) -> bool:
+        """Whether its pods are run for it (by the gateway, or on Kubernetes by the cluster):
+        a runtime of `modules` with no `address`. Not one at an address, nor an OpenAPI service."""
+        return self.address is None and self.openapi is None
+
     @field_validator("free_text", mode="before")
     @classmethod
     def _every_function(cls, value: object) -> object:

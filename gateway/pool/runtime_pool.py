@@ -98,7 +98,7 @@ class Pool:
     async def start(self) -> None:
         """Start every runtime's template (at once), then their `min_replicas` pods."""
         try:
-            local = [c for c in self._configs.values() if c.modules and c.address is None]
+            local = [c for c in self._configs.values() if c.runs_pods]
             if local:
                 remove_stale_socket_dirs()
             for config in self._configs.values():

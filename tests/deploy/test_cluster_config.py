@@ -141,3 +141,13 @@ def test_cli_puts_the_data_volume_on_a_claim(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main(["deploy", "render", "--config", config, "--data-claim", "Not A Name"]) == 2
     assert "data claim 'Not A Name' must be a PersistentVolumeClaim's name" in capsys.readouterr().err
+
+
+def test_an_openapi_runtime_runs_in_the_gateway_with_its_document_from_the_image() -> None:
+    shop = '[[runtimes]]\nname = "shop"\nopenapi = "apis/shop.yaml"\nbase_url = "https://shop.example"\n'
+    files = render(parse_config(tomllib.loads(RUNTIME + shop)))
+    (runtime,) = [r for r in _cluster(files).runtimes if r.name == "shop"]
+    assert runtime.openapi is not None and runtime.openapi.endswith("/apis/shop.yaml")
+    assert Path(runtime.openapi).is_absolute() and runtime.base_url == "https://shop.example"
+    # Pods (a Deployment, a Service) for the Python runtime only.
+    assert not [name for name in files if "shop" in name]
