@@ -137,6 +137,8 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         if getattr(config.gateway, field) == 0:
             problems.append(f"gateway.{field}: a Service needs a fixed port, not 0")
     for index, runtime in enumerate(config.runtimes):
+        if runtime.mcp_command:
+            problems.append(f"runtimes.{index}: `mcp_command` runtimes are not rendered for Kubernetes yet")
         if runtime.runs_pods and len(runtime_resource(runtime.name)) > MAX_NAME:
             limit = MAX_NAME - len(runtime_resource(""))
             problems.append(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
+from toolmesh.runtimes.mcp import BRIDGE_MODULE
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -74,6 +75,9 @@ class RuntimeConfig(BaseModel):
     #: (empty: all), less those matching `exclude`.
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    #: A stdio MCP server (its command line) whose tools are the runtime's functions: each of the
+    #: runtime's pods runs one server process (see runtimes/mcp/), scaled like any pod.
+    mcp_command: tuple[str, ...] = ()
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
@@ -155,6 +159,11 @@ class RuntimeConfig(BaseModel):
         a runtime of `modules` with no `address`. Not one at an address, nor an OpenAPI service."""
         return self.address is None and self.openapi is None
 
+    @property
+    def pod_modules(self) -> tuple[str, ...]:
+        """What its pods import: its `modules`, or with `mcp_command` the bridge to the server."""
+        return (BRIDGE_MODULE,) if self.mcp_command else self.modules
+
     @field_validator("free_text", mode="before")
     @classmethod
     def _every_function(cls, value: object) -> object:
@@ -191,12 +200,17 @@ class RuntimeConfig(BaseModel):
     def _check(self) -> RuntimeConfig:
         if not RUNTIME_NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
+        if self.mcp_command and (self.modules or self.address is not None or self.openapi is not None):
+            raise ValueError(
+                "`mcp_command` runs its server in pods of its own: give it without `modules`, "
+                "`address` or `openapi`"
+            )
         if self.openapi is not None:
             self._check_openapi()
-        elif not self.modules and not self.address:
+        elif not self.modules and not self.address and not self.mcp_command:
             raise ValueError(
-                "give `modules` (pods the gateway starts), `address` (pods running elsewhere) "
-                "or `openapi` (an HTTP service)"
+                "give `modules` (pods the gateway starts), `address` (pods running elsewhere), "
+                "`openapi` (an HTTP service) or `mcp_command` (a stdio MCP server)"
             )
         elif self.base_url is not None or self.headers or self.include or self.exclude:
             raise ValueError("`base_url`, `headers`, `include` and `exclude` go with `openapi`")

@@ -32,6 +32,7 @@ from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.reload.standby import Standbys
 from toolmesh.gateway.sources.openapi import OpenApiRuntime
+from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -161,6 +162,8 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
         env.update(config.env)
+        if config.mcp_command:
+            env.update(bridge_environment(config))
         # Even when the gateway's own environment lacks it (an embedded gateway, a test).
         quiet_grpc(env)
         # The gateway's own service name is not theirs; a runtime's `env` may still choose one.

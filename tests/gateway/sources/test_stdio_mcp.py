@@ -1,0 +1,70 @@
+"""A stdio MCP server (tests/fixtures/stdio_mcp_server.py, written with the official SDK) as a
+runtime: one server process per pod, its tools under the runtime's namespace."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import pod_env
+from tests.gateway.conftest import StartGateway
+from toolmesh.config import RuntimeConfig
+
+SERVER = (sys.executable, "-m", "tests.fixtures.stdio_mcp_server")
+
+
+def clock(**settings: Any) -> RuntimeConfig:
+    return RuntimeConfig(
+        name="clock", mcp_command=SERVER, env={"PYTHONPATH": pod_env()["PYTHONPATH"]}, **settings
+    )
+
+
+async def test_the_servers_tools_are_functions_of_the_namespace(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(clock())
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        listing = {f["name"]: f for f in (await http.get("/v1/functions")).json()["functions"]}
+        assert set(listing) == {"clock.add", "clock.convert_time", "clock.fail", "clock.crash"}
+        assert listing["clock.add"]["description"] == "Add two integers."
+        assert listing["clock.add"]["parameters"]["required"] == ["a", "b"]
+        added = (await http.post("/v1/functions/clock.add/invoke", json={"a": 2, "b": 40})).json()
+        assert added["is_error"] is False and added["structured"]["total"] == 42
+        # The server runs in the pod, not in the gateway: one process per pod.
+        assert added["structured"]["pid"] != os.getpid()
+        converted = (
+            await http.post("/v1/functions/clock.convert_time/invoke", json={"time": "12:00"})
+        ).json()
+        # The SDK's server wraps a str return as structured {"result": ...}: passed on as it is.
+        assert converted["structured"] == {"result": "12:00 in UTC"}
+        failed = (await http.post("/v1/functions/clock.fail/invoke", json={"message": "no clock"})).json()
+        assert failed["is_error"] is True and "no clock" in failed["error"]["message"]
+        wrong = await http.post("/v1/functions/clock.add/invoke", json={"a": "two"})
+        assert wrong.status_code == 422
+
+
+async def test_a_crashed_server_is_started_again_for_the_next_call(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(clock(max_replicas=1))
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        first = (await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 1})).json()
+        crashed = (await http.post("/v1/functions/clock.crash/invoke", json={})).json()
+        assert crashed["is_error"] is True and "exited during the call" in crashed["error"]["message"]
+        again = (await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 2})).json()
+    assert again["structured"]["total"] == 3 and again["structured"]["pid"] != first["structured"]["pid"]
+
+
+async def test_mcp_clients_see_the_tools(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(clock())
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"clock__add", "clock__convert_time"} <= names
+        result = await client.call_tool("clock__add", {"a": 20, "b": 22})
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["total"] == 42
