@@ -3,8 +3,10 @@ runtime: one server process per pod, its tools under the runtime's namespace."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+import time
 from typing import Any
 
 import httpx
@@ -68,3 +70,32 @@ async def test_mcp_clients_see_the_tools(gateway_factory: StartGateway) -> None:
         result = await client.call_tool("clock__add", {"a": 20, "b": 22})
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["total"] == 42
+
+
+async def test_an_idle_pod_takes_its_server_with_it_and_the_next_call_starts_both(
+    gateway_factory: StartGateway,
+) -> None:
+    gateway = await gateway_factory(clock(idle_timeout=0.5))
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        first = (await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 1})).json()
+        server = first["structured"]["pid"]
+        assert await _gone(server, 20), "the server outlived its idle pod"
+        again = (await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 2})).json()
+    assert again["structured"]["total"] == 3 and again["structured"]["pid"] != server
+
+
+async def _gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout * 10)):
+        if not _alive(pid) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    return not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
