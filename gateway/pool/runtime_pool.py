@@ -11,6 +11,7 @@ see replicas.py) and balances over the pods of runtimes given as an `address`
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound
+from toolmesh.errors import FunctionNotFound, Unavailable
 from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
@@ -39,6 +40,8 @@ from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
 from toolmesh.runtimes.pod.pod_env import PodEnvironment, runtime_token
 from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
+
+log = logging.getLogger("toolmesh.pool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,8 @@ class Pool:
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
         self._services: dict[str, OpenApiRuntime] = {}
+        #: Why each `mcp_command` runtime that could not start did not (they serve nothing).
+        self._failed: dict[str, str] = {}
         self._tokens = dict(tokens or {})
         self._headers = dict(headers or {})
         #: One reload of a runtime at a time.
@@ -121,8 +126,12 @@ class Pool:
                     self.sets[config.name] = ReplicaSet(
                         config, template, self._metrics, restart=self._template_starter(config)
                     )
-            for failure in templates:
-                if isinstance(failure, BaseException):
+            for config, failure in zip(local, templates, strict=True):
+                if isinstance(failure, Exception) and config.mcp_command:
+                    # A server that will not start is its runtime's problem, not the others'.
+                    self._failed[config.name] = str(failure)
+                    log.error("%s; it serves no functions", failure, extra={"runtime": config.name})
+                elif isinstance(failure, BaseException):
                     raise failure
             await asyncio.gather(
                 *(s.start() for s in self.sets.values()),
@@ -191,6 +200,8 @@ class Pool:
 
     def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | OpenApiRuntime:
         found = self.sets.get(runtime) or self._remotes.get(runtime) or self._services.get(runtime)
+        if found is None and runtime in self._failed:
+            raise Unavailable(self._failed[runtime])
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
@@ -199,6 +210,9 @@ class Pool:
         """Import `runtime`'s modules again and roll its pods onto them (rollout.py); for a runtime
         given by an address, read its catalog again. When that fails (a module that does not
         import: launcher.ModulesFailed) it raises, and the old version keeps serving."""
+        if runtime in self._failed:
+            await self._start_failed(runtime)
+            return
         found = self._runtime(runtime)
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
             if isinstance(found, OpenApiRuntime):
@@ -217,7 +231,19 @@ class Pool:
                 self._reloadable.add(runtime)
                 self._standbys.prepare(found.config, environment)
 
+    async def _start_failed(self, runtime: str) -> None:
+        """Try again to start a runtime that could not start; on failure, raise (it stays failed)."""
+        config = self._configs[runtime]
+        async with self._reloading.setdefault(runtime, asyncio.Lock()):
+            template = await self._new_template(config)
+            replicas = ReplicaSet(config, template, self._metrics, restart=self._template_starter(config))
+            await replicas.start()
+            self.sets[runtime] = replicas
+            del self._failed[runtime]
+
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        if runtime in self._failed:
+            return [], []
         found = self._runtime(runtime)
         config = self._configs[runtime]
         return [config.with_free_text(spec) for spec in found.specs], list(found.namespaces)

@@ -29,7 +29,23 @@ def parameters(command: Sequence[str]) -> StdioServerParameters:
 
 
 async def list_tools(command: Sequence[str]) -> list[Any]:
-    """The server's tools, from a server started for the purpose and stopped after."""
+    """The server's tools, from a server started for the purpose and stopped after; ServerExited
+    naming the command and the cause when it cannot be."""
+    try:
+        return await _list_tools(command)
+    except Exception as exc:
+        shown = " ".join(command)
+        raise ServerExited(f"the MCP server {shown!r} did not list its tools: {_cause(exc)}") from None
+
+
+def _cause(exc: BaseException) -> str:
+    """The first leaf of an exception group (the SDK's task groups wrap everything)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _list_tools(command: Sequence[str]) -> list[Any]:
     tools: list[Any] = []
     async with stdio_client(parameters(command)) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

@@ -11,11 +11,12 @@ from typing import Any
 
 import httpx
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import pod_env
-from tests.gateway.conftest import StartGateway
+from tests.gateway.conftest import StartGateway, runtime
 from toolmesh.config import RuntimeConfig
 
 SERVER = (sys.executable, "-m", "tests.fixtures.stdio_mcp_server")
@@ -99,3 +100,18 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+async def test_a_server_that_exits_at_once_names_itself_and_the_others_still_serve(
+    gateway_factory: StartGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = RuntimeConfig(name="broken", mcp_command=(sys.executable, "-c", "raise SystemExit(3)"))
+    gateway = await gateway_factory(runtime("tools"), broken)
+    assert "runtime 'broken' failed to load" in caplog.text and "did not list its tools" in caplog.text
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        ready = (await http.get("/readyz")).json()["runtimes"]
+        assert ready == {"tools": True, "broken": False}
+        added = (await http.post("/v1/functions/add/invoke", json={"a": 2, "b": 3})).json()
+        assert added["structured"] == 5
+        listed = {f["name"] for f in (await http.get("/v1/functions")).json()["functions"]}
+        assert not [name for name in listed if name.startswith("broken.")]
