@@ -7,6 +7,7 @@ import asyncio
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -115,3 +116,27 @@ async def test_a_server_that_exits_at_once_names_itself_and_the_others_still_ser
         assert added["structured"] == 5
         listed = {f["name"] for f in (await http.get("/v1/functions")).json()["functions"]}
         assert not [name for name in listed if name.startswith("broken.")]
+
+
+async def test_a_reload_starts_a_runtime_whose_server_failed_at_first(
+    gateway_factory: StartGateway, tmp_path: Path
+) -> None:
+    flag = tmp_path / "installed"
+    late = (
+        sys.executable,
+        "-c",
+        f"import os, runpy, sys; os.path.exists({str(flag)!r}) or sys.exit(3); "
+        "runpy.run_module('tests.fixtures.stdio_mcp_server', run_name='__main__')",
+    )
+    gateway = await gateway_factory(
+        RuntimeConfig(name="late", mcp_command=late, env={"PYTHONPATH": pod_env()["PYTHONPATH"]})
+    )
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        refused = await http.post("/v1/functions/late.add/invoke", json={"a": 1, "b": 2})
+        assert refused.status_code == 404
+        await asyncio.to_thread(flag.touch)
+        reloaded = await http.post("/v1/admin/reload", json={"runtime": "late"})
+        assert reloaded.status_code == 200, reloaded.text
+        added = (await http.post("/v1/functions/late.add/invoke", json={"a": 1, "b": 2})).json()
+        assert added["structured"]["total"] == 3
+        assert (await http.get("/readyz")).json()["runtimes"] == {"late": True}
