@@ -118,12 +118,14 @@ class OpenApiRuntime:
         operation = self._operations.get(name)
         if operation is None or self._client is None:
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
-        request = _request(self._client, operation, _arguments(call.arguments))
+        # The runtime's own limit, or less when the caller's deadline is nearer.
+        limit = min(timeout, self.config.timeout)
+        request = _request(self._client, operation, _arguments(call.arguments), limit)
         self._inflight += 1
         try:
             response = await self._client.send(request)
         except httpx.TimeoutException:
-            raise FunctionTimeout(f"{_what(operation)} did not answer within {timeout:g} s") from None
+            raise FunctionTimeout(f"{_what(operation)} did not answer within {limit:g} s") from None
         except httpx.HTTPError as exc:
             raise Unavailable(f"runtime {self.name!r}: {_what(operation)} failed: {exc!r}") from None
         finally:
@@ -149,7 +151,9 @@ def _arguments(raw: bytes) -> dict[str, Any]:
     return arguments
 
 
-def _request(client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any]) -> httpx.Request:
+def _request(
+    client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any], timeout: float
+) -> httpx.Request:
     schema = operation.spec.input_schema
     violations = [
         Violation(name, "an argument", "nothing", f"missing argument {name!r}")

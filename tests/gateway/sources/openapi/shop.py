@@ -4,6 +4,7 @@ path/query/header parameters, a JSON body, a 404, and an operation tagged to be 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
@@ -48,6 +49,11 @@ async def category_tree(request: Request) -> JSONResponse:
     return JSONResponse({"id": root, "name": "root", "children": [leaf]})
 
 
+async def slow(request: Request) -> JSONResponse:
+    await asyncio.sleep(float(request.query_params["seconds"]))
+    return JSONResponse({"slept": True})
+
+
 async def whoami(request: Request) -> JSONResponse:
     return JSONResponse({"authorization": request.headers.get("authorization")})
 
@@ -76,6 +82,7 @@ app = Starlette(
         Route("/api/pets/{pet_id}", delete_pet, methods=["DELETE"]),
         Route("/api/categories/{category_id}/tree", category_tree, methods=["GET"]),
         Route("/api/whoami", whoami, methods=["GET"]),
+        Route("/api/slow", slow, methods=["GET"]),
         Route("/openapi.json", document_31, methods=["GET"]),
     ]
 )
@@ -154,6 +161,16 @@ DOCUMENT: dict[str, Any] = {
             }
         },
         "/whoami": {"get": {"responses": {"200": {"description": "who the service thinks calls"}}}},
+        "/slow": {
+            "get": {
+                "operationId": "slow",
+                "tags": ["admin"],
+                "parameters": [
+                    {"name": "seconds", "in": "query", "required": True, "schema": {"type": "number"}}
+                ],
+                "responses": {"200": {"description": "slept"}},
+            }
+        },
     },
     "components": {
         "parameters": {"PetId": PET_ID},

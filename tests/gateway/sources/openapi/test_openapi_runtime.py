@@ -121,6 +121,18 @@ async def test_a_3_1_document_read_from_a_url_names_the_service_itself(
     assert pet["structured"]["name"] == "Rex"
 
 
+async def test_a_slow_service_is_a_timeout_after_the_runtimes_limit(
+    gateway_factory: StartGateway, document: Path, shop_url: str
+) -> None:
+    gateway = await gateway_factory(
+        RuntimeConfig(name="shop", openapi=str(document), base_url=shop_url, timeout=0.3)
+    )
+    response = await invoke(gateway.url, "shop.slow", {"seconds": 2})
+    assert response.status_code == 504
+    assert response.json()["error"]["message"] == "GET /slow did not answer within 0.3 s"
+    assert (await invoke(gateway.url, "shop.slow", {"seconds": 0})).json()["structured"] == {"slept": True}
+
+
 async def test_headers_come_from_the_environment_never_from_the_caller(
     gateway_factory: StartGateway, document: Path, shop_url: str
 ) -> None:
