@@ -52,11 +52,14 @@ def on_data_volume(setting: str, path: Path | None) -> str:
 
 
 def _remote_runtime(runtime: RuntimeConfig) -> dict[str, Any]:
-    """A runtime given by `address`, as it is, except that a relative `catalog` (found beside
-    the local config) names the file in the image's working directory."""
+    """A runtime given by `address` or `openapi`, as it is, except that a relative `catalog` or
+    `openapi` path (found beside the local config) names the file in the image's working directory."""
     document = runtime.model_dump(mode="json", exclude_defaults=True)
-    if runtime.catalog is not None and not Path(runtime.catalog).expanduser().is_absolute():
-        document["catalog"] = f"{IMAGE_WORKDIR}/{runtime.catalog}"
+    for key in ("catalog", "openapi"):
+        path = document.get(key)
+        is_url = path is not None and path.startswith(("http://", "https://"))
+        if path is not None and not is_url and not Path(path).expanduser().is_absolute():
+            document[key] = f"{IMAGE_WORKDIR}/{path}"
     return document
 
 
@@ -104,7 +107,7 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
             # knows the catalog while KEDA keeps the runtime at zero pods.
             "modules": list(r.modules),
         }
-        if r.address is None
+        if r.runs_pods
         else _remote_runtime(r)
         for r in config.runtimes
     ]

@@ -82,6 +82,9 @@ def loopback_warnings(config: MeshConfig) -> list[str]:
     for runtime in config.runtimes:
         where = f'[[runtimes]] "{runtime.name}"'
         settings.append((f"{where} address", runtime.address, _INSTEAD["runtime"]))
+        settings.append((f"{where} base_url", runtime.base_url, _SERVICE))
+        if runtime.openapi is not None and "://" in runtime.openapi:
+            settings.append((f"{where} openapi", runtime.openapi, _SERVICE))
         # Its environment goes to its pods as is: an OTLP endpoint, a database URL...
         for name, value in runtime.env.items():
             if name.startswith("OTEL_") and name.endswith("_ENDPOINT"):

@@ -137,13 +137,15 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         if getattr(config.gateway, field) == 0:
             problems.append(f"gateway.{field}: a Service needs a fixed port, not 0")
     for index, runtime in enumerate(config.runtimes):
-        if runtime.address is None and len(runtime_resource(runtime.name)) > MAX_NAME:
+        if runtime.mcp_command:
+            problems.append(f"runtimes.{index}: `mcp_command` runtimes are not rendered for Kubernetes yet")
+        if runtime.runs_pods and len(runtime_resource(runtime.name)) > MAX_NAME:
             limit = MAX_NAME - len(runtime_resource(""))
             problems.append(
                 f"runtimes.{index}: name {runtime.name!r} is too long for Kubernetes "
                 f"(at most {limit} characters, as {runtime_resource('')}<name> names a Service)"
             )
-    if config.kube_scaler.enabled and not any(r.address is None for r in config.runtimes):
+    if config.kube_scaler.enabled and not any(r.runs_pods for r in config.runtimes):
         problems.append("kube_scaler: enabled, but no runtime has `modules`: there is nothing to scale")
     url = config.state.url
     if url is not None and options.redis:
@@ -369,7 +371,7 @@ def render(config: MeshConfig, options: RenderOptions | None = None) -> dict[str
     namespace["metadata"]["name"] = options.namespace
     files: dict[str, Manifest] = {f"namespace-{options.namespace}.yaml": namespace}
     files.update(_gateway(config, options, toml_text))
-    hosted = [r for r in config.runtimes if r.address is None]
+    hosted = [r for r in config.runtimes if r.runs_pods]
     for runtime in hosted:
         files.update(_runtime(runtime, config, options))
     if options.profile == "prod":

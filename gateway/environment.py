@@ -2,6 +2,7 @@
 
     keys.*.key_env                 API keys (kept only as their hashes)
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
+    runtimes.*.headers.*.env       header values an `openapi` runtime sends its service
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
@@ -42,6 +43,8 @@ class GatewayEnvironment:
     pods: Mapping[str, str] = field(repr=False)
     #: The token each runtime with `token_env` requires, by runtime name.
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: The headers each `openapi` runtime sends its service, by runtime name.
+    runtime_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     #: The service name to trace as; None: tracing is off.
     tracing: str | None = None
     #: Where the state shared with other replicas lives (a Redis URL); None: in this process.
@@ -69,11 +72,30 @@ class GatewayEnvironment:
             kubernetes={name: environ[name] for name in (HOST_ENV, PORT_ENV) if name in environ},
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
+            runtime_headers=_runtime_headers(config, environ),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
         )
+
+
+def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The headers each runtime with `headers` sends, their `{ env = ... }` values read."""
+    found: dict[str, dict[str, str]] = {}
+    for runtime in config.runtimes:
+        headers = found.setdefault(runtime.name, {}) if runtime.headers else {}
+        for name, value in runtime.headers.items():
+            if isinstance(value, str):
+                headers[name] = value
+                continue
+            text = env.get(value.env)
+            if not text:
+                raise ConfigError(
+                    f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
+                )
+            headers[name] = value.prefix + text
+    return found
 
 
 #: Fewest characters of `[mcp] state_secret_env`'s secret (the SDK's AES-256-GCM key derivation).

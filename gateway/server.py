@@ -277,6 +277,7 @@ async def start_gateway(
             waker,
             config.directory,
             tokens=environment.runtime_tokens,
+            headers=environment.runtime_headers,
         )
     try:
         await pool.start()

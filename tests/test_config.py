@@ -91,6 +91,22 @@ def test_the_sections_parse_into_typed_settings() -> None:
             "scope names must be non-empty and hold no spaces",
         ),
         ('[gateway]\npublic_url = "gw.example.com"', "gateway.public_url: String should match pattern"),
+        (
+            '[[runtimes]]\nname = "t"\nmodules = ["m"]\nopenapi = "shop.json"',
+            "`openapi` runs no pods: give it without `modules` or `address`",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\nmodules = ["m"]\nbase_url = "http://shop"',
+            "`base_url`, `headers`, `include` and `exclude` go with `openapi`",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\nopenapi = "shop.json"\nbase_url = "shop.internal"',
+            "base_url 'shop.internal' must be an http:// or https:// URL",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\nopenapi = "s.json"\nheaders = { A = { env = "T", prefx = "B " } }',
+            "runtimes.0.headers.A",
+        ),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
+from toolmesh.runtimes.mcp import BRIDGE_MODULE
 from toolmesh.runtimes.pod.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
@@ -31,12 +32,22 @@ RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _CPU = re.compile(r"^(\d+(\.\d{1,3})?|\d+m)$")
 
 
+class HeaderFromEnv(BaseModel):
+    """A header value read from the gateway's environment at start-up: `prefix` + `$env`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env: str
+    prefix: str = ""
+
+
 def cpu_cores(quantity: str) -> float:
     return int(quantity[:-1]) / 1000 if quantity.endswith("m") else float(quantity)
 
 
 class RuntimeConfig(BaseModel):
-    """One runtime: modules the gateway starts pods for, or the address of pods someone else runs."""
+    """One runtime: modules the gateway starts pods for, the address of pods someone else runs,
+    or an OpenAPI service whose operations are its functions."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -51,6 +62,22 @@ class RuntimeConfig(BaseModel):
     #: With `address`: the environment variable holding the token its pods check
     #: (their TOOLMESH_POD_TOKEN), sent on every call to them.
     token_env: str | None = None
+    #: An OpenAPI 3.0/3.1 document (a path, relative to the config file, or an http(s) URL, JSON
+    #: or YAML) whose operations become the runtime's functions, called over HTTP by the gateway
+    #: itself (no pods): see gateway/sources/openapi/.
+    openapi: str | None = None
+    #: With `openapi`: where the service is; unset, the document's first `servers` URL.
+    base_url: str | None = None
+    #: With `openapi`: headers sent on every call, e.g. `{ Authorization = { env = "TOKEN",
+    #: prefix = "Bearer " } }`. A caller's own credentials are never passed on.
+    headers: dict[str, str | HeaderFromEnv] = Field(default_factory=dict)
+    #: With `openapi`: only the operations whose operationId or a tag matches one of these globs
+    #: (empty: all), less those matching `exclude`.
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    #: A stdio MCP server (its command line) whose tools are the runtime's functions: each of the
+    #: runtime's pods runs one server process (see runtimes/mcp/), scaled like any pod.
+    mcp_command: tuple[str, ...] = ()
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
@@ -126,6 +153,17 @@ class RuntimeConfig(BaseModel):
     #: `{ "*" = "confirm", "list_*" = "run", remove_item = "never" }`. See FREE_TEXT_POLICIES.
     free_text: dict[str, FreeTextPolicy] = Field(default_factory=dict)
 
+    @property
+    def runs_pods(self) -> bool:
+        """Whether its pods are run for it (by the gateway, or on Kubernetes by the cluster):
+        a runtime of `modules` with no `address`. Not one at an address, nor an OpenAPI service."""
+        return self.address is None and self.openapi is None
+
+    @property
+    def pod_modules(self) -> tuple[str, ...]:
+        """What its pods import: its `modules`, or with `mcp_command` the bridge to the server."""
+        return (BRIDGE_MODULE,) if self.mcp_command else self.modules
+
     @field_validator("free_text", mode="before")
     @classmethod
     def _every_function(cls, value: object) -> object:
@@ -162,8 +200,20 @@ class RuntimeConfig(BaseModel):
     def _check(self) -> RuntimeConfig:
         if not RUNTIME_NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
-        if not self.modules and not self.address:
-            raise ValueError("give `modules` (pods the gateway starts) or `address` (pods running elsewhere)")
+        if self.mcp_command and (self.modules or self.address is not None or self.openapi is not None):
+            raise ValueError(
+                "`mcp_command` runs its server in pods of its own: give it without `modules`, "
+                "`address` or `openapi`"
+            )
+        if self.openapi is not None:
+            self._check_openapi()
+        elif not self.modules and not self.address and not self.mcp_command:
+            raise ValueError(
+                "give `modules` (pods the gateway starts), `address` (pods running elsewhere), "
+                "`openapi` (an HTTP service) or `mcp_command` (a stdio MCP server)"
+            )
+        elif self.base_url is not None or self.headers or self.include or self.exclude:
+            raise ValueError("`base_url`, `headers`, `include` and `exclude` go with `openapi`")
         if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(
                 "`catalog` goes with `address` alone; with `modules` the functions are read from them"
@@ -172,6 +222,12 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"min_replicas ({self.min_replicas}) exceeds max_replicas ({self.max_replicas})")
         self._check_resources()
         return self
+
+    def _check_openapi(self) -> None:
+        if self.modules or self.address is not None:
+            raise ValueError("`openapi` runs no pods: give it without `modules` or `address`")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url {self.base_url!r} must be an http:// or https:// URL")
 
     def _check_resources(self) -> None:
         for field, value in (("cpu", self.cpu), ("max_cpu", self.max_cpu)):
@@ -185,4 +241,4 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"memory_mb ({memory}) exceeds max_memory_mb ({most})")
 
 
-__all__ = ["RUNTIME_NAME", "RuntimeConfig", "cpu_cores"]
+__all__ = ["RUNTIME_NAME", "HeaderFromEnv", "RuntimeConfig", "cpu_cores"]

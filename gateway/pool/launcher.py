@@ -101,7 +101,7 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
     port (the host and ports here are unused). The mesh's address and token reach it in the
     environment the pool gives it."""
     return PodSettings(
-        modules=config.modules,
+        modules=config.pod_modules,
         host="127.0.0.1",
         port=0,
         metrics_port=0,

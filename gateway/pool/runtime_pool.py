@@ -4,12 +4,14 @@ Everything the gateway does with runtimes goes through a pool, so how pods are
 provisioned can change without touching the rest. `Pool` runs pods on demand
 for runtimes given as `modules` (a template process per runtime forks them;
 see replicas.py) and balances over the pods of runtimes given as an `address`
-(see remote.py; on Kubernetes, a headless Service that KEDA scales).
+(see remote.py; on Kubernetes, a headless Service that KEDA scales). Runtimes given as an
+`openapi` document need no pods: the gateway calls their service itself (gateway/sources/openapi/).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound
+from toolmesh.errors import FunctionNotFound, Unavailable
 from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
@@ -30,12 +32,16 @@ from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.reload.standby import Standbys
+from toolmesh.gateway.sources.openapi import OpenApiRuntime
+from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
 from toolmesh.runtimes.pod.pod_env import PodEnvironment, runtime_token
 from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
+
+log = logging.getLogger("toolmesh.pool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +73,10 @@ class Pool:
         waker: Waker | None = None,
         directory: Path | None = None,
         tokens: Mapping[str, str] | None = None,
+        headers: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
-        """`tokens` holds the token of each runtime given by `address` whose pods require one."""
+        """`tokens` holds the token of each runtime given by `address` whose pods require one;
+        `headers` what each `openapi` runtime sends its service (its `headers`, values read)."""
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
@@ -79,7 +87,11 @@ class Pool:
         self._waker = waker
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
+        self._services: dict[str, OpenApiRuntime] = {}
+        #: Why each `mcp_command` runtime that could not start did not (they serve nothing).
+        self._failed: dict[str, str] = {}
         self._tokens = dict(tokens or {})
+        self._headers = dict(headers or {})
         #: One reload of a runtime at a time.
         self._reloading: dict[str, asyncio.Lock] = {}
         #: Templates started ahead of reloads (reload/standby.py), for the runtimes in `_reloadable`.
@@ -92,9 +104,14 @@ class Pool:
     async def start(self) -> None:
         """Start every runtime's template (at once), then their `min_replicas` pods."""
         try:
-            local = [c for c in self._configs.values() if c.address is None]
+            local = [c for c in self._configs.values() if c.runs_pods]
             if local:
                 remove_stale_socket_dirs()
+            for config in self._configs.values():
+                if config.openapi is not None:
+                    service = OpenApiRuntime(config, self._headers.get(config.name, {}), self._directory)
+                    self._services[config.name] = service
+                    self._metrics.watch(config.name, service)
             for config in self._configs.values():
                 if config.address is not None:
                     self._remotes[config.name] = RemoteRuntime(
@@ -109,12 +126,17 @@ class Pool:
                     self.sets[config.name] = ReplicaSet(
                         config, template, self._metrics, restart=self._template_starter(config)
                     )
-            for failure in templates:
-                if isinstance(failure, BaseException):
+            for config, failure in zip(local, templates, strict=True):
+                if isinstance(failure, Exception) and config.mcp_command:
+                    # A server that will not start is its runtime's problem, not the others'.
+                    self._failed[config.name] = str(failure)
+                    log.error("%s; it serves no functions", failure, extra={"runtime": config.name})
+                elif isinstance(failure, BaseException):
                     raise failure
             await asyncio.gather(
                 *(s.start() for s in self.sets.values()),
                 *(r.start(self._environment(r.config)) for r in self._remotes.values()),
+                *(service.start() for service in self._services.values()),
             )
         except BaseException:
             await self.close()
@@ -149,6 +171,8 @@ class Pool:
     def _environment(self, config: RuntimeConfig) -> Mapping[str, str]:
         env = dict(self._environ)
         env.update(config.env)
+        if config.mcp_command:
+            env.update(bridge_environment(config))
         # Even when the gateway's own environment lacks it (an embedded gateway, a test).
         quiet_grpc(env)
         # The gateway's own service name is not theirs; a runtime's `env` may still choose one.
@@ -167,11 +191,17 @@ class Pool:
         return env
 
     def readiness(self) -> Mapping[str, bool]:
-        found: dict[str, ReplicaSet | RemoteRuntime] = {**self.sets, **self._remotes}
+        found: dict[str, ReplicaSet | RemoteRuntime | OpenApiRuntime] = {
+            **self.sets,
+            **self._remotes,
+            **self._services,
+        }
         return {name: name in found and found[name].ready for name in self._configs}
 
-    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime:
-        found = self.sets.get(runtime) or self._remotes.get(runtime)
+    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | OpenApiRuntime:
+        found = self.sets.get(runtime) or self._remotes.get(runtime) or self._services.get(runtime)
+        if found is None and runtime in self._failed:
+            raise Unavailable(self._failed[runtime])
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
@@ -180,8 +210,14 @@ class Pool:
         """Import `runtime`'s modules again and roll its pods onto them (rollout.py); for a runtime
         given by an address, read its catalog again. When that fails (a module that does not
         import: launcher.ModulesFailed) it raises, and the old version keeps serving."""
+        if runtime in self._failed:
+            await self._start_failed(runtime)
+            return
         found = self._runtime(runtime)
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
+            if isinstance(found, OpenApiRuntime):
+                await found.start(strict=True)
+                return
             environment = self._environment(found.config)
             if isinstance(found, RemoteRuntime):
                 await found.start(environment)
@@ -195,7 +231,19 @@ class Pool:
                 self._reloadable.add(runtime)
                 self._standbys.prepare(found.config, environment)
 
+    async def _start_failed(self, runtime: str) -> None:
+        """Try again to start a runtime that could not start; on failure, raise (it stays failed)."""
+        config = self._configs[runtime]
+        async with self._reloading.setdefault(runtime, asyncio.Lock()):
+            template = await self._new_template(config)
+            replicas = ReplicaSet(config, template, self._metrics, restart=self._template_starter(config))
+            await replicas.start()
+            self.sets[runtime] = replicas
+            del self._failed[runtime]
+
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        if runtime in self._failed:
+            return [], []
         found = self._runtime(runtime)
         config = self._configs[runtime]
         return [config.with_free_text(spec) for spec in found.specs], list(found.namespaces)
@@ -227,6 +275,9 @@ class Pool:
         await self._standbys.close()
         sets, self.sets = list(self.sets.values()), {}
         remotes, self._remotes = list(self._remotes.values()), {}
-        await asyncio.gather(*(s.close() for s in sets), *(r.close() for r in remotes))
+        services, self._services = list(self._services.values()), {}
+        await asyncio.gather(
+            *(s.close() for s in sets), *(r.close() for r in remotes), *(s.close() for s in services)
+        )
         if self._waker is not None:
             await self._waker.close()

@@ -153,3 +153,13 @@ def test_oauth_and_the_public_url_reach_the_cluster(tmp_path: Path) -> None:
     assert cluster.gateway.public_url == "https://tools.example.com"
     assert cluster.oauth is not None and cluster.oauth.issuer == "https://login.example.com"
     assert cluster.oauth.scopes == {"tools.read": ("get_*",)}
+
+
+def test_an_openapi_runtime_runs_in_the_gateway_with_its_document_from_the_image() -> None:
+    shop = '[[runtimes]]\nname = "shop"\nopenapi = "apis/shop.yaml"\nbase_url = "https://shop.example"\n'
+    files = render(parse_config(tomllib.loads(RUNTIME + shop)))
+    (runtime,) = [r for r in _cluster(files).runtimes if r.name == "shop"]
+    assert runtime.openapi is not None and runtime.openapi.endswith("/apis/shop.yaml")
+    assert Path(runtime.openapi).is_absolute() and runtime.base_url == "https://shop.example"
+    # Pods (a Deployment, a Service) for the Python runtime only.
+    assert not [name for name in files if "shop" in name]

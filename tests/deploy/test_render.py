@@ -440,3 +440,9 @@ def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() ->
         "name": "HOOK",
         "valueFrom": {"secretKeyRef": {"name": "toolmesh-keys", "key": "HOOK"}},
     } in gateway["env"]
+
+
+def test_a_stdio_mcp_runtime_is_refused_not_rendered_without_its_server() -> None:
+    config = MeshConfig(runtimes=(RuntimeConfig(name="clock", mcp_command=("mcp-server-time",)),))
+    with pytest.raises(ConfigError, match=r"runtimes\.0: `mcp_command` runtimes are not rendered"):
+        render(config, RenderOptions())

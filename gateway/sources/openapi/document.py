@@ -1,0 +1,69 @@
+"""Reading an OpenAPI document: from a file or a URL, JSON or YAML, 3.0 or 3.1."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+import yaml
+
+from toolmesh.gateway.sources.openapi.schemas import DocumentError
+
+
+async def read_document(location: str, directory: Path | None, timeout: float) -> dict[str, Any]:
+    """The document at `location` (an http(s) URL, or a path relative to `directory`)."""
+    if location.startswith(("http://", "https://")):
+        async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
+            try:
+                response = await client.get(location)
+            except httpx.HTTPError as exc:
+                raise DocumentError(f"cannot fetch {location}: {exc!r}") from None
+        if response.status_code != 200:
+            raise DocumentError(f"fetching {location} answered {response.status_code}")
+        text = response.text
+    else:
+        text = await asyncio.to_thread(_read_file, location, directory)
+    return parse_document(text)
+
+
+def _read_file(location: str, directory: Path | None) -> str:
+    path = Path(location).expanduser()
+    if directory is not None:
+        path = directory / path
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DocumentError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_document(text: str) -> dict[str, Any]:
+    # JSON is YAML, so one parser reads both.
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise DocumentError(f"not JSON or YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise DocumentError("not an OpenAPI document (not an object)")
+    version = str(document.get("openapi", ""))
+    if not version.startswith(("3.0", "3.1")):
+        found = f"'openapi: {version}'" if version else "no 'openapi' field"
+        raise DocumentError(f"not an OpenAPI 3.0 or 3.1 document ({found})")
+    if not isinstance(document.get("paths", {}), dict):
+        raise DocumentError("'paths' must be an object")
+    return document
+
+
+def server_url(document: dict[str, Any], location: str) -> str | None:
+    """The document's first server URL, made absolute against the document's own URL."""
+    servers = document.get("servers")
+    if not isinstance(servers, list) or not servers or not isinstance(servers[0], dict):
+        return None
+    url = str(servers[0].get("url", ""))
+    for name, variable in (servers[0].get("variables") or {}).items():
+        url = url.replace("{" + name + "}", str(variable.get("default", "")))
+    if url.startswith(("http://", "https://")):
+        return url
+    return urljoin(location, url) if location.startswith(("http://", "https://")) else None

@@ -1,0 +1,231 @@
+"""`OpenApiRuntime`: an OpenAPI service's operations, served by calling the service with httpx.
+
+The gateway calls the service itself, with one pooled `httpx.AsyncClient` per runtime; there are
+no pods. A document that cannot be read does not stop the gateway: the runtime logs why, offers
+no functions and reports itself not ready, while the other runtimes serve.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from toolmesh.errors import (
+    FunctionNotFound,
+    FunctionTimeout,
+    InvalidArguments,
+    InvalidRequest,
+    Unavailable,
+    Violation,
+)
+from toolmesh.gateway.sources.openapi.document import read_document, server_url
+from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
+from toolmesh.gateway.sources.openapi.schemas import DocumentError
+from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+log = logging.getLogger("toolmesh.sources")
+
+#: How much of an error answer's body a function error quotes.
+MAX_ERROR_BODY = 500
+#: Connections kept open to one service.
+MAX_CONNECTIONS = 100
+
+
+class OpenApiRuntime:
+    """A runtime whose functions are the operations of an OpenAPI document."""
+
+    def __init__(
+        self, config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
+    ) -> None:
+        """`headers` go with every call: the runtime's `headers`, their values read at start-up."""
+        assert config.openapi is not None
+        self.config = config
+        self.name = config.name
+        self._directory = directory
+        self._headers = dict(headers)
+        self._operations: dict[str, Operation] = {}
+        self._client: httpx.AsyncClient | None = None
+        self._inflight = 0
+        self.specs: list[FunctionSpec] = []
+        self.namespaces: list[NamespaceSpec] = []
+        #: Why the document could not be read, when it could not.
+        self.error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._client is not None
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def replica_counts(self) -> Mapping[str, int]:
+        return {"ready": int(self.ready)}
+
+    async def start(self, *, strict: bool = False) -> None:
+        """Read the document and serve its operations. When that fails, log why and serve nothing
+        (or with `strict`, as a reload does, raise and keep what was served)."""
+        config = self.config
+        assert config.openapi is not None
+        try:
+            document = await read_document(config.openapi, self._directory, config.startup_timeout)
+            operations = read_operations(document, config.name, config.include, config.exclude)
+            base_url = config.base_url or server_url(document, config.openapi)
+            if base_url is None:
+                raise DocumentError("no base_url, and the document names no absolute server URL")
+        except DocumentError as exc:
+            message = f"runtime {self.name!r}: OpenAPI document {config.openapi}: {exc}"
+            if strict:
+                raise Unavailable(message) from None
+            log.error("%s; it serves no functions", message, extra={"runtime": self.name})
+            self.error = message
+            return
+        client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            headers=self._headers,
+            timeout=config.timeout,
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
+        )
+        old, self._client = self._client, client
+        self._operations = {op.spec.name: op for op in operations}
+        self.specs = [op.spec for op in operations]
+        self.error = None
+        if old is not None:
+            await old.aclose()
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        started = time.perf_counter()
+        name = call.function.rpartition(".")[2]
+        operation = self._operations.get(name)
+        if operation is None or self._client is None:
+            raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
+        # The runtime's own limit, or less when the caller's deadline is nearer.
+        limit = min(timeout, self.config.timeout)
+        request = _request(self._client, operation, _arguments(call.arguments), limit)
+        self._inflight += 1
+        try:
+            response = await self._client.send(request)
+        except httpx.TimeoutException:
+            raise FunctionTimeout(f"{_what(operation)} did not answer within {limit:g} s") from None
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"runtime {self.name!r}: {_what(operation)} failed: {exc!r}") from None
+        finally:
+            self._inflight -= 1
+        result = _result(operation, response)
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        result.request_id = call.request_id
+        return result
+
+    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        yield await self.invoke(call, timeout)
+
+
+def _arguments(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        raise InvalidRequest("the arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise InvalidRequest("the arguments must be a JSON object")
+    return arguments
+
+
+def _request(
+    client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any], timeout: float
+) -> httpx.Request:
+    schema = operation.spec.input_schema
+    violations = [
+        Violation(name, "an argument", "nothing", f"missing argument {name!r}")
+        for name in schema.get("required", ())
+        if name not in arguments
+    ] + [
+        Violation(name, "no such argument", type(arguments[name]).__name__, f"unknown argument {name!r}")
+        for name in arguments
+        if name not in schema["properties"]
+    ]
+    if violations:
+        problems = "; ".join(v.message for v in violations)
+        raise InvalidArguments(f"{operation.spec.qualified_name}: {problems}", violations)
+    path = operation.path
+    query: dict[str, Any] = {}
+    headers: dict[str, str] = {}
+    body: Any = None
+    merged: dict[str, Any] = {}
+    for name, value in arguments.items():
+        where = operation.parameters.get(name)
+        if where is None:
+            if name in operation.body_properties:
+                merged[name] = value
+            elif name == BODY:
+                body = value
+            continue
+        location, wire = where
+        if location == "path":
+            path = path.replace("{" + wire + "}", quote(_text(value), safe=""))
+        elif location == "query":
+            query[wire] = [_text(v) for v in value] if isinstance(value, list) else _text(value)
+        else:
+            headers[wire] = _text(value)
+    if operation.body_properties and (merged or operation.body_required):
+        body = merged
+    content = None if body is None else json.dumps(body).encode()
+    if content is not None:
+        headers["content-type"] = "application/json"
+    return client.build_request(
+        operation.method.upper(), path, params=query, headers=headers, content=content
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _what(operation: Operation) -> str:
+    return f"{operation.method.upper()} {operation.path}"
+
+
+def _result(operation: Operation, response: httpx.Response) -> Result:
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not response.is_success:
+        body = response.text.strip()
+        if len(body) > MAX_ERROR_BODY:
+            body = body[:MAX_ERROR_BODY] + "…"
+        message = f"{_what(operation)} answered {response.status_code} {response.reason_phrase}"
+        return Result.failure(ErrorInfo("function_error", f"{message}: {body}" if body else message))
+    data = response.content
+    if not data:
+        return Result()
+    if kind == "application/json" or kind.endswith("+json"):
+        try:
+            value = json.loads(data)
+        except ValueError:
+            return Result(content=[Text(response.text)])
+        # The answer's own bytes: valid JSON, so not serialised again (as a Python function's is).
+        del value
+        return Result(content=[Json(data)], structured_json=data)
+    if kind.startswith("text/") or not kind:
+        return Result(content=[Text(response.text)])
+    return Result(content=[Binary(data, kind)])

@@ -1,0 +1,134 @@
+"""OpenAPI schemas (3.0 and 3.1) as JSON Schema (2020-12), the form function specs carry.
+
+Local `$ref`s to `#/components/schemas/...` stay references, to `#/$defs/...` of the schema that
+uses them, so that a recursive schema is written once instead of unrolled forever; every other
+local `$ref` (parameters, request bodies, responses) is inlined. 3.0's `nullable` becomes a
+`"null"` type (or a `null` branch), and keywords JSON Schema lacks (`discriminator`, `xml`,
+`example`, `externalDocs`) are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+COMPONENT_SCHEMAS = "#/components/schemas/"
+#: Keywords of OpenAPI's schema object that are not JSON Schema.
+_OPENAPI_ONLY = frozenset({"nullable", "discriminator", "xml", "example", "externalDocs"})
+#: How deep inlined (non-schema) references may nest before the document is called cyclic.
+_MAX_INLINE_DEPTH = 32
+
+
+class DocumentError(ValueError):
+    """The document is not an OpenAPI document toolmesh can read; the message says where."""
+
+
+def resolve(document: Mapping[str, Any], node: Any, depth: int = 0) -> Any:
+    """`node`, or what its local `$ref` points at (followed until it is no reference)."""
+    while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
+        if depth > _MAX_INLINE_DEPTH:
+            raise DocumentError(f"$ref {node['$ref']!r} refers to itself")
+        node = pointer(document, node["$ref"])
+        depth += 1
+    return node
+
+
+def pointer(document: Mapping[str, Any], ref: str) -> Any:
+    """The part of `document` that the local JSON pointer `ref` ("#/a/b") names."""
+    if not ref.startswith("#"):
+        raise DocumentError(f"$ref {ref!r} is not local to the document (only '#/...' is read)")
+    node: Any = document
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise DocumentError(f"$ref {ref!r} points at nothing in the document")
+    return node
+
+
+class SchemaConverter:
+    """Converts schemas of one document; `definitions(used)` gives the `$defs` they refer to."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self._document = document
+        self._converted: dict[str, dict[str, Any]] = {}
+
+    def convert(self, schema: Any, used: set[str]) -> dict[str, Any]:
+        """`schema` as JSON Schema; adds the component schemas it refers to (by name) to `used`."""
+        if schema is True or schema is None:
+            return {}
+        if not isinstance(schema, Mapping):
+            raise DocumentError(f"a schema must be an object, not {schema!r}")
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            if ref.startswith(COMPONENT_SCHEMAS):
+                name = ref[len(COMPONENT_SCHEMAS) :]
+                self._component(name, used)
+                return {"$ref": f"#/$defs/{name}"}
+            return self.convert(resolve(self._document, schema), used)
+        out: dict[str, Any] = {}
+        for key, value in schema.items():
+            if key in _OPENAPI_ONLY:
+                continue
+            if key in ("properties", "patternProperties", "$defs", "definitions"):
+                out[key] = {k: self.convert(v, used) for k, v in value.items()}
+            elif key in ("items", "additionalProperties", "not", "contains", "propertyNames") and (
+                isinstance(value, Mapping)
+            ):
+                out[key] = self.convert(value, used)
+            elif key in ("allOf", "oneOf", "anyOf", "prefixItems") and isinstance(value, list):
+                out[key] = [self.convert(v, used) for v in value]
+            else:
+                out[key] = value
+        if schema.get("nullable") is True:
+            out = _nullable(out)
+        return out
+
+    def _component(self, name: str, used: set[str]) -> None:
+        if name in used:
+            return
+        used.add(name)  # before converting it: a recursive schema finds itself used and stops
+        if name not in self._converted:
+            target = pointer(self._document, COMPONENT_SCHEMAS + name)
+            self._converted[name] = {}
+            self._converted[name] = self.convert(target, used)
+        else:
+            self._uses(self._converted[name], used)
+
+    def _uses(self, schema: Any, used: set[str]) -> None:
+        """Mark what an already converted schema refers to as used too."""
+        if isinstance(schema, Mapping):
+            ref = schema.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                self._component(ref[len("#/$defs/") :], used)
+            for value in schema.values():
+                self._uses(value, used)
+        elif isinstance(schema, list):
+            for value in schema:
+                self._uses(value, used)
+
+    def definitions(self, used: set[str]) -> dict[str, Any]:
+        return {name: self._converted[name] for name in sorted(used)}
+
+    def document_schema(self, schema: Any) -> dict[str, Any]:
+        """A standalone JSON Schema: `schema` converted, with the `$defs` it needs."""
+        used: set[str] = set()
+        out = self.convert(schema, used)
+        return with_definitions(out, self.definitions(used))
+
+
+def with_definitions(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "$defs": definitions} if definitions else schema
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema = {**schema, "type": [kind, "null"]}
+        if "enum" in schema and None not in schema["enum"]:
+            schema["enum"] = [*schema["enum"], None]
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}

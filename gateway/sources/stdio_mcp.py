@@ -1,0 +1,14 @@
+"""A stdio MCP server as a runtime: its pods (the pool's, like any) serve the bridge module
+(runtimes/mcp/), told here which server to start and under which namespace."""
+
+from __future__ import annotations
+
+import json
+
+from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+
+
+def bridge_environment(config: RuntimeConfig) -> dict[str, str]:
+    """What the pods of an `mcp_command` runtime need in their environment."""
+    return {COMMAND_ENV: json.dumps(list(config.mcp_command)), NAMESPACE_ENV: config.name}

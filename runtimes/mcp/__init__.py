@@ -1,0 +1,16 @@
+"""A stdio MCP server as a runtime (`mcp_command`): its pods host the bridge module, which starts the
+server (one process per pod) with the official MCP client and serves its tools as functions.
+
+Only names here: the bridge itself (mcp_bridge.py) is imported by the pods, never by the gateway.
+"""
+
+from __future__ import annotations
+
+#: The module a runtime with `mcp_command` serves.
+BRIDGE_MODULE = "toolmesh.runtimes.mcp.mcp_bridge"
+#: The server's command line (a JSON array), in the pods' environment.
+COMMAND_ENV = "TOOLMESH_MCP_COMMAND"
+#: The namespace of its tools (the runtime's name), in the pods' environment.
+NAMESPACE_ENV = "TOOLMESH_MCP_NAMESPACE"
+
+__all__ = ["BRIDGE_MODULE", "COMMAND_ENV", "NAMESPACE_ENV"]

@@ -1,0 +1,109 @@
+"""The module a runtime with `mcp_command` serves: the MCP server's tools as functions.
+
+Imported by the runtime's template, it starts the server once to list its tools, stops it, and
+defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid function
+name). Each pod forked from the template starts its own server on its first call and forwards calls
+to it (server_process.py); the server is the pod's child, so it goes with the pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64 as _base64
+import json
+import os
+import re
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from toolmesh.runtimes.functions.definition import FunctionDefinition
+from toolmesh.runtimes.functions.results import Binary as _Binary
+from toolmesh.runtimes.functions.results import Text as _Text
+from toolmesh.runtimes.functions.spec import Annotations
+from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+from toolmesh.runtimes.mcp.server_process import ServerProcess, list_tools
+
+
+class McpToolError(RuntimeError):
+    """The MCP server answered the call with an error result; the message is its text."""
+
+
+def _command() -> list[str]:
+    raw = os.environ.get(COMMAND_ENV)
+    if not raw:
+        raise RuntimeError(f"{COMMAND_ENV} is not set: this module is served by an `mcp_command` runtime")
+    command = json.loads(raw)
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise RuntimeError(f"{COMMAND_ENV} must be a JSON array of strings")
+    return command
+
+
+def _name(raw: str, taken: set[str]) -> str:
+    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or "tool"
+    if not name[0].isalpha():
+        name = f"tool_{name}"
+    unique, counter = name, 2
+    while unique in taken:
+        unique, counter = f"{name}_{counter}", counter + 1
+    taken.add(unique)
+    return unique
+
+
+def _result(answer: Any) -> Any:
+    """A CallToolResult as what a toolmesh function returns."""
+    texts = [item.text for item in answer.content if getattr(item, "type", "") == "text"]
+    if getattr(answer, "is_error", False):
+        raise McpToolError("\n".join(texts) or "the tool failed")
+    if answer.structured_content is not None:
+        return answer.structured_content
+    items: list[_Text | _Binary] = []
+    for item in answer.content:
+        kind = getattr(item, "type", "")
+        if kind == "text":
+            items.append(_Text(item.text))
+        elif kind in ("image", "audio"):
+            items.append(_Binary(_base64.b64decode(item.data), item.mime_type))
+        else:
+            items.append(_Text(item.model_dump_json(by_alias=True, exclude_none=True)))
+    return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
+
+
+_server = ServerProcess(_command())
+
+
+def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    async def call(**arguments: Any) -> Any:
+        return _result(await _server.call(tool, arguments, None))
+
+    return call
+
+
+def _definitions() -> dict[str, FunctionDefinition]:
+    namespace = os.environ.get(NAMESPACE_ENV, "")
+    taken: set[str] = set()
+    found = {}
+    for tool in asyncio.run(list_tools(_command())):
+        name = _name(tool.name, taken)
+        hints = tool.annotations
+        found[name] = FunctionDefinition(
+            name=name,
+            handler=_forwarder(tool.name),
+            description=tool.description or tool.title or tool.name,
+            parameters=dict(tool.input_schema),
+            namespace=namespace,
+            output_schema=dict(tool.output_schema) if tool.output_schema else None,
+            annotations=Annotations(
+                read_only=bool(hints and hints.read_only_hint),
+                destructive=bool(hints and hints.destructive_hint),
+                idempotent=bool(hints and hints.idempotent_hint),
+                open_world=bool(hints and hints.open_world_hint),
+                title=(hints.title if hints and hints.title else tool.title) or "",
+            ),
+        )
+    return found
+
+
+# Module globals are what discovery reads; the names used after import are private (`_`), and a
+# function name never starts with one, so no tool can shadow them.
+globals().update(_definitions())
+__all__ = [name for name, value in globals().items() if isinstance(value, FunctionDefinition)]
