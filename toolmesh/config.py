@@ -52,6 +52,7 @@
     callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
     [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
     max_keys = 100000           # per runtime
+    [[triggers]]                # schedules and webhooks that call functions, as jobs (jobs_config.py)
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir`,
 `data_dir` and `embeddings_dir`, `[project] data_dir`, `[jobs] path`) resolve against the file's
@@ -76,7 +77,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolmesh import config_defaults as defaults
 from toolmesh.directories import default_cache_dir, default_data_dir, project_data_dir, project_id
-from toolmesh.jobs_config import JobsConfig
+from toolmesh.jobs_config import JobsConfig, Triggers
 from toolmesh.project_config import ProjectConfig
 from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
 
@@ -376,6 +377,8 @@ class MeshConfig(_Section):
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
     project: ProjectConfig = Field(default_factory=ProjectConfig)
+    #: Schedules and webhooks that call functions (jobs_config.py).
+    triggers: Triggers = ()
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -386,6 +389,8 @@ class MeshConfig(_Section):
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 raise ValueError(f"{what} names repeat: {', '.join(repeated)}")
+        if self.triggers and not self.jobs.enabled:
+            raise ValueError("triggers: each run is a job; [jobs] enabled = false leaves them nowhere")
         return self
 
     def resolve(self, path: str | Path) -> Path:
@@ -436,10 +441,6 @@ def hash_key(key: str) -> str:
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc)
-
-
 def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
     """Validate a config mapping (a parsed TOML file)."""
     if "directory" in data:
@@ -449,7 +450,7 @@ def parse_config(data: Mapping[str, Any], source: str = "config") -> MeshConfig:
         return MeshConfig.model_validate(data)
     except pydantic.ValidationError as exc:
         problems = "; ".join(
-            f"{_location(error['loc']) or '(top level)'}: {error['msg'].removeprefix('Value error, ')}"
+            f"{'.'.join(map(str, error['loc'])) or '(top level)'}: {error['msg'].removeprefix('Value error, ')}"  # noqa: E501
             for error in exc.errors(include_url=False)
         )
         raise ConfigError(f"{source}: {problems}") from None

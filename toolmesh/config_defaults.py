@@ -90,3 +90,5 @@ DEFAULT_CALLBACK_TIMEOUT = 10.0
 #: A project's data directory (jobs, router sessions, learned examples, function state), inside
 #: the project's own directory: the config file's, or with `toolmesh up --module` the current one.
 PROJECT_DATA_DIR = ".toolmesh"
+#: Seconds a Stripe-style timestamped webhook signature stays valid (Stripe's own tolerance).
+DEFAULT_WEBHOOK_REPLAY_WINDOW = 300.0

@@ -6,6 +6,7 @@ POST /v1/functions/{name}/invoke      call it; the body is the arguments object
                                       (Accept: text/event-stream: items as they come, sse.py)
                                       (Prefer: respond-async: a job, 202; job_routes.py)
 /v1/jobs, /v1/jobs/{id}[/retry]       asynchronous calls: status, results, dead letters
+POST /v1/hooks/{name}                 webhook triggers: a signed body becomes a job (job_routes.py)
 GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
@@ -54,6 +55,7 @@ from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
+from toolmesh.gateway.triggers.trigger_host import TriggerHost
 from toolmesh.runtimes.functions.spec import FunctionSpec, spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
@@ -85,6 +87,7 @@ def create_app(
     extra_routes: Sequence[BaseRoute] = (),
     allowed_origins: Sequence[str] = (),
     jobs: JobService | None = None,
+    triggers: TriggerHost | None = None,
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
     `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
@@ -233,7 +236,7 @@ def create_app(
         *free_text_routes(mesh),
         *admin_routes(mesh),
         *invocation_routes(mesh),
-        *(job_routes(jobs) if jobs is not None else ()),
+        *(job_routes(jobs, triggers) if jobs is not None else ()),
         *console_routes(),
         *extra_routes,
     ]

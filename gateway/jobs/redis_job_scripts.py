@@ -55,6 +55,20 @@ redis.call('XADD', stream, '*', 'id', ARGV[2])
 return -1
 """
 
+#: ARGV prefix, id, finished, owner, created, expiry (s), then the hash's fields and values: a
+#: job finished from the start (dead at once) is indexed like a buried one, never queued.
+RECORD = """
+local job = P .. 'job:' .. ARGV[2]
+redis.call('HSET', job, unpack(ARGV, 7))
+redis.call('ZADD', P .. 'owner:' .. ARGV[4], ARGV[5], ARGV[2])
+redis.call('ZADD', P .. 'finished', ARGV[3], ARGV[2])
+if redis.call('HGET', job, 'status') == 'dead' then
+  redis.call('ZADD', P .. 'dead:' .. ARGV[4], ARGV[5], ARGV[2])
+end
+redis.call('EXPIRE', job, ARGV[6])
+return 0
+"""
+
 #: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms),
 #: then the functions this gateway serves. A job of another function is parked (off the stream,
 #: on `parked:<function>`) until a gateway that serves it finds the stream empty and takes it.

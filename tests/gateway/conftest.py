@@ -37,7 +37,7 @@ from toolmesh.config import (
     StateConfig,
 )
 from toolmesh.gateway.server import Gateway, start_gateway
-from toolmesh.jobs_config import JobsConfig
+from toolmesh.jobs_config import JobsConfig, TriggerConfig
 from toolmesh.project_config import ProjectConfig
 
 
@@ -58,7 +58,7 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp`, `chat`, `router`, `state`, `jobs` and `function_state` set those sections (jobs and
+    `mcp`, `chat`, `router`, `state`, `jobs`, `function_state` and `triggers` set those sections (jobs and
     function state in files under `tmp_path` unless they name one, and the project's data directory
     under it); other keyword arguments go
     to [gateway].
@@ -75,6 +75,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         state: StateConfig | None = None,
         jobs: JobsConfig | None = None,
         function_state: FunctionStateConfig | None = None,
+        triggers: Sequence[TriggerConfig] = (),
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -95,6 +96,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
             ),
             # Whatever a test leaves at its default is kept under tmp_path, not in the checkout.
             project=ProjectConfig(data_dir=tmp_path / f"data-{len(started)}"),
+            triggers=tuple(triggers),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)
