@@ -300,7 +300,9 @@ async def start_gateway(
         if config.triggers:
             secrets = environment.trigger_secrets
             try:
-                triggers = await TriggerHost.start(jobs, config.triggers, project, state.redis, secrets)
+                triggers = await TriggerHost.start(
+                    jobs, config.triggers, project, state.redis, secrets, environment.state_url
+                )
             except BaseException:
                 await jobs.stop(0)
                 http_socket.close()

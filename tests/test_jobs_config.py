@@ -49,6 +49,11 @@ def test_a_schedule_and_a_webhook_are_read_into_typed_triggers() -> None:
         ),
         ({"name": "a", "function": "f", "webhook": "x"}, "needs secret_env"),
         ({"name": "a", "function": "f", "every": "5s", "max_attempts": 3}, "max_attempts"),
+        ({"name": "a", "function": "f", "every": "5s", "redis_url": "redis://r"}, "goes with redis_stream"),
+        (
+            {"name": "a", "function": "f", "redis_stream": "s", "redis_url": "http://r"},
+            "must start with redis://",
+        ),
     ],
 )
 def test_a_wrong_trigger_is_a_config_error_that_says_what(entry: dict[str, Any], says: str) -> None:

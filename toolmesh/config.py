@@ -52,7 +52,7 @@
     callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
     [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
     max_keys = 100000           # per runtime
-    [[triggers]]                # schedules and webhooks that call functions, as jobs (jobs_config.py)
+    [[triggers]]                # schedules, webhooks, Redis streams that call functions, as jobs
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir`,
 `data_dir` and `embeddings_dir`, `[project] data_dir`, `[jobs] path`) resolve against the file's
@@ -377,7 +377,7 @@ class MeshConfig(_Section):
     jobs: JobsConfig = Field(default_factory=JobsConfig)
     function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
     project: ProjectConfig = Field(default_factory=ProjectConfig)
-    #: Schedules and webhooks that call functions (jobs_config.py).
+    #: Schedules, webhooks and Redis streams that call functions (jobs_config.py).
     triggers: Triggers = ()
 
     @model_validator(mode="after")

@@ -92,3 +92,5 @@ DEFAULT_CALLBACK_TIMEOUT = 10.0
 PROJECT_DATA_DIR = ".toolmesh"
 #: Seconds a Stripe-style timestamped webhook signature stays valid (Stripe's own tolerance).
 DEFAULT_WEBHOOK_REPLAY_WINDOW = 300.0
+#: Seconds a trigger's stream entry may stay unacknowledged before another gateway claims it.
+DEFAULT_STREAM_CLAIM_AFTER = 30.0

@@ -200,6 +200,13 @@ class TriggerConfig(BaseModel):
     signature: Literal["github", "hmac", "stripe"] | None = None
     #: Seconds a timestamped (Stripe) signature is accepted after its time.
     replay_window: float = Field(defaults.DEFAULT_WEBHOOK_REPLAY_WINDOW, gt=0)
+    #: A Redis stream whose entries are calls (its fields, or one field `json` holding the object),
+    #: read in a consumer group of this trigger's on `redis_url` (default: `[state] url`).
+    redis_stream: str | None = Field(None, min_length=1)
+    redis_url: str | None = None
+    #: Seconds a stream entry may stay unacknowledged by its gateway before another claims it
+    #: (its gateway died mid-entry).
+    claim_after: float = Field(defaults.DEFAULT_STREAM_CLAIM_AFTER, gt=0)
     #: Pass the whole payload as this one argument (default: the payload's fields are the arguments).
     argument: str | None = Field(None, min_length=1)
     #: The key (by name) whose `/v1/jobs` lists this trigger's jobs and whose name runs them;
@@ -234,10 +241,12 @@ class TriggerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> TriggerConfig:
-        sources = [k for k in ("schedule", "every", "webhook") if getattr(self, k) is not None]
+        sources = [
+            k for k in ("schedule", "every", "webhook", "redis_stream") if getattr(self, k) is not None
+        ]
         if len(sources) != 1:
             raise ValueError(
-                f"trigger {self.name!r} needs exactly one source (schedule, every or webhook),"
+                f"trigger {self.name!r} needs exactly one source (schedule, every, webhook or redis_stream),"
                 f" got {', '.join(sources) or 'none'}"
             )
         if self.timezone is not None and self.schedule is None:
@@ -248,6 +257,12 @@ class TriggerConfig(BaseModel):
             raise ValueError(f"trigger {self.name!r}: a webhook needs secret_env (its signing secret)")
         if self.webhook is None and (self.secret_env is not None or self.signature is not None):
             raise ValueError(f"trigger {self.name!r}: secret_env and signature go with a webhook")
+        if self.redis_url is not None and self.redis_stream is None:
+            raise ValueError(f"trigger {self.name!r}: redis_url goes with redis_stream")
+        if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"trigger {self.name!r}: redis_url must start with redis://, rediss:// or unix://"
+            )
         if self.argument is not None and self.scheduled:
             raise ValueError(f"trigger {self.name!r}: argument goes with a message source, not a schedule")
         return self

@@ -45,6 +45,8 @@ end
 #: ARGV prefix, id, max_queued, owner, created, then the hash's fields and values.
 #: Returns -1 when queued, else the number of active jobs (the queue is full).
 ADD = """
+-- Already recorded: a trigger's message delivered twice.
+if redis.call('EXISTS', P .. 'job:' .. ARGV[2]) == 1 then return -1 end
 local active = tonumber(redis.call('GET', P .. 'active') or '0')
 if active >= tonumber(ARGV[3]) then return active end
 redis.call('INCR', P .. 'active')
@@ -59,6 +61,7 @@ return -1
 #: job finished from the start (dead at once) is indexed like a buried one, never queued.
 RECORD = """
 local job = P .. 'job:' .. ARGV[2]
+if redis.call('EXISTS', job) == 1 then return 0 end
 redis.call('HSET', job, unpack(ARGV, 7))
 redis.call('ZADD', P .. 'owner:' .. ARGV[4], ARGV[5], ARGV[2])
 redis.call('ZADD', P .. 'finished', ARGV[3], ARGV[2])

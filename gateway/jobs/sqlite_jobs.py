@@ -161,8 +161,9 @@ class SqliteJobStore:
                         retry_after=1.0,
                     )
                 db.execute(
-                    "INSERT INTO jobs (id, owner, function, arguments, request_id, session_id, status,"
-                    " callback_url, callback_state, created, updated, project, trigger, error, finished)"
+                    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id,"
+                    " status, callback_url, callback_state, created, updated, project, trigger, error,"
+                    " finished)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         job.id,

@@ -10,6 +10,8 @@ raised back at the source: a queue is never blocked by one bad message.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -42,6 +44,12 @@ class TriggerMessage:
     problem: str | None = None
     #: The bytes as received, kept as a dead job's arguments when they were not JSON.
     raw: bytes = b""
+    #: What names the message in its source (a stream entry's id): its job's id is made from it,
+    #: so a message delivered twice (its gateway died before acknowledging it) is one job.
+    key: str = ""
+    #: The payload is a stream entry's fields, all strings: those the function types otherwise
+    #: are read as JSON ("5" for an integer argument).
+    fields: bool = False
 
 
 class TriggerService:
@@ -87,7 +95,7 @@ class TriggerService:
         function, dead (naming why) when it does not. Raises only what the store does
         (`Overloaded` when the queue is full, `StateUnavailable`), so the source keeps the message."""
         job = Job(
-            id=new_job_id(),
+            id=_job_id(trigger.name, message.key) if message.key else new_job_id(),
             owner=trigger.owner,
             function=trigger.function,
             arguments=message.raw or b"{}",
@@ -95,9 +103,10 @@ class TriggerService:
             trigger=trigger.name,
         )
         try:
-            job.arguments = self._arguments(trigger, message)
-            job.function = self.mesh.function(trigger.function, MESH).qualified_name
-            check_arguments(self.mesh.function(job.function, MESH).input_schema, job.arguments)
+            spec = self.mesh.function(trigger.function, MESH)
+            job.function = spec.qualified_name
+            job.arguments = self._arguments(trigger, message, spec.input_schema)
+            check_arguments(spec.input_schema, job.arguments)
         except ToolmeshError as exc:
             job.status, job.finished = JobStatus.DEAD, time.time()
             job.error = {"code": exc.code, "message": f"trigger {trigger.name!r}: {exc.message}"}
@@ -113,17 +122,34 @@ class TriggerService:
             self.jobs.runner.wake()
         return job
 
-    def _arguments(self, trigger: TriggerConfig, message: TriggerMessage) -> bytes:
+    def _arguments(self, trigger: TriggerConfig, message: TriggerMessage, schema: Mapping[str, Any]) -> bytes:
         if message.problem is not None:
             raise _NotAnObject(message.problem)
+        payload = message.payload
+        if message.fields and isinstance(payload, dict):
+            payload = _typed_fields(payload, schema.get("properties") or {})
         if trigger.argument is not None:
-            return json.dumps({trigger.argument: message.payload}).encode()
-        if not isinstance(message.payload, dict):
+            return json.dumps({trigger.argument: payload}).encode()
+        if not isinstance(payload, dict):
             raise _NotAnObject(
                 "the message must be a JSON object (its fields are the arguments),"
-                f" got {type(message.payload).__name__}; or set argument = NAME to pass it whole"
+                f" got {type(payload).__name__}; or set argument = NAME to pass it whole"
             )
-        return json.dumps(message.payload).encode()
+        return json.dumps(payload).encode()
+
+
+def _job_id(trigger: str, key: str) -> str:
+    return "job_" + hashlib.sha256(f"{trigger}\0{key}".encode()).hexdigest()[:24]
+
+
+def _typed_fields(fields: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    typed = dict(fields)
+    for name, value in fields.items():
+        kind = (properties.get(name) or {}).get("type")
+        if isinstance(value, str) and kind not in (None, "string"):
+            with contextlib.suppress(ValueError):
+                typed[name] = json.loads(value)
+    return typed
 
 
 class _NotAnObject(InvalidRequest):
