@@ -234,7 +234,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         *metrics_routes(mesh),
         *free_text_routes(mesh),
-        *admin_routes(mesh),
+        *admin_routes(mesh, triggers),
         *invocation_routes(mesh),
         *(job_routes(jobs, triggers) if jobs is not None else ()),
         *console_routes(),

@@ -108,12 +108,3 @@ class Scheduler:
             return False
         await self.service.fire(trigger, TriggerMessage(dict(trigger.arguments), f"tick:{tick}"))
         return True
-
-
-async def run_now(service: TriggerService, name: str) -> str:
-    """Fire a schedule's job now, outside its ticks (`toolmesh triggers run`); its job id."""
-    trigger = service.get(name)
-    job = await service.fire(
-        trigger, TriggerMessage(dict(trigger.arguments), f"run:{round(time.time() * 1000)}")
-    )
-    return job.id

@@ -4,15 +4,18 @@ with `[state] url`, else in the jobs' SQLite file) and the schedules' tasks."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolmesh.config import ConfigError, settled_value
+from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
-from toolmesh.gateway.triggers.schedules import Scheduler
+from toolmesh.gateway.triggers.schedules import Scheduler, next_tick
 from toolmesh.gateway.triggers.ticks import SqliteTicks, TriggerTicks
-from toolmesh.gateway.triggers.trigger_service import TriggerService
+from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
 from toolmesh.jobs_config import TriggerConfig
 
 if TYPE_CHECKING:
@@ -71,3 +74,33 @@ class TriggerHost:
         await self.scheduler.stop()
         await asyncio.gather(*(reader.stop() for reader in self.readers))
         await self.service.stop()
+
+    async def describe(self, name: str) -> dict[str, Any]:
+        """A trigger as `toolmesh triggers list` shows it: its source, whether it is paused and,
+        for a schedule, when it fires next (Unix time)."""
+        trigger = self.service.get(name)
+        doc: dict[str, Any] = {"name": name, "function": trigger.function}
+        if trigger.schedule is not None:
+            doc["schedule"] = trigger.schedule + (f" ({trigger.timezone})" if trigger.timezone else "")
+        elif trigger.every is not None:
+            doc["every"] = trigger.every
+        elif trigger.webhook is not None:
+            doc["webhook"] = f"/v1/hooks/{trigger.webhook}"
+        elif trigger.redis_stream is not None:
+            doc["redis_stream"] = trigger.redis_stream
+        doc["paused"] = await self.service.paused(name)
+        if trigger.scheduled:
+            due = next_tick(trigger, time.time())
+            doc["next_run"] = None if due is None else round(due, 3)
+        return doc
+
+    async def run(self, name: str) -> Job:
+        """Fire a schedule now, outside its ticks (even a paused one: it was asked for)."""
+        trigger = self.service.get(name)
+        if not trigger.scheduled:
+            raise InvalidRequest(
+                f"trigger {name!r} runs on its messages; only a schedule (schedule or every) is run now",
+                param="name",
+            )
+        stamp = round(time.time() * 1000)
+        return await self.service.fire(trigger, TriggerMessage(dict(trigger.arguments), f"run:{stamp}"))
