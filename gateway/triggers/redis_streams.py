@@ -70,6 +70,9 @@ class StreamReader:
         # Its own connections: a blocking read holds one for BLOCK_MS, past `[state] timeout`.
         self.client: redis.Redis = connect(url, BLOCK_MS / 1000 + SOCKET_MARGIN)
         self._task: asyncio.Task[None] | None = None
+        #: Entries read but not yet recorded when recording failed (the job queue full, Redis
+        #: away): recorded first at the next turn, not left for a claim `claim_after` later.
+        self._unrecorded: list[tuple[bytes, dict[bytes, bytes] | None]] = []
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"trigger-{self.trigger.name}")
@@ -101,6 +104,10 @@ class StreamReader:
                 if not ready:
                     await self._make_group()
                     ready = True
+                if self._unrecorded:
+                    entries, self._unrecorded = self._unrecorded, []
+                    await self._record(entries)
+                    continue
                 if time.monotonic() - last_claim >= CLAIM_EVERY:
                     last_claim = time.monotonic()
                     await self._claim_orphans()
@@ -161,6 +168,9 @@ class StreamReader:
                 if fields is not None:
                     await self.service.fire(self.trigger, entry_message(entry_id.decode(), fields))
                 done.append(entry_id)
+        except BaseException:
+            self._unrecorded = entries[len(done) :]
+            raise
         finally:
             # Acknowledged once recorded, even when a later one failed (it stays pending).
             if done:
