@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from toolmesh.config import GatewayConfig, MeshConfig, RouterConfig, RuntimeConfig, StateConfig  # noqa: E402
 from toolmesh.gateway.jobs.job import JobStatus  # noqa: E402
 from toolmesh.gateway.server import Gateway, start_gateway  # noqa: E402
+from toolmesh.gateway.triggers.trigger_service import message_job_id  # noqa: E402
 from toolmesh.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
 from toolmesh.project_config import ProjectConfig  # noqa: E402
 
@@ -83,33 +84,28 @@ async def run_row(url: str, store: str, data: Path, args: argparse.Namespace) ->
     gw = await gateway(url, store, data, args.workers, stream)
     try:
         await asyncio.sleep(1.0)  # the group exists, the pod is warm
+        assert gw.jobs is not None
         # Warm the whole path once.
         await client.xadd(stream, {"json": json.dumps({"sent": time.time()})})
         while not [j for j in await results(gw, stream) if j.status is JobStatus.SUCCEEDED]:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
         delays = []
         for _ in range(args.latency):
-            seen = len(await results(gw, stream))
-            await client.xadd(stream, {"json": json.dumps({"sent": time.time()})})
+            entry = (await client.xadd(stream, {"json": json.dumps({"sent": time.time()})})).decode()
+            job_id = message_job_id(stream, entry)
             while True:
-                jobs = await results(gw, stream)
-                if len(jobs) > seen and all(j.status is JobStatus.SUCCEEDED for j in jobs):
+                job = await gw.jobs.store.get(job_id)
+                if job is not None and job.status.finished:
                     break
-                await asyncio.sleep(0.002)
-            newest = max(jobs, key=lambda j: j.created)
-            document = json.loads(newest.result or b"{}")
-            start = float(
-                document["structured"]["result"]
-                if isinstance(document.get("structured"), dict)
-                else document["structured"]
-            )
-            delays.append((start - json.loads(newest.arguments)["sent"]) * 1000)
+                await asyncio.sleep(0.001)
+            assert job.status is JobStatus.SUCCEEDED, job
+            start = float(json.loads(job.result or b"{}")["structured"])
+            delays.append((start - json.loads(job.arguments)["sent"]) * 1000)
         began = time.perf_counter()
         pipe = client.pipeline(transaction=False)
         for n in range(args.messages):
             pipe.xadd(stream, {"n": str(n)})
         last = (await pipe.execute())[-1]
-        assert gw.jobs is not None
         while True:  # every entry read and acknowledged (so recorded), and no job left to run
             (group,) = await client.xinfo_groups(stream)
             drained = group["last-delivered-id"] == last and group["pending"] == 0

@@ -34,6 +34,8 @@ log = logging.getLogger("toolmesh.triggers")
 #: Entries read at once, and how long one read waits for new ones (ms).
 BATCH = 256
 BLOCK_MS = 1000
+#: Entries recorded at once (each a store write; the shared Redis client has 64 connections).
+CONCURRENT = 8
 #: Seconds the read connection waits past the block before it gives up on Redis.
 SOCKET_MARGIN = 5.0
 #: Seconds between looks for a dead consumer's entries, and between tries while Redis is away.
@@ -162,16 +164,29 @@ class StreamReader:
                 return
 
     async def _record(self, entries: list[tuple[bytes, dict[bytes, bytes] | None]]) -> None:
+        """Record a batch of entries as jobs (at once: the store's writes overlap), then
+        acknowledge those recorded; the others are kept to be recorded first at the next turn."""
+        calls = [(entry_id, fields) for entry_id, fields in entries if fields is not None]
+        outcomes: list[object] = []
+        for first in range(0, len(calls), CONCURRENT):
+            outcomes += await asyncio.gather(
+                *(
+                    self.service.fire(self.trigger, entry_message(entry_id.decode(), fields))
+                    for entry_id, fields in calls[first : first + CONCURRENT]
+                ),
+                return_exceptions=True,
+            )
+        failed = iter(outcomes)
         done: list[bytes] = []
-        try:
-            for entry_id, fields in entries:
-                if fields is not None:
-                    await self.service.fire(self.trigger, entry_message(entry_id.decode(), fields))
-                done.append(entry_id)
-        except BaseException:
-            self._unrecorded = entries[len(done) :]
-            raise
-        finally:
-            # Acknowledged once recorded, even when a later one failed (it stays pending).
-            if done:
-                await asyncio.shield(self.client.xack(self.stream, self.group, *done))
+        problem: BaseException | None = None
+        for entry in entries:
+            outcome = None if entry[1] is None else next(failed)
+            if isinstance(outcome, BaseException):
+                self._unrecorded.append(entry)
+                problem = problem or outcome
+            else:
+                done.append(entry[0])
+        if done:
+            await asyncio.shield(self.client.xack(self.stream, self.group, *done))
+        if problem is not None:
+            raise problem

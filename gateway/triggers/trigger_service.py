@@ -95,7 +95,7 @@ class TriggerService:
         function, dead (naming why) when it does not. Raises only what the store does
         (`Overloaded` when the queue is full, `StateUnavailable`), so the source keeps the message."""
         job = Job(
-            id=_job_id(trigger.name, message.key) if message.key else new_job_id(),
+            id=message_job_id(trigger.name, message.key) if message.key else new_job_id(),
             owner=trigger.owner,
             function=trigger.function,
             arguments=message.raw or b"{}",
@@ -138,7 +138,8 @@ class TriggerService:
         return json.dumps(payload).encode()
 
 
-def _job_id(trigger: str, key: str) -> str:
+def message_job_id(trigger: str, key: str) -> str:
+    """The job id of `trigger`'s message named `key` in its source: the same at every delivery."""
     return "job_" + hashlib.sha256(f"{trigger}\0{key}".encode()).hexdigest()[:24]
 
 
