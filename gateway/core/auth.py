@@ -108,6 +108,10 @@ class Authenticator:
     def open(self) -> bool:
         return not self._principals
 
+    def key_names(self) -> set[str]:
+        """The names of the configured keys."""
+        return {principal.name for principal in self._principals.values()}
+
     def authenticate(self, authorization: str | None) -> Principal:
         token = _bearer(authorization)
         if token is not None and not token.isascii():

@@ -72,6 +72,7 @@ class StreamReader:
         # Its own connections: a blocking read holds one for BLOCK_MS, past `[state] timeout`.
         self.client: redis.Redis = connect(url, BLOCK_MS / 1000 + SOCKET_MARGIN)
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         #: Entries read but not yet recorded when recording failed (the job queue full, Redis
         #: away): recorded first at the next turn, not left for a claim `claim_after` later.
         self._unrecorded: list[tuple[bytes, dict[bytes, bytes] | None]] = []
@@ -80,11 +81,19 @@ class StreamReader:
         self._task = asyncio.create_task(self._run(), name=f"trigger-{self.trigger.name}")
 
     async def stop(self) -> None:
+        """Read no more; what was read is recorded and acknowledged first (the read under way ends
+        within BLOCK_MS), so a clean shutdown leaves no entry read but unacknowledged."""
+        self._stopping = True
         if self._task is not None:
-            self._task.cancel()
+            done, _ = await asyncio.wait({self._task}, timeout=BLOCK_MS / 1000 + SOCKET_MARGIN)
+            if not done:
+                self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         # Its pending entries (none, unless a write failed) stay for another consumer to claim.
         await self.client.aclose()
+
+    def stopping(self) -> bool:
+        return self._stopping
 
     async def _make_group(self) -> None:
         try:
@@ -95,7 +104,7 @@ class StreamReader:
 
     async def _run(self) -> None:
         ready, last_claim, last_look, paused = False, 0.0, 0.0, False
-        while True:
+        while not self._stopping:
             try:
                 if time.monotonic() - last_look >= RETRY:
                     last_look = time.monotonic()
@@ -126,6 +135,8 @@ class StreamReader:
                     )
                 await asyncio.sleep(RETRY)
             except Exception as exc:  # Redis away, the job queue full: the entries wait in the stream
+                if self.stopping():
+                    return  # they stay pending, for another gateway to claim
                 log.warning(
                     "cannot read a trigger's stream", extra={"trigger": self.trigger.name, "why": str(exc)}
                 )

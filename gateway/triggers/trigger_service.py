@@ -61,8 +61,15 @@ class TriggerService:
         self.webhooks: Mapping[str, TriggerConfig] = {t.webhook: t for t in triggers if t.webhook}
 
     async def start(self) -> None:
-        """Open the ticks; a trigger naming no function the gateway serves fails start-up."""
+        """Open the ticks; a trigger naming no function the gateway serves, or (with keys) an
+        owner that is no key, whose `/v1/jobs` would list its jobs to nobody, fails start-up."""
+        keys = self.mesh.auth.key_names()
         for trigger in self.triggers.values():
+            if keys and trigger.owner not in keys:
+                raise ConfigError(
+                    f"triggers.{trigger.name}: owner {trigger.owner!r} is no key's name; with [[keys]],"
+                    " name the key whose /v1/jobs lists this trigger's jobs"
+                )
             try:
                 self.mesh.function(trigger.function, MESH)
             except FunctionNotFound:

@@ -19,7 +19,7 @@ KEYS = [
 ]
 TRIGGERS = [
     TriggerConfig(name="hourly", function="echo", every="1h", arguments={"text": "now"}, owner="ops"),
-    TriggerConfig(name="hook", function="echo", webhook="hook", secret_env="S"),
+    TriggerConfig(name="hook", function="echo", webhook="hook", secret_env="S", owner="ops"),
 ]
 
 
@@ -59,3 +59,11 @@ async def test_refusals_say_why(gateway_factory: StartGateway, capsys: pytest.Ca
     assert "only a schedule" in capsys.readouterr().err
     assert await cli(gateway, "pause", "nope") == 2
     assert "no trigger 'nope'" in capsys.readouterr().err
+
+
+async def test_with_keys_a_trigger_names_the_key_that_sees_its_jobs(gateway_factory: StartGateway) -> None:
+    from toolmesh.config import ConfigError
+
+    nobody = TriggerConfig(name="orphan", function="echo", every="1h")
+    with pytest.raises(ConfigError, match="owner 'anonymous' is no key's name"):
+        await gateway_factory(triggers=[nobody], keys=KEYS)
