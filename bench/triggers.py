@@ -11,6 +11,8 @@ SQLite file (the trigger's `redis_url` only). This process XADDs with its own cl
                  its start time: p50/p99 of start - sent (the same clock)
     throughput   --messages entries XADDed at once (pipelined); from the first XADD until every job
                  has succeeded: messages/s; then the jobs are counted: each entry exactly one job
+    schedule     two gateways sharing the Redis, an `every = "1s"` trigger for --schedule seconds:
+                 ticks fired twice (must be 0), ticks missed, and tick-to-function-start p50/max
 """
 
 from __future__ import annotations
@@ -132,10 +134,70 @@ async def run_row(url: str, store: str, data: Path, args: argparse.Namespace) ->
         await client.aclose()
 
 
-async def run(url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+async def schedule_row(url: str, data: Path, seconds: int) -> dict[str, Any]:
+    beat = TriggerConfig(name="beat", function="started", every="1s")
+    gateways = []
+    for n in range(2):
+        config = MeshConfig(
+            gateway=GatewayConfig(http_port=0, grpc_port=0, access_log=False),
+            runtimes=(
+                RuntimeConfig(
+                    name="bench",
+                    modules=("trigger_tools",),
+                    env={"PYTHONPATH": str(ROOT / "bench")},
+                    min_replicas=1,
+                ),
+            ),
+            router=RouterConfig(enabled=False),
+            state=StateConfig(url=url),
+            jobs=JobsConfig(path=data / f"beat-{n}.sqlite3"),
+            project=ProjectConfig(id="beat", data_dir=data / f"beat-{n}"),
+            triggers=(beat,),
+        )
+        gateways.append(await start_gateway(config, environ={}))
+    try:
+        began = time.time()
+        await asyncio.sleep(seconds)
+        ended = time.time()
+        await asyncio.sleep(1.0)  # the last tick's job has run
+        assert gateways[0].jobs is not None
+        jobs = [j for j in await gateways[0].jobs.store.list("anonymous", None, 1_000_000) if j.trigger]
+    finally:
+        for gw in gateways:
+            await gw.stop(grace=0)
+    ticks = [int(j.request_id.removeprefix("tick:")) for j in jobs]
+    due = list(range(int(began) + 1, int(ended) + 1))
+    late = sorted(
+        (float(json.loads(j.result or b"{}")["structured"]) * 1000 - int(j.request_id.removeprefix("tick:")))
+        for j in jobs
+        if j.status is JobStatus.SUCCEEDED
+    )
+    return {
+        "gateways": 2,
+        "seconds": seconds,
+        "ticks due": len(due),
+        "fired": len(set(due) & {t // 1000 for t in ticks}),
+        "fired twice": len(ticks) - len(set(ticks)),
+        "missed": len(set(due) - {t // 1000 for t in ticks}),
+        "tick to start p50 ms": round(statistics.median(late), 2) if late else None,
+        "max ms": round(late[-1], 2) if late else None,
+    }
+
+
+async def run(url: str, args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     await asyncio.sleep(0.5)  # redis-server is listening
     with tempfile.TemporaryDirectory() as tmp:
-        return [await run_row(url, store, Path(tmp), args) for store in ("redis", "sqlite")]
+        rows = [await run_row(url, store, Path(tmp), args) for store in ("redis", "sqlite")]
+        beats = [await schedule_row(url, Path(tmp), args.schedule)] if args.schedule else []
+    return rows, beats
+
+
+def table(rows: list[dict[str, Any]]) -> None:
+    columns = list(rows[0])
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
 
 
 def main() -> None:
@@ -145,6 +207,7 @@ def main() -> None:
     parser.add_argument("--latency", type=int, default=200)
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--schedule", type=int, default=60, help="seconds of the schedule row (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     binary = shutil.which("redis-server")
@@ -157,18 +220,17 @@ def main() -> None:
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        rows = asyncio.run(run(url, args))
+        rows, beats = asyncio.run(run(url, args))
     finally:
         server.kill()
         server.wait()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"streams": rows, "schedule": beats}, indent=2))
         return
-    columns = list(rows[0])
-    print("| " + " | ".join(columns) + " |")
-    print("|" + "---|" * len(columns))
-    for row in rows:
-        print("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    table(rows)
+    if beats:
+        print()
+        table(beats)
 
 
 if __name__ == "__main__":
