@@ -16,6 +16,7 @@ GET  /v1/resources/read?uri=          read one: the Result of its function (as .
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
+/v1/admin/triggers[/{name}/{action}] list, pause, resume, run the triggers (also "@admin")
 GET  /v1/invocations/recent?limit=    the last calls the key may see (invocation_routes.py)
 GET  /ui/...                          the web console: static files calling this API (console/)
 
