@@ -7,6 +7,7 @@
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
     mcp.state_secret_env           the secret that seals MCP `requestState` (calls that ask)
+    triggers.*.secret_env          the secrets webhooks' signatures are made with
     TOOLMESH_MESH_TOKEN            the pods' token on Kubernetes (else the gateway makes one up)
     KUBERNETES_SERVICE_HOST/PORT   where the API server is, for [kube_scaler]
     OTEL_*                         whether to trace, and as which service (toolmesh/tracing.py)
@@ -53,6 +54,8 @@ class GatewayEnvironment:
     callback_secret: str | None = field(default=None, repr=False)
     #: The secret that seals MCP `requestState`; None: a random key of this process.
     mcp_state_secret: str | None = field(default=None, repr=False)
+    #: Each webhook trigger's signing secret, by trigger name.
+    trigger_secrets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     @classmethod
     def read(cls, config: MeshConfig, environ: Mapping[str, str]) -> GatewayEnvironment:
@@ -77,6 +80,7 @@ class GatewayEnvironment:
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
+            trigger_secrets=_trigger_secrets(config, environ),
         )
 
 
@@ -95,6 +99,19 @@ def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, di
                     f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
                 )
             headers[name] = value.prefix + text
+    return found
+
+
+def _trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
+    found = {}
+    for trigger in config.triggers:
+        if trigger.secret_env is not None:
+            value = env.get(trigger.secret_env)
+            if not value:
+                raise ConfigError(
+                    f"triggers.{trigger.name}: environment variable {trigger.secret_env} is not set"
+                )
+            found[trigger.name] = value.encode()
     return found
 
 

@@ -63,6 +63,7 @@ from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
 from toolmesh.gateway.state.shared import SharedState, open_state
+from toolmesh.gateway.triggers.trigger_host import TriggerHost
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
@@ -147,6 +148,8 @@ class Gateway:
     state: SharedState | None = field(default=None, repr=False)
     #: Asynchronous calls (`[jobs]`), unless turned off.
     jobs: JobService | None = field(default=None, repr=False)
+    #: Schedules and webhooks (`[[triggers]]`), if any.
+    triggers: TriggerHost | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -163,6 +166,8 @@ class Gateway:
         self.http_server.config.timeout_graceful_shutdown = math.ceil(grace + DELIVERY_MARGIN)
         self.http_server.should_exit = True
         grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
+        if self.triggers is not None:
+            await self.triggers.stop()
         if self.jobs is not None:
             self.jobs.runner.stop_claiming()
         cut = await self.mesh.drain.wait(grace)
@@ -298,7 +303,8 @@ async def start_gateway(
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     state.feed.listen_learned(router.relearn)
     mesh = Mesh(catalog, pool, auth, settings, metrics, router, state.confirmations)
-    jobs = None
+    jobs: JobService | None = None
+    triggers: TriggerHost | None = None
     if config.jobs.enabled:
         store = None if state.jobs is None else state.jobs(config.jobs, project)
         jobs = JobService(mesh, config.jobs, environment.callback_secret, project, store)
@@ -310,6 +316,19 @@ async def start_gateway(
             await router.aclose()
             await state.aclose()
             raise
+        if config.triggers:
+            secrets = environment.trigger_secrets
+            try:
+                triggers = await TriggerHost.start(
+                    jobs, config.triggers, project, state.redis, secrets, environment.state_url
+                )
+            except BaseException:
+                await jobs.stop(0)
+                http_socket.close()
+                await pool.close()
+                await router.aclose()
+                await state.aclose()
+                raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     # One servicer for both doors (the interceptors keep one handler per method): ctx.state is
@@ -345,6 +364,7 @@ async def start_gateway(
         extra_routes=routes,
         allowed_origins=config.mcp.allowed_origins,
         jobs=jobs,
+        triggers=triggers,
     )
     request_log = RequestLog(app, auth, log=settings.access_log)
     # The header and body timeouts and the connection cap live in the protocol class, on httptools.
@@ -412,6 +432,7 @@ async def start_gateway(
         traced,
         state,
         jobs,
+        triggers,
     )
 
 

@@ -7,6 +7,7 @@
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
     toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
     toolmesh hash-key [KEY]
+    toolmesh triggers list | pause NAME | resume NAME | run NAME [--url URL] [--api-key KEY] [--json]
     toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
     toolmesh router build | eval ...   (see toolmesh/router/commands.py)
 
@@ -425,8 +426,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(tools, default_url)
     tools.set_defaults(handler=_tools)
 
+    from toolmesh.gateway.triggers.trigger_commands import add_trigger_commands
     from toolmesh.router.commands import add_router_commands
 
+    add_trigger_commands(commands, default_url)
     add_router_commands(commands)
     return parser
 

@@ -51,6 +51,7 @@
     callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
     [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
     max_keys = 100000           # per runtime
+    [[triggers]]                # schedules, webhooks, Redis streams that call functions, as jobs
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir`,
 `data_dir` and `embeddings_dir`, `[project] data_dir`, `[jobs] path`) resolve against the file's
@@ -76,8 +77,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolmesh import config_defaults as defaults
 from toolmesh import directories
 from toolmesh.directories import ProjectConfig
-from toolmesh.jobs_config import JobsConfig
+from toolmesh.jobs_config import JobsConfig, Triggers
 from toolmesh.oauth_config import OAuthConfig
+from toolmesh.runtime_config import FunctionStateConfig as FunctionStateConfig
 from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
 
 T = TypeVar("T")
@@ -338,31 +340,6 @@ class StateConfig(_Section):
             raise ValueError(str(exc).removeprefix("url: ")) from None
 
 
-class FunctionStateConfig(_Section):
-    """Functions' durable state (`ctx.state`): kept by the gateway in a SQLite file, or in Redis
-    when `[state]` has a URL, one namespace per runtime, within these limits."""
-
-    #: The SQLite file; None: `function_state.sqlite3` in the project's data directory (`settled`).
-    #: Gateways sharing the file share the state (one machine). Unused with Redis.
-    path: Path | None = None
-    #: The largest value, in bytes of JSON; a larger one is refused (invalid_request).
-    max_value_bytes: int = Field(defaults.DEFAULT_STATE_MAX_VALUE_BYTES, ge=16, le=64 * 1024 * 1024)
-    #: The longest key, in characters.
-    max_key_chars: int = Field(defaults.DEFAULT_STATE_MAX_KEY_CHARS, ge=1, le=65536)
-    #: Keys one runtime may hold (expired ones do not count); a new key past it is resource_exhausted.
-    max_keys: int = Field(defaults.DEFAULT_STATE_MAX_KEYS, ge=1)
-
-    @field_validator("path")
-    @classmethod
-    def _expand(cls, path: Path | None) -> Path | None:
-        return None if path is None else path.expanduser()
-
-    def file(self) -> Path:
-        """The SQLite file's path: the one place that says where function state lives on disk."""
-        default = directories.default_data_dir() / defaults.DEFAULT_FUNCTION_STATE_FILE
-        return self.path if self.path is not None else default
-
-
 class MeshConfig(_Section):
     #: Where the runtimes' modules are found and relative paths resolve: the config file's
     #: directory, set by `load_config` (not a key of the file). None: the current directory.
@@ -379,6 +356,8 @@ class MeshConfig(_Section):
     function_state: FunctionStateConfig = Field(default_factory=FunctionStateConfig)
     project: ProjectConfig = Field(default_factory=ProjectConfig)
     oauth: OAuthConfig | None = None
+    #: Schedules, webhooks and Redis streams that call functions (jobs_config.py).
+    triggers: Triggers = ()
 
     @model_validator(mode="after")
     def _unique(self) -> MeshConfig:
@@ -391,6 +370,8 @@ class MeshConfig(_Section):
             repeated = sorted({n for n in names if names.count(n) > 1})
             if repeated:
                 raise ValueError(f"{what} names repeat: {', '.join(repeated)}")
+        if self.triggers and not self.jobs.enabled:
+            raise ValueError("triggers: each run is a job; [jobs] enabled = false leaves them nowhere")
         return self
 
     def resolve(self, path: str | Path) -> Path:

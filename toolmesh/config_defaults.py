@@ -97,3 +97,7 @@ DEFAULT_OAUTH_JWKS_MIN_INTERVAL = 10.0
 #: Seconds an issuer's keys are kept before they are fetched again.
 DEFAULT_OAUTH_JWKS_MAX_AGE = 3600.0
 DEFAULT_OAUTH_TIMEOUT = 5.0
+#: Seconds a Stripe-style timestamped webhook signature stays valid (Stripe's own tolerance).
+DEFAULT_WEBHOOK_REPLAY_WINDOW = 300.0
+#: Seconds a trigger's stream entry may stay unacknowledged before another gateway claims it.
+DEFAULT_STREAM_CLAIM_AFTER = 30.0

@@ -14,6 +14,7 @@ own::
     │   └── NotFromFreeText    403  PERMISSION_DENIED   free text may not run it (free_text="never")
     ├── FunctionNotFound       404  NOT_FOUND           no function by that name
     ├── JobNotFound            404  NOT_FOUND           no job by that id (or one of another key)
+    ├── TriggerNotFound        404  NOT_FOUND           no trigger (or webhook) by that name
     ├── PayloadTooLarge        413  RESOURCE_EXHAUSTED  body over the size limit
     ├── RateLimited            429  RESOURCE_EXHAUSTED  per-key rate limit hit
     ├── ResourceExhausted      507  RESOURCE_EXHAUSTED  a call passed its runtime's memory or result limit
@@ -168,6 +169,16 @@ class JobNotFound(ToolmeshError):
     jsonrpc_code = -32602
 
 
+class TriggerNotFound(ToolmeshError):
+    """No `[[triggers]]` entry (or webhook, for `POST /v1/hooks/{name}`) has that name."""
+
+    code = "trigger_not_found"
+    http_status = 404
+    grpc_status = grpc.StatusCode.NOT_FOUND
+    openai_type = "not_found_error"
+    jsonrpc_code = -32602
+
+
 class PayloadTooLarge(ToolmeshError):
     """The request body is larger than the configured limit."""
 
@@ -294,6 +305,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     NotFromFreeText,
     FunctionNotFound,
     JobNotFound,
+    TriggerNotFound,
     PayloadTooLarge,
     RateLimited,
     Overloaded,

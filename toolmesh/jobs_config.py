@@ -1,11 +1,16 @@
-"""`toolmesh.toml`'s `[jobs]` section (asynchronous calls); `toolmesh.config` reads it with the rest."""
+"""`toolmesh.toml`'s `[jobs]` section (asynchronous calls) and its `[[triggers]]` (schedules, webhooks
+and queues whose messages become jobs, with the cron grammar schedules are written in);
+`toolmesh.config` reads them with the rest."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
 
@@ -78,3 +83,211 @@ class JobsConfig(BaseModel):
     @classmethod
     def _expand(cls, path: Path | None) -> Path | None:
         return None if path is None else path.expanduser()
+
+
+# -- [[triggers]]: what makes jobs besides callers ------------------------------------------------
+
+#: Cron's five fields: name, lowest, highest (day of week 7 is Sunday again, as 0).
+CRON_FIELDS = (
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of month", 1, 31),
+    ("month", 1, 12),
+    ("day of week", 0, 7),
+)
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+#: Names allowed in the month and day-of-week fields.
+_NAMES = {3: {m: i + 1 for i, m in enumerate(_MONTHS)}, 4: {d: i for i, d in enumerate(_WEEKDAYS)}}
+_EVERY_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_TRIGGER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+
+class CronSpec(BaseModel):
+    """A parsed 5-field cron expression: the allowed values of each field. When both days are
+    restricted a day matching either fires (as Vixie cron does)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days: frozenset[int]
+    months: frozenset[int]
+    weekdays: frozenset[int]  # 0 = Sunday
+    any_day: bool
+    any_weekday: bool
+
+
+def _cron_value(text: str, index: int) -> int:
+    name, low, high = CRON_FIELDS[index]
+    value = _NAMES.get(index, {}).get(text.lower()) if not text.isdigit() else int(text)
+    if value is None or not low <= value <= high:
+        raise ValueError(f"{name} {text!r} is not from {low} to {high}")
+    return value
+
+
+def parse_cron(expression: str) -> CronSpec:
+    """`expression` ("*/5 * * * 1-5"); ValueError naming the field that is wrong."""
+    parts = expression.split()
+    if len(parts) != 5:
+        raise ValueError(f"a schedule has 5 fields (minute hour day month weekday), got {expression!r}")
+    sets: list[frozenset[int]] = []
+    for index, part in enumerate(parts):
+        name, low, high = CRON_FIELDS[index]
+        values: set[int] = set()
+        for item in part.split(","):
+            span, _, step_text = item.partition("/")
+            if step_text and (not step_text.isdigit() or int(step_text) < 1):
+                raise ValueError(f"{name} step {step_text!r} is not a positive integer")
+            step = int(step_text) if step_text else 1
+            if span == "*":
+                first, last = low, high
+            elif "-" in span:
+                a, _, b = span.partition("-")
+                first, last = _cron_value(a, index), _cron_value(b, index)
+                if first > last:
+                    raise ValueError(f"{name} range {span!r} runs backwards")
+            else:
+                first = _cron_value(span, index)
+                last = high if step_text else first
+            values.update(range(first, last + 1, step))
+        sets.append(frozenset(values))
+    weekdays = frozenset(d % 7 for d in sets[4])
+    return CronSpec(
+        minutes=sets[0],
+        hours=sets[1],
+        days=sets[2],
+        months=sets[3],
+        weekdays=weekdays,
+        any_day=parts[2] == "*",
+        any_weekday=parts[4] == "*",
+    )
+
+
+def parse_every(text: str) -> float:
+    """ "30s", "5m", "1h", "250ms", "1d" as seconds; ValueError otherwise."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*", text)
+    if match is None:
+        raise ValueError(f"every must be a number and a unit (ms, s, m, h, d) like '30s', got {text!r}")
+    seconds = float(match[1]) * _EVERY_UNITS[match[2]]
+    if seconds < 1.0:
+        raise ValueError(f"every must be at least 1s, got {text!r}")
+    return seconds
+
+
+class TriggerConfig(BaseModel):
+    """One `[[triggers]]` entry: a source whose messages (or ticks) become jobs of `function`.
+    Exactly one source: `schedule` (cron) or `every`, `webhook`, `redis_stream`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=_TRIGGER_NAME)
+    #: The qualified function each message calls (checked against the catalog at start-up).
+    function: str = Field(min_length=1)
+    #: 5-field cron, in `timezone` (default: the gateway's local time zone).
+    schedule: str | None = None
+    timezone: str | None = None
+    #: A fixed interval ("30s", "5m"), ticks aligned to the Unix epoch so every replica agrees.
+    every: str | None = None
+    #: A schedule's fixed arguments.
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    #: Serves `POST /v1/hooks/<webhook>`.
+    webhook: str | None = Field(None, pattern=_TRIGGER_NAME)
+    #: The environment variable holding the webhook's HMAC secret (required for a webhook).
+    secret_env: str | None = None
+    #: Which signature a webhook demands: "github" (X-Hub-Signature-256), "hmac"
+    #: (X-Signature-256: sha256=<hex>), "stripe" (Stripe-Signature: t=..,v1=..); None: any of them.
+    signature: Literal["github", "hmac", "stripe"] | None = None
+    #: Seconds a timestamped (Stripe) signature is accepted after its time.
+    replay_window: float = Field(defaults.DEFAULT_WEBHOOK_REPLAY_WINDOW, gt=0)
+    #: A Redis stream whose entries are calls (its fields, or one field `json` holding the object),
+    #: read in a consumer group of this trigger's on `redis_url` (default: `[state] url`).
+    redis_stream: str | None = Field(None, min_length=1)
+    redis_url: str | None = None
+    #: Seconds a stream entry may stay unacknowledged by its gateway before another claims it
+    #: (its gateway died mid-entry).
+    claim_after: float = Field(defaults.DEFAULT_STREAM_CLAIM_AFTER, gt=0)
+    #: Pass the whole payload as this one argument (default: the payload's fields are the arguments).
+    argument: str | None = Field(None, min_length=1)
+    #: The key (by name) whose `/v1/jobs` lists this trigger's jobs and whose name runs them;
+    #: "anonymous" is the open gateway's caller.
+    owner: str = "anonymous"
+    #: Starts paused (`toolmesh triggers resume NAME` starts it).
+    paused: bool = False
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, schedule: str | None) -> str | None:
+        if schedule is not None:
+            parse_cron(schedule)
+        return schedule
+
+    @field_validator("every")
+    @classmethod
+    def _every(cls, every: str | None) -> str | None:
+        if every is not None:
+            parse_every(every)
+        return every
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, zone: str | None) -> str | None:
+        if zone is not None:
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {zone!r} (an IANA name like 'Europe/Paris')") from None
+        return zone
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TriggerConfig:
+        sources = [
+            k for k in ("schedule", "every", "webhook", "redis_stream") if getattr(self, k) is not None
+        ]
+        if len(sources) != 1:
+            raise ValueError(
+                f"trigger {self.name!r} needs exactly one source (schedule, every, webhook or redis_stream),"
+                f" got {', '.join(sources) or 'none'}"
+            )
+        if self.timezone is not None and self.schedule is None:
+            raise ValueError(f"trigger {self.name!r}: timezone goes with a cron schedule")
+        if self.arguments and not self.scheduled:
+            raise ValueError(f"trigger {self.name!r}: fixed arguments go with a schedule or every")
+        if self.webhook is not None and self.secret_env is None:
+            raise ValueError(f"trigger {self.name!r}: a webhook needs secret_env (its signing secret)")
+        if self.webhook is None and (self.secret_env is not None or self.signature is not None):
+            raise ValueError(f"trigger {self.name!r}: secret_env and signature go with a webhook")
+        if self.redis_url is not None and self.redis_stream is None:
+            raise ValueError(f"trigger {self.name!r}: redis_url goes with redis_stream")
+        if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"trigger {self.name!r}: redis_url must start with redis://, rediss:// or unix://"
+            )
+        if self.argument is not None and self.scheduled:
+            raise ValueError(f"trigger {self.name!r}: argument goes with a message source, not a schedule")
+        return self
+
+    @property
+    def scheduled(self) -> bool:
+        return self.schedule is not None or self.every is not None
+
+    def cron(self) -> CronSpec | None:
+        return None if self.schedule is None else parse_cron(self.schedule)
+
+    def interval(self) -> float | None:
+        return None if self.every is None else parse_every(self.every)
+
+
+def check_triggers(triggers: tuple[TriggerConfig, ...]) -> tuple[TriggerConfig, ...]:
+    """Names and webhook paths are each one trigger's."""
+    for what, names in (
+        ("triggers names", [t.name for t in triggers]),
+        ("triggers webhooks", [t.webhook for t in triggers if t.webhook is not None]),
+    ):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"{what} repeat: {', '.join(repeated)}")
+    return triggers
+
+
+Triggers = Annotated[tuple[TriggerConfig, ...], AfterValidator(check_triggers)]

@@ -1,15 +1,18 @@
-"""`toolmesh.toml`'s `[[runtimes]]` entries; `toolmesh.config` reads them with the rest."""
+"""`toolmesh.toml`'s `[[runtimes]]` entries and `[function_state]` (what the gateway keeps for their
+functions); `toolmesh.config` reads them with the rest."""
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
 import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh import config_defaults as defaults
+from toolmesh.directories import default_data_dir
 from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
 from toolmesh.runtimes.mcp import BRIDGE_MODULE
 from toolmesh.runtimes.pod.defaults import (
@@ -241,4 +244,31 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"memory_mb ({memory}) exceeds max_memory_mb ({most})")
 
 
-__all__ = ["RUNTIME_NAME", "HeaderFromEnv", "RuntimeConfig", "cpu_cores"]
+class FunctionStateConfig(BaseModel):
+    """Functions' durable state (`ctx.state`): kept by the gateway in a SQLite file, or in Redis
+    when `[state]` has a URL, one namespace per runtime, within these limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The SQLite file; None: `function_state.sqlite3` in the project's data directory (`settled`).
+    #: Gateways sharing the file share the state (one machine). Unused with Redis.
+    path: Path | None = None
+    #: The largest value, in bytes of JSON; a larger one is refused (invalid_request).
+    max_value_bytes: int = Field(defaults.DEFAULT_STATE_MAX_VALUE_BYTES, ge=16, le=64 * 1024 * 1024)
+    #: The longest key, in characters.
+    max_key_chars: int = Field(defaults.DEFAULT_STATE_MAX_KEY_CHARS, ge=1, le=65536)
+    #: Keys one runtime may hold (expired ones do not count); a new key past it is resource_exhausted.
+    max_keys: int = Field(defaults.DEFAULT_STATE_MAX_KEYS, ge=1)
+
+    @field_validator("path")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser()
+
+    def file(self) -> Path:
+        """The SQLite file's path: the one place that says where function state lives on disk."""
+        default = default_data_dir() / defaults.DEFAULT_FUNCTION_STATE_FILE
+        return self.path if self.path is not None else default
+
+
+__all__ = ["RUNTIME_NAME", "FunctionStateConfig", "HeaderFromEnv", "RuntimeConfig", "cpu_cores"]

@@ -143,6 +143,10 @@ class Authenticator:
             if token is not None and looks_like_jwt(token):
                 await self.tokens.prepare(token)
 
+    def key_names(self) -> set[str]:
+        """The names of the configured keys."""
+        return {principal.name for principal in self._principals.values()}
+
     def authenticate(self, authorization: str | None) -> Principal:
         token = _bearer(authorization)
         if token is not None and not token.isascii():

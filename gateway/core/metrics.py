@@ -2,16 +2,19 @@
 
     toolmesh_invocations_total{function,outcome}             counter
     toolmesh_invocation_duration_seconds{function,outcome}   histogram, end to end at the gateway
+    toolmesh_trigger_runs_total{trigger}                     counter, jobs a trigger made
+    toolmesh_trigger_failures_total{trigger}                 counter, of those: failed or dead
 
 `function` only ever takes names from the catalog; calls to unknown names are not
 counted, so clients cannot grow the label set. `outcome` is ok, error,
 invalid_arguments, timeout, or the code of the error that stopped the call
-(unavailable, overloaded, ...). The pool's own series are in pool/pool_metrics.py.
+(unavailable, overloaded, ...). `trigger` is a `[[triggers]]` name from the config. The pool's own
+series are in pool/pool_metrics.py.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter
 
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod.executor import outcome_of
@@ -22,6 +25,15 @@ class GatewayMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         self._calls = CallMetrics(self.registry, "toolmesh", "the gateway")
+        self._trigger_runs = Counter(
+            "toolmesh_trigger_runs_total", "Jobs a trigger made", ["trigger"], registry=self.registry
+        )
+        self._trigger_failures = Counter(
+            "toolmesh_trigger_failures_total",
+            "Jobs a trigger made that failed or died",
+            ["trigger"],
+            registry=self.registry,
+        )
 
     @staticmethod
     def outcome_of(result: Result) -> str:
@@ -29,3 +41,9 @@ class GatewayMetrics:
 
     def observe(self, function: str, outcome: str, seconds: float) -> None:
         self._calls.observe(function, outcome, seconds)
+
+    def trigger_ran(self, trigger: str) -> None:
+        self._trigger_runs.labels(trigger).inc()
+
+    def trigger_failed(self, trigger: str) -> None:
+        self._trigger_failures.labels(trigger).inc()

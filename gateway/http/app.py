@@ -6,6 +6,7 @@ POST /v1/functions/{name}/invoke      call it; the body is the arguments object
                                       (Accept: text/event-stream: items as they come, sse.py)
                                       (Prefer: respond-async: a job, 202; job_routes.py)
 /v1/jobs, /v1/jobs/{id}[/retry]       asynchronous calls: status, results, dead letters
+POST /v1/hooks/{name}                 webhook triggers: a signed body becomes a job (job_routes.py)
 GET  /v1/tools?format=&strict=        the catalog as LLM tool definitions (&query=&k=: only the top k)
 POST /v1/route, POST /v1/execute      free-text routing and execution (free_text_routes.py)
 POST /v1/tool_calls                   run a model's tool calls, answer in its format
@@ -15,6 +16,7 @@ GET  /v1/resources/read?uri=          read one: the Result of its function (as .
 GET  /openapi.json, /healthz, /readyz?runtime=&strict=
 GET  /metrics, /v1/metrics/targets, /v1/metrics/pods/...  (metrics_routes.py; a key needs "@metrics")
 POST /v1/admin/reload                 reload the runtimes (a key needs "@admin"; admin_routes.py)
+/v1/admin/triggers[/{name}/{action}] list, pause, resume, run the triggers (also "@admin")
 GET  /v1/invocations/recent?limit=    the last calls the key may see (invocation_routes.py)
 GET  /ui/...                          the web console: static files calling this API (console/)
 
@@ -54,6 +56,7 @@ from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
+from toolmesh.gateway.triggers.trigger_host import TriggerHost
 from toolmesh.runtimes.functions.spec import FunctionSpec, spec_to_dict
 
 log = logging.getLogger("toolmesh.gateway")
@@ -85,6 +88,7 @@ def create_app(
     extra_routes: Sequence[BaseRoute] = (),
     allowed_origins: Sequence[str] = (),
     jobs: JobService | None = None,
+    triggers: TriggerHost | None = None,
 ) -> Starlette:
     """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
     `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
@@ -231,9 +235,9 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         *metrics_routes(mesh),
         *free_text_routes(mesh),
-        *admin_routes(mesh),
+        *admin_routes(mesh, triggers),
         *invocation_routes(mesh),
-        *(job_routes(jobs) if jobs is not None else ()),
+        *(job_routes(jobs, triggers) if jobs is not None else ()),
         *console_routes(),
         *extra_routes,
     ]

@@ -1,4 +1,5 @@
-"""Asynchronous calls over HTTP: thin adapters over `gateway.jobs.JobService`.
+"""The HTTP routes that make and show jobs: thin adapters over `gateway.jobs.JobService` and,
+for webhooks, `gateway.triggers.TriggerService`.
 
 POST /v1/functions/{name}/invoke    with `Prefer: respond-async` (app.py sends it here): 202
 POST /v1/jobs                       {"function", "arguments"?, "callback_url"?}: 202
@@ -6,6 +7,8 @@ GET  /v1/jobs?status=dead&limit=    the caller's jobs, newest first (dead: its d
 GET  /v1/jobs/{id}                  a job: status, attempts, result or error, callback
 POST /v1/jobs/{id}/retry            queue a dead, failed or cancelled job again: 202
 DELETE /v1/jobs/{id}                cancel a queued or running job (or one waiting for answers)
+POST /v1/hooks/{name}               a webhook trigger: signed body -> a job of its function, 202
+                                    (no API key: the signature proves the sender; 401 without it)
 
 A 202 answers the job document with `Location: /v1/jobs/{id}`. With the invoke route the
 body is the arguments, as for a direct call, and a callback URL comes in `X-Callback-Url`.
@@ -21,15 +24,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from toolmesh.errors import InvalidRequest
+from toolmesh.errors import InvalidRequest, TriggerNotFound, Unavailable
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.http.adapt import body, caller, json_response
 from toolmesh.gateway.http.payloads import parse_json
 from toolmesh.gateway.jobs.job import JOBS_PATH, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.triggers import webhooks
+from toolmesh.gateway.triggers.trigger_host import TriggerHost
 
 CALLBACK_HEADER = "x-callback-url"
 _SUBMIT_FIELDS = {"function", "arguments", "callback_url"}
+HOOKS_PATH = "/v1/hooks"
 
 
 def wants_async(prefer: str | None) -> bool:
@@ -60,8 +66,19 @@ def _limit(value: str) -> int:
     return int(value)
 
 
-def job_routes(jobs: JobService) -> list[Route]:
+def job_routes(jobs: JobService, triggers: TriggerHost | None = None) -> list[Route]:
     mesh = jobs.mesh
+
+    async def hook(request: Request) -> Response:
+        name = request.path_params["name"]
+        trigger = None if triggers is None else triggers.service.webhooks.get(name)
+        if triggers is None or trigger is None:
+            raise TriggerNotFound(f"no webhook {name!r}", param="name")
+        raw = await body(mesh, request)  # over [gateway] max_body_bytes: 413, nothing read past it
+        webhooks.verify(trigger, triggers.secrets[trigger.name], request.headers, raw)
+        if await triggers.service.paused(trigger.name):
+            raise Unavailable(f"webhook {name!r} is paused; send it again later", retry_after=60.0)
+        return accepted(await triggers.service.fire(trigger, webhooks.message(request.headers, raw)))
 
     async def submit(request: Request) -> Response:
         principal = caller(mesh, request)
@@ -111,6 +128,7 @@ def job_routes(jobs: JobService) -> list[Route]:
         Route(JOBS_PATH, jobs_root, methods=["GET", "POST"]),
         Route(JOBS_PATH + "/{id}", one_job, methods=["GET", "DELETE"]),
         Route(JOBS_PATH + "/{id}/retry", retry, methods=["POST"]),
+        Route(HOOKS_PATH + "/{name}", hook, methods=["POST"]),
     ]
 
 
@@ -224,6 +242,19 @@ def job_openapi(paths: dict[str, Any], errors: Callable[..., dict[str, Any]]) ->
             "responses": {"202": accepted_job, **errors(400, 401, 403, 404, 429)},
         }
     }
+    paths[HOOKS_PATH + "/{name}"] = {
+        "post": {
+            "summary": "A webhook trigger ([[triggers]] webhook = NAME): its signed body becomes a job",
+            "description": "Signed with the trigger's secret: X-Hub-Signature-256 (GitHub), X-Signature-256"
+            " (sha256=<hex HMAC of the body>) or Stripe-Signature (t=<unix>,v1=<hex HMAC of '<t>.<body>'>,"
+            " within the replay window). No API key. A body that does not fit the function is a dead job.",
+            "operationId": "webhook",
+            "security": [{}],
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+            "responses": {"202": accepted_job, **errors(401, 404, 413, 503)},
+        }
+    }
     return {"Job": _JOB_SCHEMA}
 
 
@@ -240,6 +271,7 @@ _JOB_SCHEMA = {
         "updated_at": {"type": "number"},
         "finished_at": {"type": "number"},
         "request_id": {"type": "string"},
+        "trigger": {"type": "string", "description": "The [[triggers]] entry that made the job"},
         "result": {"$ref": "#/components/schemas/Result"},
         "error": {
             "type": "object",

@@ -74,6 +74,8 @@ class Job:
     #: What its caller answered to what the function asked (MCP tasks, tasks/update), a JSON
     #: object by ask key: every attempt replays the call with them.
     answers: bytes | None = None
+    #: The `[[triggers]]` entry whose tick or message made the job ("" for a caller's).
+    trigger: str = ""
 
     def document(self) -> dict[str, Any]:
         """The job as its owner reads it (GET /v1/jobs/{id}, callbacks)."""
@@ -90,6 +92,8 @@ class Job:
             doc["finished_at"] = round(self.finished, 3)
         if self.request_id:
             doc["request_id"] = self.request_id
+        if self.trigger:
+            doc["trigger"] = self.trigger
         if self.result is not None:
             doc["result"] = json.loads(self.result)
         if self.error is not None:

@@ -215,6 +215,8 @@ class JobRunner:
             # Or it was cancelled while another gateway ran it: then nothing runs again.
             log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
             return
+        if job.trigger and job.status in (JobStatus.FAILED, JobStatus.DEAD):
+            self.mesh.metrics.trigger_failed(job.trigger)
         log.info(
             "job %s",
             job.status.value,

@@ -25,7 +25,11 @@ class JobStore(Protocol):
     async def close(self) -> None: ...
 
     async def add(self, job: Job, max_queued: int) -> None:
-        """Queue `job`; raise `Overloaded` if `max_queued` jobs are already queued or running."""
+        """Queue `job`; raise `Overloaded` if `max_queued` jobs are already queued or running.
+        A job already finished (a trigger's message that fits no function: dead at once, its
+        error said) is recorded as it is, never queued, whatever the queue holds. A job whose id
+        is already recorded is not added again (a trigger's message delivered twice: its job id
+        is made from the message's)."""
         ...
 
     async def get(self, job_id: str) -> Job | None: ...

@@ -45,6 +45,8 @@ end
 #: ARGV prefix, id, max_queued, owner, created, then the hash's fields and values.
 #: Returns -1 when queued, else the number of active jobs (the queue is full).
 ADD = """
+-- Already recorded: a trigger's message delivered twice.
+if redis.call('EXISTS', P .. 'job:' .. ARGV[2]) == 1 then return -1 end
 local active = tonumber(redis.call('GET', P .. 'active') or '0')
 if active >= tonumber(ARGV[3]) then return active end
 redis.call('INCR', P .. 'active')
@@ -53,6 +55,21 @@ redis.call('HSET', job, unpack(ARGV, 6))
 redis.call('ZADD', P .. 'owner:' .. ARGV[4], ARGV[5], ARGV[2])
 redis.call('XADD', stream, '*', 'id', ARGV[2])
 return -1
+"""
+
+#: ARGV prefix, id, finished, owner, created, expiry (s), then the hash's fields and values: a
+#: job finished from the start (dead at once) is indexed like a buried one, never queued.
+RECORD = """
+local job = P .. 'job:' .. ARGV[2]
+if redis.call('EXISTS', job) == 1 then return 0 end
+redis.call('HSET', job, unpack(ARGV, 7))
+redis.call('ZADD', P .. 'owner:' .. ARGV[4], ARGV[5], ARGV[2])
+redis.call('ZADD', P .. 'finished', ARGV[3], ARGV[2])
+if redis.call('HGET', job, 'status') == 'dead' then
+  redis.call('ZADD', P .. 'dead:' .. ARGV[4], ARGV[5], ARGV[2])
+end
+redis.call('EXPIRE', job, ARGV[6])
+return 0
 """
 
 #: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms),

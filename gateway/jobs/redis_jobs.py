@@ -48,6 +48,7 @@ from toolmesh.gateway.jobs.redis_job_scripts import (
     COMMON,
     GROUP,
     PURGE,
+    RECORD,
     RECOVER,
     RENEW,
     REQUEUE,
@@ -105,6 +106,7 @@ def _from_hash(h: dict[bytes, bytes]) -> Job:
         updated=float(h.get(b"updated", h[b"created"])),
         finished=_float(h.get(b"finished")),
         answers=json.dumps(answers).encode() if answers else None,
+        trigger=text(b"trigger"),
     )
 
 
@@ -128,6 +130,7 @@ class RedisJobStore:
             return client.register_script(COMMON + body)
 
         self._add = script(ADD)
+        self._record = script(RECORD)
         self._claim = script(CLAIM)
         self._renew = script(RENEW)
         self._settle = script(SETTLE)
@@ -171,9 +174,24 @@ class RedisJobStore:
             "request_id", job.request_id, "session_id", job.session_id, "status", job.status.value,
             "attempts", 0, "callback_state", job.callback_state.value, "callback_attempts", 0,
             "created", repr(job.created), "updated", repr(job.created), "project", self.project,
+            "trigger", job.trigger,
         ]  # fmt: skip
         if job.callback_url is not None:
             fields += ["callback_url", job.callback_url]
+        if job.status.finished:
+            finished = job.finished or time.time()
+            fields += [
+                "error",
+                json.dumps(job.error or {}),
+                "finished",
+                repr(finished),
+                "updated",
+                repr(finished),
+            ]
+            await self._run(
+                self._record, job.id, repr(finished), job.owner, repr(job.created), self._expiry, *fields
+            )
+            return
         active = int(await self._run(self._add, job.id, max_queued, job.owner, repr(job.created), *fields))
         if active >= 0:
             raise Overloaded(

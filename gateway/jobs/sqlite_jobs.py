@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     worker TEXT,
     lease_until REAL NOT NULL DEFAULT 0,
     answers BLOB,
-    project TEXT NOT NULL DEFAULT ''
+    project TEXT NOT NULL DEFAULT '',
+    trigger TEXT NOT NULL DEFAULT ''
 );
 """
 #: After the added columns (an older file gets `project` first). The indexes lead with the
@@ -62,11 +63,11 @@ CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
 """
 _COLUMNS = (
     "id, owner, function, arguments, request_id, session_id, status, attempts, result, error,"
-    " callback_url, callback_state, callback_attempts, created, updated, finished, answers"
+    " callback_url, callback_state, callback_attempts, created, updated, finished, answers, trigger"
 )
 #: Columns added since the first release, added to an older file when it is opened. Jobs from
 #: before projects keep project '' (no project's): no gateway claims, lists or returns them.
-_ADDED = {"answers": "BLOB", "project": "TEXT NOT NULL DEFAULT ''"}
+_ADDED = {"answers": "BLOB", "project": "TEXT NOT NULL DEFAULT ''", "trigger": "TEXT NOT NULL DEFAULT ''"}
 _ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
 
 
@@ -89,6 +90,7 @@ def _job(row: Sequence[Any]) -> Job:
         updated=row[14],
         finished=row[15],
         answers=_answers(row[16]),
+        trigger=row[17],
     )
 
 
@@ -152,16 +154,17 @@ class SqliteJobStore:
                     "SELECT COUNT(*) FROM jobs WHERE project = ? AND status IN (?, ?)",
                     (self.project, *_ACTIVE),
                 ).fetchone()
-                if active >= max_queued:
+                if active >= max_queued and not job.status.finished:
                     raise Overloaded(
                         f"the job queue is full: {active} jobs are queued or running,"
                         f" the limit ([jobs] max_queued) is {max_queued}; try again later",
                         retry_after=1.0,
                     )
                 db.execute(
-                    "INSERT INTO jobs (id, owner, function, arguments, request_id, session_id, status,"
-                    " callback_url, callback_state, created, updated, project)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id,"
+                    " status, callback_url, callback_state, created, updated, project, trigger, error,"
+                    " finished)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         job.id,
                         job.owner,
@@ -175,6 +178,9 @@ class SqliteJobStore:
                         job.created,
                         job.created,
                         self.project,
+                        job.trigger,
+                        None if job.error is None else json.dumps(job.error),
+                        job.finished,
                     ),
                 )
             except BaseException:

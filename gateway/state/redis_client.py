@@ -13,6 +13,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
@@ -90,3 +91,12 @@ class Outage:
         except RedisError as exc:  # e.g. a read-only replica, OOM: Redis answered, but no
             raise self.failed(exc) from None
         self.succeeded()
+
+
+@dataclass(frozen=True)
+class RedisAccess:
+    """The shared client, its key prefix and outage, for what keeps state of its own in Redis."""
+
+    client: redis.Redis
+    prefix: str
+    outage: Outage

@@ -17,6 +17,7 @@ import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from toolmesh.config import ConfigError, FunctionStateConfig, RouterConfig, StateConfig
 from toolmesh.errors import StateUnavailable
@@ -28,6 +29,9 @@ from toolmesh.gateway.state.limits import LocalLimits, RateLimits
 from toolmesh.jobs_config import JobsConfig
 from toolmesh.router.learning import ExampleStore, Routings
 from toolmesh.router.sessions import Sessions
+
+if TYPE_CHECKING:
+    from toolmesh.gateway.state.redis_client import RedisAccess
 
 log = logging.getLogger("toolmesh.gateway")
 
@@ -57,6 +61,8 @@ class SharedState:
     #: Free-text calls waiting for their confirmation.
     confirmations: Confirmations = field(default_factory=LocalConfirmations)
     function_store: FunctionStoreFactory | None = None
+    #: The Redis behind it all, for triggers' ticks and streams (None: no `[state] url`).
+    redis: RedisAccess | None = None
 
     async def function_state(self, config: FunctionStateConfig) -> FunctionStateService:
         """Functions' durable state (`ctx.state`): in Redis with the rest, else in its SQLite file
@@ -100,7 +106,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         return SharedState()
     from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
     from toolmesh.gateway.state.loop_calls import LoopCalls
-    from toolmesh.gateway.state.redis_client import Outage, connect, redact
+    from toolmesh.gateway.state.redis_client import Outage, RedisAccess, connect, redact
     from toolmesh.gateway.state.redis_confirmations import RedisConfirmations
     from toolmesh.gateway.state.redis_feed import RedisFeed
     from toolmesh.gateway.state.redis_function_state import RedisFunctionStore
@@ -149,4 +155,5 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         routings=lambda: RedisRoutings(client, prefix, calls),
         confirmations=RedisConfirmations(client, prefix, outage),
         function_store=lambda: RedisFunctionStore(client, prefix, outage),
+        redis=RedisAccess(client, prefix, outage),
     )

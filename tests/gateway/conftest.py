@@ -38,7 +38,7 @@ from toolmesh.config import (
 )
 from toolmesh.directories import ProjectConfig
 from toolmesh.gateway.server import Gateway, start_gateway
-from toolmesh.jobs_config import JobsConfig
+from toolmesh.jobs_config import JobsConfig, TriggerConfig
 from toolmesh.oauth_config import OAuthConfig
 
 
@@ -59,10 +59,9 @@ StartGateway = Callable[..., Awaitable[Gateway]]
 async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
     """``await gateway_factory(runtime(...), keys=[...], max_body_bytes=2048)``; stopped after the test.
 
-    `mcp`, `chat`, `router`, `state`, `jobs`, `function_state` and `oauth` set those sections (jobs and
-    function state in files under `tmp_path` unless they name one, and the project's data directory
-    under it); other keyword arguments go
-    to [gateway].
+    `mcp`, `chat`, `router`, `state`, `jobs`, `function_state`, `oauth` and `triggers` set those
+    sections (jobs and function state in files under `tmp_path` unless they name one, and the
+    project's data directory under it); other keyword arguments go to [gateway].
     """
     started: list[Gateway] = []
 
@@ -77,6 +76,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         jobs: JobsConfig | None = None,
         function_state: FunctionStateConfig | None = None,
         oauth: OAuthConfig | None = None,
+        triggers: Sequence[TriggerConfig] = (),
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
@@ -98,6 +98,7 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
             # Whatever a test leaves at its default is kept under tmp_path, not in the checkout.
             project=ProjectConfig(data_dir=tmp_path / f"data-{len(started)}"),
             oauth=oauth,
+            triggers=tuple(triggers),
         )
         gateway = await start_gateway(config, environ=environ or {})
         started.append(gateway)

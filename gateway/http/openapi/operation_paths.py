@@ -1,5 +1,5 @@
-"""The OpenAPI paths for operating the gateway: health, readiness, metrics, reload and the
-recent invocations."""
+"""The OpenAPI paths for operating the gateway: health, readiness, metrics, reload, triggers and
+the recent invocations."""
 
 from __future__ import annotations
 
@@ -98,6 +98,21 @@ _ADMIN_PATHS: dict[str, Any] = {
             },
         }
     }
+}
+
+_TRIGGER = {
+    "type": "object",
+    "required": ["name", "function", "paused"],
+    "properties": {
+        "name": {"type": "string"},
+        "function": {"type": "string"},
+        "schedule": {"type": "string", "description": "cron, with its time zone"},
+        "every": {"type": "string"},
+        "webhook": {"type": "string", "description": "its path"},
+        "redis_stream": {"type": "string"},
+        "paused": {"type": "boolean"},
+        "next_run": {"type": ["number", "null"], "description": "A schedule's next tick (Unix time)"},
+    },
 }
 
 OPERATION_PATHS: dict[str, Any] = {
@@ -222,6 +237,39 @@ OPERATION_PATHS: dict[str, Any] = {
                     "The calls, newest first",
                 ),
                 **errors(400, 401),
+            },
+        }
+    },
+    "/v1/admin/triggers": {
+        "get": {
+            "summary": "The [[triggers]]: source, paused, a schedule's next run (needs the @admin scope)",
+            "operationId": "listTriggers",
+            "responses": {
+                "200": json_body(
+                    {"type": "object", "properties": {"triggers": {"type": "array", "items": _TRIGGER}}},
+                    "The triggers",
+                ),
+                **errors(401, 403, 404),
+            },
+        }
+    },
+    "/v1/admin/triggers/{name}/{action}": {
+        "post": {
+            "summary": "Pause or resume a trigger on every replica, or run a schedule now (needs @admin)",
+            "operationId": "operateTrigger",
+            "parameters": [
+                {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                {
+                    "name": "action",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"enum": ["pause", "resume", "run"]},
+                },
+            ],
+            "responses": {
+                "200": json_body(_TRIGGER, "pause, resume: the trigger"),
+                "202": json_body(ref("Job"), "run: the job it made"),
+                **errors(400, 401, 403, 404, 503),
             },
         }
     },

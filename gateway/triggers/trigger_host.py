@@ -1,0 +1,106 @@
+"""`TriggerHost`: a gateway's triggers from start-up to shutdown: the core, its ticks (in Redis
+with `[state] url`, else in the jobs' SQLite file) and the schedules' tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from toolmesh.config import ConfigError, settled_value
+from toolmesh.errors import InvalidRequest
+from toolmesh.gateway.jobs.job import Job
+from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.triggers.schedules import Scheduler, next_tick
+from toolmesh.gateway.triggers.ticks import SqliteTicks, TriggerTicks
+from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
+from toolmesh.jobs_config import TriggerConfig
+
+if TYPE_CHECKING:
+    from toolmesh.gateway.state.redis_client import RedisAccess
+    from toolmesh.gateway.triggers.redis_streams import StreamReader
+
+
+@dataclass
+class TriggerHost:
+    service: TriggerService
+    scheduler: Scheduler
+    readers: list[StreamReader] = field(default_factory=list)
+    #: Each webhook trigger's signing secret, by trigger name.
+    secrets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    async def start(
+        cls,
+        jobs: JobService,
+        triggers: Sequence[TriggerConfig],
+        project: str,
+        redis: RedisAccess | None,
+        secrets: Mapping[str, bytes],
+        state_url: str | None = None,
+    ) -> TriggerHost:
+        """Start `triggers`: their Redis streams on their `redis_url` or `state_url`."""
+        ticks: TriggerTicks
+        if redis is not None:
+            from toolmesh.gateway.triggers.redis_ticks import RedisTicks
+
+            ticks = RedisTicks(redis.client, redis.prefix, redis.outage, project)
+        else:
+            ticks = SqliteTicks(settled_value(jobs.config.path, "[jobs] path"), project)
+        service = TriggerService(jobs, triggers, ticks)
+        readers = []
+        for trigger in triggers:
+            if trigger.redis_stream is not None:
+                url = trigger.redis_url or state_url
+                if url is None:
+                    raise ConfigError(
+                        f"triggers.{trigger.name}: redis_stream needs redis_url, or [state] url to share"
+                    )
+                from toolmesh.gateway.triggers.redis_streams import StreamReader
+
+                readers.append(StreamReader(service, trigger, url, project))
+        await service.start()
+        scheduler = Scheduler(service)
+        scheduler.start()
+        for reader in readers:
+            reader.start()
+        return cls(service, scheduler, readers, secrets)
+
+    async def stop(self) -> None:
+        """Stop firing: schedules and stream reads end; an entry being recorded is acknowledged
+        once its job is, or stays pending for another gateway."""
+        await self.scheduler.stop()
+        await asyncio.gather(*(reader.stop() for reader in self.readers))
+        await self.service.stop()
+
+    async def describe(self, name: str) -> dict[str, Any]:
+        """A trigger as `toolmesh triggers list` shows it: its source, whether it is paused and,
+        for a schedule, when it fires next (Unix time)."""
+        trigger = self.service.get(name)
+        doc: dict[str, Any] = {"name": name, "function": trigger.function}
+        if trigger.schedule is not None:
+            doc["schedule"] = trigger.schedule + (f" ({trigger.timezone})" if trigger.timezone else "")
+        elif trigger.every is not None:
+            doc["every"] = trigger.every
+        elif trigger.webhook is not None:
+            doc["webhook"] = f"/v1/hooks/{trigger.webhook}"
+        elif trigger.redis_stream is not None:
+            doc["redis_stream"] = trigger.redis_stream
+        doc["paused"] = await self.service.paused(name)
+        if trigger.scheduled:
+            due = next_tick(trigger, time.time())
+            doc["next_run"] = None if due is None else round(due, 3)
+        return doc
+
+    async def run(self, name: str) -> Job:
+        """Fire a schedule now, outside its ticks (even a paused one: it was asked for)."""
+        trigger = self.service.get(name)
+        if not trigger.scheduled:
+            raise InvalidRequest(
+                f"trigger {name!r} runs on its messages; only a schedule (schedule or every) is run now",
+                param="name",
+            )
+        stamp = round(time.time() * 1000)
+        return await self.service.fire(trigger, TriggerMessage(dict(trigger.arguments), f"run:{stamp}"))

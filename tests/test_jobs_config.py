@@ -1,0 +1,70 @@
+"""`[[triggers]]`: a mistake fails start-up with a ConfigError naming the trigger and the key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolmesh.config import ConfigError, parse_config
+
+
+def triggers(*entries: dict[str, Any], **rest: Any) -> dict[str, Any]:
+    return {"triggers": list(entries), **rest}
+
+
+def test_a_schedule_and_a_webhook_are_read_into_typed_triggers() -> None:
+    config = parse_config(
+        triggers(
+            {"name": "nightly", "function": "reports.build", "schedule": "0 3 * * *", "timezone": "UTC"},
+            {
+                "name": "gh",
+                "function": "ci.on_push",
+                "webhook": "github",
+                "secret_env": "S",
+                "argument": "event",
+            },
+        )
+    )
+    nightly, github = config.triggers
+    cron = nightly.cron()
+    assert cron is not None and cron.hours == {3} and cron.minutes == {0}
+    assert github.webhook == "github" and github.argument == "event"
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ({"name": "a", "function": "f", "schedule": "0 3 * *"}, "5 fields"),
+        ({"name": "a", "function": "f", "schedule": "61 * * * *"}, "minute '61' is not from 0 to 59"),
+        (
+            {"name": "a", "function": "f", "schedule": "0 3 * * *", "timezone": "Mars/Base"},
+            "unknown time zone",
+        ),
+        ({"name": "a", "function": "f", "every": "soon"}, "every must be a number and a unit"),
+        ({"name": "a", "function": "f"}, "exactly one source"),
+        (
+            {"name": "a", "function": "f", "every": "5s", "webhook": "x", "secret_env": "S"},
+            "exactly one source",
+        ),
+        ({"name": "a", "function": "f", "webhook": "x"}, "needs secret_env"),
+        ({"name": "a", "function": "f", "every": "5s", "max_attempts": 3}, "max_attempts"),
+        ({"name": "a", "function": "f", "every": "5s", "redis_url": "redis://r"}, "goes with redis_stream"),
+        (
+            {"name": "a", "function": "f", "redis_stream": "s", "redis_url": "http://r"},
+            "must start with redis://",
+        ),
+    ],
+)
+def test_a_wrong_trigger_is_a_config_error_that_says_what(entry: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError, match="triggers") as caught:
+        parse_config(triggers(entry))
+    assert says in str(caught.value)
+
+
+def test_trigger_names_and_webhooks_are_each_one_triggers() -> None:
+    twice = {"name": "a", "function": "f", "every": "5s"}
+    with pytest.raises(ConfigError, match="triggers names repeat: a"):
+        parse_config(triggers(twice, twice))
+    with pytest.raises(ConfigError, match="nowhere"):
+        parse_config(triggers(twice, jobs={"enabled": False}))
