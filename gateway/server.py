@@ -232,6 +232,8 @@ async def start_gateway(
         extra={"project": project, "data_dir": str(config.project.data_dir)},
     )
     settings = config.gateway
+    if settings.audit_log is None:  # who called what matters most where callers are people
+        settings = settings.model_copy(update={"audit_log": config.oauth is not None})
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
     state = await open_state(config.state, environment.state_url)
     try:

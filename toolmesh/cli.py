@@ -426,12 +426,37 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(tools, default_url)
     tools.set_defaults(handler=_tools)
 
-    from toolmesh.gateway.triggers.trigger_commands import add_trigger_commands
     from toolmesh.router.commands import add_router_commands
 
-    add_trigger_commands(commands, default_url)
+    _add_trigger_commands(commands, default_url)
     add_router_commands(commands)
     return parser
+
+
+def _triggers(args: argparse.Namespace) -> int:
+    from toolmesh.gateway.triggers.trigger_commands import run
+
+    return run(args)
+
+
+def _add_trigger_commands(commands: Any, default_url: str) -> None:
+    parser = commands.add_parser(
+        "triggers",
+        help="list, pause, resume or run a running gateway's triggers (a key with the @admin scope)",
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    for action, helped in [
+        ("list", "each trigger: paused or not, its function, its source, a schedule's next run"),
+        ("pause", "stop firing it, on every replica (a webhook answers 503, a stream waits)"),
+        ("resume", "fire it again"),
+        ("run", "fire a schedule now, once (prints the job id)"),
+    ]:
+        sub = actions.add_parser(action, help=helped)
+        if action != "list":
+            sub.add_argument("name", help="the trigger's name")
+        _add_client_options(sub, default_url)
+        sub.add_argument("--json", action="store_true", help="print the gateway's answer as JSON")
+        sub.set_defaults(handler=_triggers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -149,6 +149,8 @@ class GatewayConfig(_Section):
     metrics_port: int | None = Field(None, ge=0, le=65535)
     #: One JSON line per HTTP request and Mesh gRPC call on the `toolmesh.access` logger.
     access_log: bool = defaults.DEFAULT_ACCESS_LOG
+    #: One record per call on `toolmesh.audit` (who, what, outcome); None: on with `[oauth]`.
+    audit_log: bool | None = None
     #: The gateway's URL as its clients reach it ("https://gw.example.com"): `[oauth]`'s audience.
     public_url: str | None = Field(None, pattern=r"^https?://[^/\s]+(/\S*)?$")
 

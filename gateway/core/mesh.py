@@ -240,7 +240,8 @@ class Mesh:
                 self.metrics.observe(spec.qualified_name, outcome, seconds)
                 self.recent.record(principal, request_id, spec.qualified_name, outcome, seconds)
             name = spec.qualified_name if spec is not None else request.name
-            audit.record(principal.name, principal.client_id, name, outcome, seconds, request_id, trace)
+            if self.config.audit_log:
+                audit.record(principal.name, principal.client_id, name, outcome, seconds, request_id, trace)
         return refusals.check(result)
 
     async def stream(
@@ -261,7 +262,8 @@ class Mesh:
         except ToolmeshError as exc:
             seconds = time.perf_counter() - started
             rid = request.options.request_id or ""
-            audit.record(principal.name, principal.client_id, request.name, exc.code, seconds, rid)
+            if self.config.audit_log:
+                audit.record(principal.name, principal.client_id, request.name, exc.code, seconds, rid)
             yield refusals.settle(exc)
             return
         call, timeout = self._call(spec, request)
@@ -285,15 +287,16 @@ class Mesh:
             seconds = time.perf_counter() - started
             self.metrics.observe(spec.qualified_name, outcome, seconds)
             self.recent.record(principal, call.request_id, spec.qualified_name, outcome, seconds)
-            audit.record(
-                principal.name,
-                principal.client_id,
-                spec.qualified_name,
-                outcome,
-                seconds,
-                call.request_id,
-                call.trace,
-            )
+            if self.config.audit_log:
+                audit.record(
+                    principal.name,
+                    principal.client_id,
+                    spec.qualified_name,
+                    outcome,
+                    seconds,
+                    call.request_id,
+                    call.trace,
+                )
 
     async def execute_batch(
         self,

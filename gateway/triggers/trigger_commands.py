@@ -42,7 +42,9 @@ def _source(trigger: dict[str, Any]) -> str:
     return ""
 
 
-def _triggers(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """One `toolmesh triggers` action (its arguments: toolmesh/cli.py, which imports this only
+    when the command runs: a pod's CLI loads nothing of the gateway)."""
     import httpx
 
     path = PATH if args.action == "list" else f"{PATH}/{args.name}/{args.action}"
@@ -70,26 +72,3 @@ def _triggers(args: argparse.Namespace) -> int:
     else:
         print(f"{document['name']} {'paused' if document['paused'] else 'active'}")
     return 0
-
-
-def add_trigger_commands(commands: Any, default_url: str) -> None:
-    parser = commands.add_parser(
-        "triggers",
-        help="list, pause, resume or run a running gateway's triggers (a key with the @admin scope)",
-    )
-    actions = parser.add_subparsers(dest="action", required=True)
-    for action, helped in [
-        ("list", "each trigger: paused or not, its function, its source, a schedule's next run"),
-        ("pause", "stop firing it, on every replica (a webhook answers 503, a stream waits)"),
-        ("resume", "fire it again"),
-        ("run", "fire a schedule now, once (prints the job id)"),
-    ]:
-        sub = actions.add_parser(action, help=helped)
-        if action != "list":
-            sub.add_argument("name", help="the trigger's name")
-        sub.add_argument(
-            "--url", default=default_url, help="the gateway's HTTP address (default %(default)s)"
-        )
-        sub.add_argument("--api-key", help=f"API key for the gateway (default: ${API_KEY_ENV})")
-        sub.add_argument("--json", action="store_true", help="print the gateway's answer as JSON")
-        sub.set_defaults(handler=_triggers)
