@@ -10,19 +10,16 @@ project on the same file are strangers: neither side claims, lists or returns th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
-
-T = TypeVar("T")
+from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -108,24 +105,13 @@ class SqliteJobStore:
             raise ValueError("a job store needs a project id")
         self.path = path
         self.project = project
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="toolmesh-jobs")
+        self._sqlite = SqliteThread(path, "jobs", "job store")
         #: The functions in this connection's `temp.served` (those the gateway serves).
         self._served: frozenset[str] = frozenset()
-        self._db: sqlite3.Connection | None = None
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            assert self._db is not None, "the job store is not open"
-            return work(self._db)
-
-        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+        self._run = self._sqlite.run
 
     async def open(self) -> None:
-        def connect() -> None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit; multi-statement changes say BEGIN IMMEDIATE themselves.
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            db.execute("PRAGMA journal_mode=WAL")
+        def setup(db: sqlite3.Connection) -> None:
             # Survives a killed process (the WAL is written before each commit returns); only a
             # power cut may lose the last transactions, which fsync on every one would cost.
             db.execute("PRAGMA synchronous=NORMAL")
@@ -136,15 +122,11 @@ class SqliteJobStore:
                     db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
             db.executescript(_INDEXES)
             db.execute("CREATE TEMP TABLE IF NOT EXISTS served (function TEXT PRIMARY KEY) WITHOUT ROWID")
-            self._db = db
 
-        await asyncio.get_running_loop().run_in_executor(self._thread, connect)
+        await self._sqlite.open(setup)
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._run(lambda db: db.close())
-            self._db = None
-        self._thread.shutdown(wait=True)
+        await self._sqlite.close()
 
     async def add(self, job: Job, max_queued: int) -> None:
         def add(db: sqlite3.Connection) -> None:

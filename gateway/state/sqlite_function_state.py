@@ -9,15 +9,14 @@ written again or when the runtime reaches its key limit.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 from toolmesh.gateway.state.function_state import NotANumber, TooManyKeys
 
 T = TypeVar("T")
@@ -47,15 +46,8 @@ class SqliteFunctionStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="toolmesh-state")
-        self._db: sqlite3.Connection | None = None
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            assert self._db is not None, "the function state store is not open"
-            return work(self._db)
-
-        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+        self._sqlite = SqliteThread(path, "state", "function state store")
+        self._run = self._sqlite.run
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def transaction(db: sqlite3.Connection) -> T:
@@ -71,22 +63,15 @@ class SqliteFunctionStore:
         return await self._run(transaction)
 
     async def open(self) -> None:
-        def connect() -> None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            db.execute("PRAGMA journal_mode=WAL")
+        def setup(db: sqlite3.Connection) -> None:
             # A killed gateway loses nothing (the WAL is written before each commit returns).
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
-            self._db = db
 
-        await asyncio.get_running_loop().run_in_executor(self._thread, connect)
+        await self._sqlite.open(setup)
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._run(lambda db: db.close())
-            self._db = None
-        self._thread.shutdown(wait=True)
+        await self._sqlite.close()
 
     async def get(self, ns: str, key: str) -> tuple[bytes, int] | None:
         def get(db: sqlite3.Connection) -> tuple[bytes, int] | None:

@@ -7,15 +7,12 @@ file), a `SET NX` with an expiry in Redis (redis_ticks.py). A paused trigger is 
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-T = TypeVar("T")
+from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 
 #: Seconds a tick's claim is kept: long past any clock skew between replicas.
 TICK_MEMORY = 3600.0
@@ -54,32 +51,18 @@ class SqliteTicks:
     def __init__(self, path: Path, project: str) -> None:
         self.path = path
         self.project = project
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="toolmesh-ticks")
-        self._db: sqlite3.Connection | None = None
+        self._sqlite = SqliteThread(path, "ticks", "trigger ticks")
+        self._run = self._sqlite.run
         self._last_purge = 0.0
 
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            assert self._db is not None, "the trigger ticks are not open"
-            return work(self._db)
-
-        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
-
     async def open(self) -> None:
-        def connect() -> None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
-            db.execute("PRAGMA journal_mode=WAL")
+        def setup(db: sqlite3.Connection) -> None:
             db.executescript(_SCHEMA)
-            self._db = db
 
-        await asyncio.get_running_loop().run_in_executor(self._thread, connect)
+        await self._sqlite.open(setup)
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._run(lambda db: db.close())
-            self._db = None
-        self._thread.shutdown(wait=True)
+        await self._sqlite.close()
 
     async def claim(self, trigger: str, tick: int) -> bool:
         now = time.time()
