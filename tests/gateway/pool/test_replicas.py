@@ -34,9 +34,13 @@ def alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie still answers kill(0) until its parent (the template) reaps it.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    # A zombie still answers kill(0) until its parent (the template) reaps it; reaped between
+    # the two looks, its /proc entry is gone (or goes while it is read).
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 async def eventually(condition: Any, timeout: float = 10.0) -> None:
