@@ -27,6 +27,7 @@ WRITTEN_PATHS = {
     "router.embeddings_dir": GATEWAY_DATA_DIR,
     "jobs.path": f"{GATEWAY_DATA_DIR}/jobs.sqlite3",
     "function_state.path": f"{GATEWAY_DATA_DIR}/function_state.sqlite3",
+    "gateway.audit_file": f"{GATEWAY_DATA_DIR}/audit.jsonl",
 }
 #: The files the gateway only reads: a relative one (beside the local config) names the file
 #: in the image's working directory, as a runtime's `catalog` does.
@@ -92,6 +93,8 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
     `shared_state`: the replicas share a Redis (`[state] url` or render's `--redis`)."""
     gateway = config.gateway.model_dump(mode="json", exclude_defaults=True)
     gateway.update(host="0.0.0.0", http_port=config.gateway.http_port, grpc_port=config.gateway.grpc_port)
+    if config.gateway.audit_file is not None:
+        gateway["audit_file"] = on_data_volume("gateway.audit_file", config.gateway.audit_file)
     # Clients in the cluster address the gateway by its Service's names (the Host check).
     cluster = service_host(GATEWAY, namespace, cluster_domain)
     service_names = [GATEWAY, f"{GATEWAY}.{namespace}", f"{GATEWAY}.{namespace}.svc", cluster]

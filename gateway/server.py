@@ -198,6 +198,8 @@ class Gateway:
         for access_log in (self.request_log, self.rpc_log):
             if access_log is not None:
                 access_log.flush()
+        if self.mesh.audit is not None:
+            self.mesh.audit.close()
         if self.traced:
             await asyncio.to_thread(tracing.shutdown)
 
@@ -233,7 +235,8 @@ async def start_gateway(
     )
     settings = config.gateway
     if settings.audit_log is None:  # who called what matters most where callers are people
-        settings = settings.model_copy(update={"audit_log": config.oauth is not None})
+        wanted = config.oauth is not None or settings.audit_file is not None
+        settings = settings.model_copy(update={"audit_log": wanted})
     environment = GatewayEnvironment.read(config, os.environ if environ is None else environ)
     state = await open_state(config.state, environment.state_url)
     try:

@@ -149,8 +149,11 @@ class GatewayConfig(_Section):
     metrics_port: int | None = Field(None, ge=0, le=65535)
     #: One JSON line per HTTP request and Mesh gRPC call on the `toolmesh.access` logger.
     access_log: bool = defaults.DEFAULT_ACCESS_LOG
-    #: One record per call on `toolmesh.audit` (who, what, outcome); None: on with `[oauth]`.
+    #: One record per call on `toolmesh.audit` (who, what, outcome); None: on with `[oauth]` or
+    #: `audit_file`.
     audit_log: bool | None = None
+    #: A file the audit records are appended to as JSON lines, besides the log.
+    audit_file: Path | None = None
     #: The gateway's URL as its clients reach it ("https://gw.example.com"): `[oauth]`'s audience.
     public_url: str | None = Field(None, pattern=r"^https?://[^/\s]+(/\S*)?$")
 
@@ -451,7 +454,9 @@ def _resolve_paths(config: MeshConfig) -> MeshConfig:
     fields = ("cache_dir", "data_dir", "embeddings_dir", "model", "tokenizer")
     given = {key: getattr(router, key) for key in fields if getattr(router, key) is not None}
     resolved = {key: config.resolve(value) for key, value in given.items()}
-    jobs, project = config.jobs, config.project
+    jobs, project, gateway = config.jobs, config.project, config.gateway
+    if gateway.audit_file is not None:
+        gateway = gateway.model_copy(update={"audit_file": config.resolve(gateway.audit_file)})
     if jobs.path is not None:
         jobs = jobs.model_copy(update={"path": config.resolve(jobs.path)})
     function_state = config.function_state
@@ -459,7 +464,12 @@ def _resolve_paths(config: MeshConfig) -> MeshConfig:
         function_state = function_state.model_copy(update={"path": config.resolve(function_state.path)})
     if project.data_dir is not None:
         project = project.model_copy(update={"data_dir": config.resolve(project.data_dir)})
-    update = {"router": router.model_copy(update=resolved), "jobs": jobs, "function_state": function_state}
+    update = {
+        "router": router.model_copy(update=resolved),
+        "jobs": jobs,
+        "function_state": function_state,
+        "gateway": gateway,
+    }
     return config.model_copy(update={**update, "project": project})
 
 

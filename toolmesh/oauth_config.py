@@ -5,6 +5,7 @@ authorization spec). `toolmesh.config` reads it with the rest; gateway/identity/
     issuer = "https://login.example.com/realms/tools"   # http:// only on loopback
     audience = "https://tools.example.com/mcp"          # default: [gateway] public_url
     scopes = { "tools.read" = ["list_*", "get_*"], "tools.admin" = ["*", "@admin"] }
+    groups = { "platform-admins" = ["*", "@admin"] }    # from the token's groups/roles claims
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from toolmesh import config_defaults as defaults
 
@@ -57,6 +58,12 @@ class OAuthConfig(BaseModel):
     scopes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     #: The claims read for scopes, in order (`scope`: a space-separated string; `scp`: a list).
     scope_claims: tuple[str, ...] = ("scope", "scp")
+    #: Group or role -> toolmesh scopes and permissions, as `scopes`: what the issuer says a person
+    #: *is* (a directory group, an app role) grants as much as what a token was issued *for*.
+    groups: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    #: The claims read for groups and roles; a dotted name reaches into an object
+    #: (Keycloak's `realm_access.roles`). Each holds a list of names or a space-separated string.
+    group_claims: tuple[str, ...] = ("groups", "roles", "realm_access.roles")
     #: The claim naming the client (for the audit trail).
     client_claim: str = "client_id"
     #: Calls per second each subject may make (None: unlimited) and the burst above it, as `[[keys]]`.
@@ -98,13 +105,14 @@ class OAuthConfig(BaseModel):
             raise ValueError("algorithms must name at least one")
         return algorithms
 
-    @field_validator("scopes")
+    @field_validator("scopes", "groups")
     @classmethod
-    def _scopes(cls, scopes: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
-        blank = sorted(name for name in scopes if not name.strip() or " " in name)
+    def _scopes(cls, table: dict[str, tuple[str, ...]], info: ValidationInfo) -> dict[str, tuple[str, ...]]:
+        blank = sorted(name for name in table if not name.strip() or " " in name)
         if blank:
-            raise ValueError(f"scope names must be non-empty and hold no spaces: {blank!r}")
-        return scopes
+            what = "scope" if info.field_name == "scopes" else "group"
+            raise ValueError(f"{what} names must be non-empty and hold no spaces: {blank!r}")
+        return table
 
     @field_validator("scope_claims")
     @classmethod

@@ -107,6 +107,7 @@ class Authenticator:
         #: Each subject's rate-limit bucket (`[oauth] rate`), made on its first call.
         self._subject_buckets: dict[str, Bucket] = {}
         self._scope_table = tokens.config.scopes if tokens is not None else {}
+        self._group_table = tokens.config.groups if tokens is not None else {}
         self._challenge = tokens.resource.challenge() if tokens is not None else None
         self._scope_challenge = (
             tokens.resource.challenge("insufficient_scope") if tokens is not None else None
@@ -188,11 +189,16 @@ class Authenticator:
             raise self._unauthenticated(
                 f"the token's subject {identity.subject!r} is the name of an API key or of the mesh here"
             )
-        scopes = sorted({s for granted in identity.scopes for s in self._scope_table.get(granted, ())})
+        scopes = sorted(
+            {s for granted in identity.scopes for s in self._scope_table.get(granted, ())}
+            | {s for group in identity.groups for s in self._group_table.get(group, ())}
+        )
         if not scopes:
+            known = ", ".join(sorted(self._scope_table)) or "none configured"
+            groups = f"; groups: {', '.join(sorted(self._group_table))}" if self._group_table else ""
             denied = PermissionDenied(
                 f"the token of {identity.subject!r} grants none of the scopes this gateway knows "
-                f"({', '.join(sorted(self._scope_table)) or 'none configured'})"
+                f"({known}{groups})"
             )
             denied.challenge = self._scope_challenge
             raise denied

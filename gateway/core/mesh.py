@@ -43,7 +43,7 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import REFUSALS, Surface
 from toolmesh.gateway.core.tool_formats import tool_definition
-from toolmesh.gateway.identity import audit
+from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
 from toolmesh.router.extraction.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
@@ -83,6 +83,8 @@ class Mesh:
         self.reloader = Reloader(catalog, pool, self.router)
         #: The last calls, for the console's live view (`recent_invocations`).
         self.recent = RecentInvocations()
+        #: One record per call (who, what, outcome), when `[gateway] audit_log` is on.
+        self.audit = AuditTrail(config.audit_file) if config.audit_log else None
         #: Who hears of resource updates (`on_resource_updated`).
         self._update_listeners: dict[object, Callable[[str], Awaitable[None]]] = {}
 
@@ -239,9 +241,11 @@ class Mesh:
             if spec is not None:
                 self.metrics.observe(spec.qualified_name, outcome, seconds)
                 self.recent.record(principal, request_id, spec.qualified_name, outcome, seconds)
-            name = spec.qualified_name if spec is not None else request.name
-            if self.config.audit_log:
-                audit.record(principal.name, principal.client_id, name, outcome, seconds, request_id, trace)
+            if self.audit is not None:
+                name = spec.qualified_name if spec is not None else request.name
+                self.audit.record(
+                    principal.name, principal.client_id, name, outcome, seconds, request_id, trace
+                )
         return refusals.check(result)
 
     async def stream(
@@ -262,8 +266,8 @@ class Mesh:
         except ToolmeshError as exc:
             seconds = time.perf_counter() - started
             rid = request.options.request_id or ""
-            if self.config.audit_log:
-                audit.record(principal.name, principal.client_id, request.name, exc.code, seconds, rid)
+            if self.audit is not None:
+                self.audit.record(principal.name, principal.client_id, request.name, exc.code, seconds, rid)
             yield refusals.settle(exc)
             return
         call, timeout = self._call(spec, request)
@@ -287,8 +291,8 @@ class Mesh:
             seconds = time.perf_counter() - started
             self.metrics.observe(spec.qualified_name, outcome, seconds)
             self.recent.record(principal, call.request_id, spec.qualified_name, outcome, seconds)
-            if self.config.audit_log:
-                audit.record(
+            if self.audit is not None:
+                self.audit.record(
                     principal.name,
                     principal.client_id,
                     spec.qualified_name,

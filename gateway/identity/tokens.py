@@ -42,12 +42,14 @@ MAX_TOKEN_CHARS = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class TokenIdentity:
-    """Who a valid token speaks for: its subject, its client and its scopes (as the issuer wrote them)."""
+    """Who a valid token speaks for: its subject, its client, its scopes and its groups or roles
+    (as the issuer wrote them)."""
 
     subject: str
     client_id: str
     scopes: frozenset[str]
     expires: float
+    groups: frozenset[str] = frozenset()
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -274,15 +276,25 @@ class TokenValidator:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise Unauthenticated("the bearer token has no subject (`sub`)")
-        scopes: set[str] = set()
-        for name in self.config.scope_claims:
-            value = claims.get(name)
-            if isinstance(value, str):
-                scopes.update(value.split())
-            elif isinstance(value, list):
-                scopes.update(s for s in value if isinstance(s, str))
+        scopes = _names(claims, self.config.scope_claims)
+        groups = _names(claims, self.config.group_claims) if self.config.groups else frozenset()
         client = claims.get(self.config.client_claim) or claims.get("azp") or ""
-        return TokenIdentity(subject, str(client), frozenset(scopes), float(claims["exp"]))
+        return TokenIdentity(subject, str(client), scopes, float(claims["exp"]), groups)
+
+
+def _names(claims: Mapping[str, Any], paths: Sequence[str]) -> frozenset[str]:
+    """The names the claims at `paths` hold: a space-separated string or a list of strings; a
+    dotted path reaches into objects. Anything else is ignored, as a claim this gateway reads not."""
+    found: set[str] = set()
+    for path in paths:
+        value: Any = claims
+        for step in path.split("."):
+            value = value.get(step) if isinstance(value, Mapping) else None
+        if isinstance(value, str):
+            found.update(value.split())
+        elif isinstance(value, list):
+            found.update(s for s in value if isinstance(s, str))
+    return frozenset(found)
 
 
 _ALGORITHMS = jwt.algorithms.get_default_algorithms()

@@ -101,13 +101,15 @@ class LineBuffer:
     """JSON lines written together: at most every `FLUSH_SECONDS`, or at once when
     `MAX_BUFFERED` are waiting. For the logs written once per call or request, where the
     logging machinery (a LogRecord, a lock, a write per line) would cost more than the call.
-    Lines are added on the event loop's thread."""
+    Lines are added on the event loop's thread. `keep_json`: JSON lines even when the log is
+    read as text (a file for machines, such as the audit trail's)."""
 
     FLUSH_SECONDS = 0.05
     MAX_BUFFERED = 256
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, keep_json: bool = False) -> None:
         self._stream = stream
+        self._keep_json = keep_json
         self._lines: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
 
@@ -125,7 +127,8 @@ class LineBuffer:
             self._timer = None
         if self._lines:
             stream = self._stream or log_stream()
-            if _format[0] == "text":  # a person reads these: no hot path to keep cheap
+            # A person reads these: no hot path to keep cheap.
+            if _format[0] == "text" and not self._keep_json:
                 self._lines[:] = [text_line(json.loads(line)) + "\n" for line in self._lines]
             stream.write("".join(self._lines))
             stream.flush()

@@ -56,6 +56,7 @@ def _volume_of(path: Path, files: dict[str, Manifest]) -> dict[str, Any] | None:
         "",  # the defaults
         '[router]\ndata_dir = "state"\n[jobs]\nenabled = true\npath = "queue/jobs.db"\n',  # beside the config
         '[router]\ndata_dir = "/srv/toolmesh"\n[jobs]\nenabled = true\npath = "/srv/jobs.sqlite3"\n',
+        '[gateway]\naudit_file = "logs/audit.jsonl"\n',
     ],
 )
 def test_every_path_the_gateway_writes_is_on_its_data_volume(settings: str, tmp_path: Path) -> None:
@@ -65,6 +66,8 @@ def test_every_path_the_gateway_writes_is_on_its_data_volume(settings: str, tmp_
     files = render(load_config(tmp_path / "toolmesh.toml"))
     cluster = _cluster(files)
     written = [cluster.router.data_dir] + ([cluster.jobs.path] if cluster.jobs.enabled else [])
+    if "audit_file" in settings:
+        written.append(cluster.gateway.audit_file)
     assert all(path is not None for path in written)
     for path in written:
         assert path is not None and path.is_absolute()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import grpc
 import httpx
@@ -95,33 +96,46 @@ async def test_a_job_belongs_to_the_tokens_subject(gateway_factory: StartGateway
 
 
 async def test_every_call_leaves_one_audit_record_without_arguments(
-    gateway_factory: StartGateway, issuer: Issuer, caplog: pytest.LogCaptureFixture
+    gateway_factory: StartGateway,
+    issuer: Issuer,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    gateway = await gateway_factory(runtime(), oauth=oauth(issuer))
-    caplog.set_level(logging.INFO, logger="toolmesh.audit")
+    caplog.set_level(logging.INFO, logger="toolmesh.audit")  # as `toolmesh up` has it
+    audit_file = tmp_path / "audit.jsonl"
+    audit_file.write_text('{"an": "earlier line, kept"}\n')
+    gateway = await gateway_factory(runtime(), oauth=oauth(issuer), audit_file=audit_file)
     async with httpx.AsyncClient(base_url=gateway.url) as http:
         headers = {**bearer(issuer.token()), "x-request-id": "audit-1"}
         await http.post("/v1/functions/echo/invoke", json={"text": "secret words"}, headers=headers)
         await http.post("/v1/functions/noop/invoke", json={}, headers={**headers, "x-request-id": "audit-2"})
-    records = [r for r in caplog.records if r.name == "toolmesh.audit"]
+    await gateway.stop()  # writes what is buffered
+    lines = audit_file.read_text().splitlines()
+    assert lines[0] == '{"an": "earlier line, kept"}'  # appended to, never truncated
+    records = [json.loads(line) for line in lines[1:]]
     found = [
-        {k: getattr(r, k) for k in ("principal", "client_id", "function", "outcome", "request_id")}
+        {k: r[k] for k in ("logger", "principal", "client_id", "function", "outcome", "request_id")}
         for r in records
     ]
+    expected = {"logger": "toolmesh.audit", "principal": "alice", "client_id": "test-client"}
     assert found == [
-        {
-            "principal": "alice",
-            "client_id": "test-client",
-            "function": "echo",
-            "outcome": "ok",
-            "request_id": "audit-1",
-        },
-        {
-            "principal": "alice",
-            "client_id": "test-client",
-            "function": "noop",
-            "outcome": "function_not_found",
-            "request_id": "audit-2",
-        },
+        {**expected, "function": "echo", "outcome": "ok", "request_id": "audit-1"},
+        {**expected, "function": "noop", "outcome": "function_not_found", "request_id": "audit-2"},
     ]
-    assert all(r.duration_ms >= 0 and "secret" not in json.dumps(vars(r), default=str) for r in records)
+    assert all(r["duration_ms"] >= 0 and r["trace_id"] == "" for r in records)
+    assert "secret" not in audit_file.read_text()
+    # The same records went to the log.
+    logged = [json.loads(line) for line in capfd.readouterr().err.splitlines() if '"toolmesh.audit"' in line]
+    assert [r["request_id"] for r in logged] == ["audit-1", "audit-2"]
+
+
+async def test_the_audit_trail_is_off_when_turned_off(
+    gateway_factory: StartGateway, issuer: Issuer, tmp_path: Path
+) -> None:
+    audit_file = tmp_path / "audit.jsonl"
+    gateway = await gateway_factory(runtime(), oauth=oauth(issuer), audit_log=False, audit_file=audit_file)
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        await http.post("/v1/functions/echo/invoke", json={"text": "x"}, headers=bearer(issuer.token()))
+    await gateway.stop()
+    assert not audit_file.exists()

@@ -187,3 +187,37 @@ async def test_an_unreachable_issuer_refuses_tokens_but_not_keys(gateway_factory
         fake.rotate()
         response = await http.get("/v1/functions", headers=bearer(fake.token()))
         assert response.status_code == 401
+
+
+async def test_groups_and_roles_grant_what_the_groups_table_says(
+    gateway_factory: StartGateway, issuer: Issuer
+) -> None:
+    gateway = await start(gateway_factory, issuer, groups={"ops": ("noop",), "auditors": ("add",)})
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        # A directory group alone is enough: no scope of the table needed.
+        assert await names(http, issuer.token(scope="email", groups=["ops"])) == ["noop"]
+        # App roles (Azure AD's `roles`, Keycloak's `realm_access.roles`) count as groups.
+        assert await names(http, issuer.token(scope=None, roles="auditors")) == ["add"]
+        nested = issuer.token(scope=None, realm_access={"roles": ["ops", "unknown"]})
+        assert await names(http, nested) == ["noop"]
+        # Groups and scopes add up.
+        assert await names(http, issuer.token(groups=["ops"])) == ["add", "echo", "noop"]
+        # A group the table does not name grants nothing, and says which ones it knows.
+        stranger = await http.get("/v1/functions", headers=bearer(issuer.token(scope=None, groups=["x"])))
+        assert stranger.status_code == 403
+        assert "groups: auditors, ops" in stranger.json()["error"]["message"]
+        # A groups claim of another shape is ignored, not an error.
+        odd = await http.get("/v1/functions", headers=bearer(issuer.token(scope=None, groups={"ops": 1})))
+        assert odd.status_code == 403
+
+
+async def test_groups_claims_are_ignored_without_a_groups_table(
+    gateway_factory: StartGateway, issuer: Issuer
+) -> None:
+    gateway = await start(gateway_factory, issuer)
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        # "tools.admin" as a group name means nothing unless [oauth] groups says so.
+        only_group = await http.get(
+            "/v1/functions", headers=bearer(issuer.token(scope=None, groups=["tools.admin"]))
+        )
+        assert only_group.status_code == 403
