@@ -78,6 +78,9 @@ class OAuthConfig(BaseModel):
     jwks_min_interval: float = Field(defaults.DEFAULT_OAUTH_JWKS_MIN_INTERVAL, ge=0)
     #: Seconds after which the keys are fetched again anyway (key rotation, revoked keys).
     jwks_max_age: float = Field(defaults.DEFAULT_OAUTH_JWKS_MAX_AGE, gt=0)
+    #: A public client of the issuer (no secret; PKCE) whose redirect URI is the console's own
+    #: address (`<public_url>/ui/`): with one, the web console offers to sign in at the issuer.
+    console_client_id: str | None = Field(None, min_length=1)
     #: Seconds one request to the issuer may take.
     timeout: float = Field(defaults.DEFAULT_OAUTH_TIMEOUT, gt=0)
 

@@ -238,7 +238,7 @@ def create_app(
         *admin_routes(mesh, triggers),
         *invocation_routes(mesh),
         *(job_routes(jobs, triggers) if jobs is not None else ()),
-        *console_routes(),
+        *console_routes(mesh.auth.tokens.sign_in if mesh.auth.tokens is not None else None),
         *extra_routes,
     ]
     handlers: dict[Any, Callable[[Request, Exception], Any]] = {

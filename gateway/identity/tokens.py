@@ -88,6 +88,8 @@ class TokenValidator:
         #: The JWKS entries last fetched, to tell when the issuer withdrew one.
         self._published: frozenset[str] = frozenset()
         self._jwks_uri: str | None = None
+        #: The issuer's metadata, once discovered (for the console's sign-in).
+        self._metadata: Mapping[str, Any] = {}
         self._fetched = -float("inf")  # monotonic time of the last fetch (tried)
         self._loaded = -float("inf")  # ... and of the last that succeeded
         self._lock = asyncio.Lock()
@@ -175,6 +177,7 @@ class TokenValidator:
                 continue
             jwks_uri = metadata.get("jwks_uri")
             if isinstance(jwks_uri, str) and jwks_uri.startswith(("https://", "http://")):
+                self._metadata = metadata
                 return jwks_uri
         raise Unauthenticated(f"no metadata with a jwks_uri found for the issuer {self.config.issuer}")
 
@@ -187,6 +190,24 @@ class TokenValidator:
         if not isinstance(document, dict):
             raise Unauthenticated(f"cannot read {what} at {url}: HTTP {response.status_code}")
         return document
+
+    def sign_in(self) -> dict[str, str] | None:
+        """What a browser needs to sign in at the issuer with PKCE (`[oauth] console_client_id`):
+        None without that client, or before the issuer's metadata was read."""
+        client = self.config.console_client_id
+        endpoints = {name: self._metadata.get(name) for name in ("authorization_endpoint", "token_endpoint")}
+        if client is None or not all(
+            isinstance(url, str) and url.startswith(("https://", "http://")) for url in endpoints.values()
+        ):
+            return None
+        scopes = " ".join(("openid", *self.resource.scopes))
+        return {
+            "issuer": self.config.issuer,
+            "client_id": client,
+            "scope": scopes,
+            "resource": self.resource.audience,
+            **{name: str(url) for name, url in endpoints.items()},
+        }
 
     # -- a token ----------------------------------------------------------------------------
 

@@ -9,14 +9,22 @@ The files are read once, when the app is built (a few tens of KB), and answered 
 memory with an ETag. A strict content-security policy keeps any script but the
 console's own out of the page: it renders function results, which are data from
 elsewhere.
+
+With `[oauth] console_client_id`, `GET /ui/sign-in.json` tells the page how to sign in at
+the issuer (authorization code with PKCE, a public client): the page goes to the issuer's
+authorization endpoint, comes back to `/ui/` with a code and trades it, with its verifier,
+at the token endpoint, whose origin is then the one the policy lets the page fetch from
+besides the gateway. Without it, the file is `{}` and the page asks for a key or a token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import mimetypes
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from urllib.parse import urlsplit
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -56,9 +64,20 @@ def load_assets() -> dict[str, ConsoleAsset]:
     return assets
 
 
-def _headers(asset: ConsoleAsset) -> dict[str, str]:
+#: What the console needs to sign in at an OAuth issuer (see gateway/identity/tokens.py), or None.
+SignIn = Callable[[], dict[str, str] | None]
+
+
+def _policy(sign_in: dict[str, str] | None) -> str:
+    if sign_in is None:
+        return CONTENT_SECURITY_POLICY
+    token = urlsplit(sign_in["token_endpoint"])
+    return f"{CONTENT_SECURITY_POLICY}; connect-src 'self' {token.scheme}://{token.netloc}"
+
+
+def _headers(asset: ConsoleAsset, policy: str) -> dict[str, str]:
     return {
-        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "Content-Security-Policy": policy,
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         # Revalidated every time (cheap: a 304 by ETag), so an upgraded gateway serves its own console.
@@ -67,11 +86,20 @@ def _headers(asset: ConsoleAsset) -> dict[str, str]:
     }
 
 
-def console_routes() -> list[BaseRoute]:
+def console_routes(sign_in: SignIn | None = None) -> list[BaseRoute]:
     """The console's routes: `/` takes a browser to the console (and tells a program where
     things are), `/ui` redirects to `/ui/` (so the page's relative imports resolve under it),
-    `/ui/` is the page, `/ui/<file>` its scripts and styles."""
+    `/ui/` is the page, `/ui/<file>` its scripts and styles, `/ui/sign-in.json` how to sign in
+    at the OAuth issuer when `sign_in` gives it."""
     assets = load_assets()
+
+    def signing_in() -> dict[str, str] | None:
+        return sign_in() if sign_in is not None else None
+
+    async def sign_in_file(request: Request) -> Response:
+        # `{}` when there is none, not a 404: the page asks on every load, and a browser reports
+        # every error status as an error of the page.
+        return JSONResponse(signing_in() or {}, headers={"Cache-Control": "no-store"})
 
     async def redirect(request: Request) -> Response:
         # Relative, so it holds behind a proxy that mounts the gateway under a prefix.
@@ -82,7 +110,7 @@ def console_routes() -> list[BaseRoute]:
         found = assets.get(name)
         if found is None:
             raise HTTPException(404, f"the console has no file {name!r}")
-        headers = _headers(found)
+        headers = _headers(found, _policy(signing_in()))
         if request.headers.get("if-none-match") == found.etag:
             return Response(status_code=304, headers=headers)
         return Response(found.body, media_type=found.media_type, headers=headers)
@@ -98,5 +126,6 @@ def console_routes() -> list[BaseRoute]:
     return [
         Route("/", root, methods=["GET", "HEAD"]),
         Route(PREFIX, redirect, methods=["GET", "HEAD"]),
+        Route(PREFIX + "/sign-in.json", sign_in_file, methods=["GET"]),
         Route(PREFIX + "/{name:path}", asset, methods=["GET", "HEAD"]),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import shutil
 import socket
 import subprocess
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import httpx2
+import jwt
 import pytest
 from mcp import Client
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
@@ -21,16 +23,22 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from tests.conftest import ROOT, missing, require_tool
 from tests.gateway.conftest import StartGateway, runtime
+from tests.gateway.http.console.test_console_e2e import CHROMIUM_ARGS
 from tests.gateway.identity.conftest import AUDIENCE
 from tests.gateway.identity.test_tokens import SCOPES, bearer
 from toolmesh.oauth_config import OAuthConfig
+
+try:
+    from playwright.async_api import async_playwright, expect
+except ImportError:  # pragma: no cover - the dev extras install it
+    async_playwright = None  # type: ignore[assignment]
 
 PROVIDER = Path(__file__).resolve().parent / "oidc"
 CLIENT = "toolmesh-test"
 
 
 @contextlib.contextmanager
-def provider(secret: str) -> Iterator[str]:
+def provider(secret: str, console_redirect: str | None = None) -> Iterator[str]:
     node = require_tool("node", "Node.js 20+")
     if not (PROVIDER / "node_modules" / "oidc-provider").is_dir():
         missing(f"oidc-provider is not installed: npm ci --prefix {PROVIDER.relative_to(ROOT)}")
@@ -38,7 +46,7 @@ def provider(secret: str) -> Iterator[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [node, str(PROVIDER / "issuer.mjs"), str(port), AUDIENCE, secret],
+        [node, str(PROVIDER / "issuer.mjs"), str(port), AUDIENCE, secret, *filter(None, [console_redirect])],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -53,6 +61,13 @@ def provider(secret: str) -> Iterator[str]:
         process.wait(timeout=10)
         if process.stdout is not None:
             process.stdout.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 @pytest.fixture
@@ -131,9 +146,7 @@ async def test_the_mcp_sdk_finds_the_issuer_from_the_challenge_and_gets_its_own_
     # As a custom connector would: the client knows only the gateway's URL and its credentials;
     # the 401's resource_metadata leads it to the issuer, and it asks for a token for the gateway.
     issuer, secret = oidc_issuer
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     public_url = f"http://127.0.0.1:{port}"
     config = OAuthConfig(issuer=issuer, scopes=SCOPES)
     gateway = await gateway_factory(runtime(), oauth=config, http_port=port, public_url=public_url)
@@ -151,3 +164,67 @@ async def test_the_mcp_sdk_finds_the_issuer_from_the_challenge_and_gets_its_own_
     # own: here both, so the token opens the admin's catalog.
     assert storage.tokens is not None and set(storage.tokens.scope.split()) == {"tools.read", "tools.admin"}
     assert len(tools) == len(gateway.mesh.catalog) and {"add", "echo", "noop"} <= set(tools)
+
+
+@pytest.mark.slow
+async def test_a_person_signs_in_to_the_console_at_the_issuer_with_pkce(
+    gateway_factory: StartGateway, tmp_path: Path
+) -> None:
+    chromium = shutil.which("chromium") or require_tool("chromium", "apt-get install chromium")
+    if async_playwright is None:
+        missing("the playwright package is not installed (pip install -e '.[dev]')")
+    port = free_port()
+    public_url = f"http://127.0.0.1:{port}"
+    with provider(secrets.token_urlsafe(16), console_redirect=f"{public_url}/ui/") as issuer:
+        config = OAuthConfig(issuer=issuer, scopes=SCOPES, console_client_id="toolmesh-console")
+        gateway = await gateway_factory(runtime(), oauth=config, http_port=port, public_url=public_url)
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch_persistent_context(
+                str(tmp_path / "profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS
+            )
+            try:
+                errors: list[str] = []
+                page = browser.pages[0] if browser.pages else await browser.new_page()
+                page.on("pageerror", lambda error: errors.append(str(error)))
+                await page.goto(f"{gateway.url}/ui/")
+                status = page.get_by_role("status")
+                await expect(status).to_contain_text("needs an API key")
+                await page.get_by_role("button", name="Sign in at 127.0.0.1").click()
+                # The provider's own pages: any login and password, then consent.
+                await page.locator("input[name=login]").fill("carol")
+                await page.locator("input[name=password]").fill("anything")
+                await page.get_by_role("button", name="Sign-in").click()
+                await page.get_by_role("button", name="Continue").click()
+                await expect(status).to_contain_text("functions for this key")
+                token = await page.evaluate("sessionStorage.getItem('toolmesh.console.key')")
+                assert page.url == f"{gateway.url}/ui/"  # the code is not left in the address
+            finally:
+                await browser.close()
+        assert errors == []
+        # The console's token is carol's, for this gateway, with the scopes it offered.
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["sub"] == "carol" and claims["aud"] == public_url
+        assert {"tools.read", "tools.admin"} <= set(claims["scope"].split())
+        async with httpx.AsyncClient(base_url=gateway.url) as http:
+            listed = await http.get("/v1/functions", headers=bearer(token))
+            offer = (await http.get("/ui/sign-in.json")).json()
+            page_policy = (await http.get("/ui/")).headers["content-security-policy"]
+        assert listed.status_code == 200 and len(listed.json()["functions"]) == len(gateway.mesh.catalog)
+        assert offer["client_id"] == "toolmesh-console" and offer["resource"] == public_url
+        assert offer["scope"] == "openid tools.admin tools.read"
+        # The page may fetch from the issuer's token endpoint, and from nowhere else.
+        assert page_policy.endswith(f"connect-src 'self' {issuer}")
+
+
+async def test_without_a_console_client_the_console_offers_no_sign_in(
+    gateway_factory: StartGateway, oidc_issuer: tuple[str, str]
+) -> None:
+    issuer, _ = oidc_issuer
+    gateway = await gateway_factory(
+        runtime(), oauth=OAuthConfig(issuer=issuer, audience=AUDIENCE, scopes=SCOPES)
+    )
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        offer = await http.get("/ui/sign-in.json")
+        page_policy = (await http.get("/ui/")).headers["content-security-policy"]
+    assert offer.status_code == 200 and offer.json() == {}
+    assert "connect-src" not in page_policy

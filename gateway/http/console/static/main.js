@@ -6,6 +6,7 @@ import { Catalog } from "./catalog.js";
 import { LiveView } from "./live.js";
 import { loadApiDocs } from "./api_docs.js";
 import { setupPrompt } from "./prompt.js";
+import { finishSignIn, signIn, signInOffer } from "./sign_in.js";
 
 const status = document.getElementById("status");
 const keyInput = document.getElementById("api-key");
@@ -42,7 +43,29 @@ document.getElementById("search-clear").addEventListener("click", () => {
   document.getElementById("search").value = "";
   catalog.search("");
 });
+
+/** Offer the issuer's sign-in when the gateway has one; take the token it sent back, if any. */
+async function setupSignIn() {
+  const button = document.getElementById("sign-in");
+  const offer = await signInOffer().catch(() => null);
+  if (offer) {
+    button.textContent = `Sign in at ${new URL(offer.issuer).host}`;
+    button.hidden = false;
+    button.addEventListener("click", () => signIn(offer));
+  }
+  try {
+    const token = await finishSignIn();
+    if (token) {
+      setKey(token);
+      keyInput.value = token;
+    }
+  } catch (error) {
+    status.textContent = `Signing in failed: ${error.message}`;
+    throw error;
+  }
+}
+
 setupPrompt((name, args) => catalog.open(name, args));
 new LiveView();
 loadApiDocs();
-loadCatalog();
+setupSignIn().then(loadCatalog, () => {});
