@@ -24,6 +24,15 @@ def runs(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+async def started(log: Path, count: int = 1) -> None:
+    """Once a slow function's run has begun `count` times (its `.started` file)."""
+    for _ in range(1000):
+        if len(runs(Path(f"{log}.started"))) >= count:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{log} was not started {count} times")
+
+
 async def keyed_gateway(gateway_factory: StartGateway, **settings: Any) -> Gateway:
     return await gateway_factory(KEYED, **settings)
 
@@ -129,8 +138,7 @@ async def test_a_repeat_that_cannot_wait_long_enough_gets_a_retryable_409(
         grpc.aio.insecure_channel(f"127.0.0.1:{gateway.grpc_port}") as channel,
     ):
         first = asyncio.create_task(call(http, gateway, "slow_append", arguments, "busy"))
-        while not runs(Path(f"{log}.started")):
-            await asyncio.sleep(0.02)
+        await started(log)
         stub = mesh_pb2_grpc.MeshStub(channel)
         request = invoke_pb2.InvokeRequest(function="slow_append", arguments=json.dumps(arguments).encode())
         with pytest.raises(grpc.aio.AioRpcError) as refused:
