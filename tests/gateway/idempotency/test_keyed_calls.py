@@ -24,10 +24,11 @@ def runs(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-async def started(log: Path, count: int = 1) -> None:
-    """Once a slow function's run has begun `count` times (its `.started` file)."""
+async def started(log: Path, count: int = 1, text: str | None = None) -> None:
+    """Once a slow function's run (of `text`, if given) has begun `count` times (its `.started` file)."""
     for _ in range(1000):
-        if len(runs(Path(f"{log}.started"))) >= count:
+        lines = runs(Path(f"{log}.started"))
+        if len([line for line in lines if text is None or line == text]) >= count:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"{log} was not started {count} times")
