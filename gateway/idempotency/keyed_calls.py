@@ -177,10 +177,14 @@ class KeyedCalls:
             await asyncio.shield(self._settle_failure(record, key, idempotent, exc))
             raise
         heartbeat.cancel()
-        if result.error is not None and result.error.code in NOT_RUN:
-            await self.store.release(record, self.replica)
-        else:
-            await self.store.finish(record, self.replica, KeyState.DONE, result_json(result), self.ttl)
+        try:
+            if result.error is not None and result.error.code in NOT_RUN:
+                await self.store.release(record, self.replica)
+            else:
+                await self.store.finish(record, self.replica, KeyState.DONE, result_json(result), self.ttl)
+        except ToolmeshError as failure:
+            # The call ran: its caller gets the outcome; repeats will hear it is unknown.
+            log.warning(f"could not record the outcome of Idempotency-Key {key!r}: {failure.message}")
         return result
 
     async def _settle_failure(self, record: str, key: str, idempotent: bool, exc: BaseException) -> None:

@@ -140,3 +140,28 @@ def test_a_replica_killed_mid_call_of_an_idempotent_function_is_run_again_elsewh
         assert "idempotent-replayed" not in answer.headers
         assert began == [key, key]
         doomed = up(GATEWAY, KEYED_RUNTIME, env=env)
+
+
+async def test_a_keyed_call_while_redis_is_away_is_a_retryable_503_and_runs_nothing(
+    gateway_factory: StartGateway, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    gateway = await gateway_factory(KEYED, state=StateConfig(url=redis_server.url, timeout=0.5))
+    log = tmp_path / "log"
+    async with httpx.AsyncClient(timeout=30) as http:
+        for round_ in range(3):
+            arguments = {"path": str(log), "text": str(round_)}
+            redis_server.stop()
+            refused = await call(http, gateway, "append", arguments, f"outage-{round_}")
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "state_unavailable"
+            assert "retry-after" in refused.headers
+            redis_server.start()
+            # The first command after the restart may meet a pooled connection Redis closed: a
+            # retryable 503 too, which the caller retries with the same key.
+            for _ in range(5):
+                answer = await call(http, gateway, "append", arguments, f"outage-{round_}")
+                if answer.status_code != 503:
+                    break
+            assert answer.status_code == 200 and "idempotent-replayed" not in answer.headers
+            again = await call(http, gateway, "append", arguments, f"outage-{round_}")
+            assert again.headers["idempotent-replayed"] == "true" and again.json() == answer.json()
+    assert runs(log) == ["0", "1", "2"]
