@@ -4,12 +4,19 @@ machine that uses the directory (two `toolmesh up` behind one proxy) shares them
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.idempotency.outcome_store import Claim, KeyedRecord, KeyState
 from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
+
+T = TypeVar("T")
+log = logging.getLogger("toolmesh.gateway")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS keyed_calls (
@@ -31,6 +38,17 @@ class SqliteOutcomes:
     def __init__(self, path: Path) -> None:
         self._db = SqliteThread(path, "idempotency", "idempotency store")
         self._swept = 0.0
+
+    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` on the store's thread; a file that fails (locked past its timeout, disk full) is
+        the shared state failing: a retryable 503 before the call runs, never a 500."""
+        try:
+            return await self._db.run(work)
+        except sqlite3.Error as exc:
+            log.error(f"the Idempotency-Key store {self._db.path} failed: {exc}")
+            raise StateUnavailable(
+                "the gateway's Idempotency-Key store cannot be written; try again shortly", retry_after=1.0
+            ) from None
 
     async def open(self) -> None:
         def setup(db: sqlite3.Connection) -> None:
@@ -68,7 +86,7 @@ class SqliteOutcomes:
             finally:
                 db.execute("COMMIT")
 
-        return await self._db.run(work)
+        return await self._run(work)
 
     async def renew(self, record: str, owner: str, lease: float) -> bool:
         def work(db: sqlite3.Connection) -> bool:
@@ -78,7 +96,7 @@ class SqliteOutcomes:
             )
             return cursor.rowcount == 1
 
-        return await self._db.run(work)
+        return await self._run(work)
 
     async def finish(self, record: str, owner: str, state: KeyState, outcome: bytes, ttl: float) -> None:
         def work(db: sqlite3.Connection) -> None:
@@ -87,7 +105,7 @@ class SqliteOutcomes:
                 (state.value, outcome, time.time() + ttl, record, owner),
             )
 
-        await self._db.run(work)
+        await self._run(work)
 
     async def release(self, record: str, owner: str) -> None:
         def work(db: sqlite3.Connection) -> None:
@@ -95,7 +113,7 @@ class SqliteOutcomes:
                 "DELETE FROM keyed_calls WHERE id = ? AND owner = ? AND state = 'running'", (record, owner)
             )
 
-        await self._db.run(work)
+        await self._run(work)
 
     async def aclose(self) -> None:
         await self._db.close()
