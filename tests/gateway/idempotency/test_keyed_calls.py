@@ -269,3 +269,35 @@ async def test_each_call_of_a_keyed_batch_runs_once(gateway_factory: StartGatewa
     assert all(a.status_code == 200 for a in answers)
     assert answers[0].json() == answers[2].json()
     assert sorted(runs(log)) == ["0", "1", "2"]
+
+
+async def test_a_pod_dying_mid_call_leaves_an_unknown_outcome_that_is_never_run_again(
+    gateway_factory: StartGateway, tmp_path: Path
+) -> None:
+    gateway = await keyed_gateway(gateway_factory)
+    log = tmp_path / "log"
+    async with httpx.AsyncClient(timeout=30) as http:
+        for round_ in range(3):
+            arguments = {"path": str(log), "text": str(round_)}
+            died = await call(http, gateway, "append_and_die", arguments, f"die-{round_}")
+            assert died.status_code == 503 and "died mid-call" in died.json()["error"]["message"]
+            for _ in range(2):
+                repeat = await call(http, gateway, "append_and_die", arguments, f"die-{round_}")
+                assert repeat.status_code == 409, repeat.text
+                assert repeat.json()["error"]["code"] == "outcome_unknown"
+                assert "died mid-call" in repeat.json()["error"]["message"]
+    assert runs(log) == ["0", "1", "2"]
+
+
+async def test_a_timeout_is_the_outcome_a_repeat_gets(gateway_factory: StartGateway, tmp_path: Path) -> None:
+    gateway = await keyed_gateway(gateway_factory)
+    log = tmp_path / "log"
+    async with httpx.AsyncClient(timeout=30) as http:
+        answers = [
+            await call(http, gateway, "append_and_hang", {"path": str(log), "text": "h"}, "hang")
+            for _ in range(3)
+        ]
+    assert [a.status_code for a in answers] == [504] * 3
+    # Refused again as the first was (an error, so without the replay header), and not rerun.
+    assert len({a.json()["error"]["message"] for a in answers}) == 1
+    assert runs(log) == ["h"]
