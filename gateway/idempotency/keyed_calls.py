@@ -55,11 +55,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolmesh.gateway")
 
-#: Error codes of results that say the function did not run (nothing to remember).
+#: Error codes of results that say the function did not run (nothing to remember). A function that
+#: asks its caller (input_required) stopped at the question and runs again from the start with the
+#: answers (MCP's rounds), under the same key.
 NOT_RUN = frozenset(
     cls.code
     for cls in (InvalidRequest, Unauthenticated, PermissionDenied, RateLimited, Overloaded, StateUnavailable)
-) | {"invalid_arguments", "unsupported_media_type", "not_from_free_text", "function_not_found"}
+) | {
+    "invalid_arguments",
+    "unsupported_media_type",
+    "not_from_free_text",
+    "function_not_found",
+    "input_required",
+}
 #: Raised on the way to a function, these ran nothing: the key is released.
 NOT_RUN_ERRORS = (
     InvalidRequest,

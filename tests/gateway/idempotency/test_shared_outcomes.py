@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from pathlib import Path
 
 import httpx
@@ -12,9 +13,11 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
-from tests.gateway.conftest import StartGateway, StartUp, Up
+from tests.gateway.conftest import StartGateway, StartUp, Up, runtime
 from tests.gateway.idempotency.test_keyed_calls import KEYED, call, runs, started
+from tests.gateway.mcp.test_input_requests import Answers, text
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
 
@@ -165,3 +168,26 @@ async def test_a_keyed_call_while_redis_is_away_is_a_retryable_503_and_runs_noth
             again = await call(http, gateway, "append", arguments, f"outage-{round_}")
             assert again.headers["idempotent-replayed"] == "true" and again.json() == answer.json()
     assert runs(log) == ["0", "1", "2"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_keyed_mcp_call_that_asks_its_caller_is_answered_then_replays(
+    gateway_factory: StartGateway, mode: str
+) -> None:
+    # The asks of the first call are answered as usual under the key; once it finished, a
+    # repeat answers from its outcome without asking anything.
+    gateway = await gateway_factory(runtime("tools", "asking_tools"))
+    answers = Answers(content={"city": "Lyon", "days": 3})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        async with (
+            httpx2.AsyncClient(headers={"Idempotency-Key": f"ask-{mode}"}, timeout=30) as http,
+            Client(
+                streamable_http_client(f"{gateway.url}/mcp", http_client=http),
+                mode=mode,
+                elicitation_callback=answers.elicit,
+            ) as client,
+        ):
+            results = [await client.call_tool("plan", {}) for _ in range(2)]
+    assert [text(r) for r in results] == ["3 days in Lyon"] * 2
+    assert answers.asked == ["Where to?"]
