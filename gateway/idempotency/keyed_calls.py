@@ -30,9 +30,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from toolmesh.errors import (
+    ERROR_CLASSES,
+    FunctionNotFound,
     FunctionTimeout,
     IdempotencyConflict,
     IdempotencyMismatch,
+    InputRequired,
     InvalidRequest,
     OutcomeUnknown,
     Overloaded,
@@ -55,27 +58,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("toolmesh.gateway")
 
-#: Error codes of results that say the function did not run (nothing to remember). A function that
-#: asks its caller (input_required) stopped at the question and runs again from the start with the
-#: answers (MCP's rounds), under the same key.
-NOT_RUN = frozenset(
-    cls.code
-    for cls in (InvalidRequest, Unauthenticated, PermissionDenied, RateLimited, Overloaded, StateUnavailable)
-) | {
-    "invalid_arguments",
-    "unsupported_media_type",
-    "not_from_free_text",
-    "function_not_found",
-    "input_required",
-}
 #: Raised on the way to a function, these ran nothing: the key is released.
 NOT_RUN_ERRORS = (
     InvalidRequest,
     Unauthenticated,
     PermissionDenied,
+    FunctionNotFound,
     RateLimited,
     Overloaded,
     StateUnavailable,
+)
+#: Error codes of results that say the function did not run (nothing to remember): those above,
+#: their subclasses' (invalid_arguments...), and an ask: a function that asks its caller
+#: (input_required) stopped at the question and runs again from the start with the answers (MCP's
+#: rounds), under the same key.
+NOT_RUN = frozenset(
+    cls.code for cls in ERROR_CLASSES if issubclass(cls, NOT_RUN_ERRORS) or cls is InputRequired
 )
 #: How often a repeat looks whether the first call finished (seconds, first and most).
 POLL_FIRST = 0.02
