@@ -13,6 +13,8 @@ from the trailing metadata); a function that raised is a Result with ``is_error`
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
@@ -20,6 +22,7 @@ from typing import Any, Self
 
 import grpc
 
+from toolmesh.client.retrying import RetryPolicy
 from toolmesh.error_shapes import from_rpc_error
 from toolmesh.errors import FunctionNotFound, InvalidRequest
 from toolmesh.gateway.pool.runtime_client import CHANNEL_OPTIONS
@@ -32,12 +35,15 @@ from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 class GrpcClient:
     """An asyncio client for the gateway's gRPC Mesh service at `address` ("host:port").
 
-    `api_key` is sent as ``authorization: Bearer <key>`` metadata on every call. The
-    channel connects lazily; use ``async with``, or call `close()`.
+    `api_key` is sent as ``authorization: Bearer <key>`` metadata on every call. `retries`:
+    how many more times `invoke` sends a call that failed in a way that may pass, under one
+    `idempotency-key` so that it runs at most once (see retrying.py). The channel connects
+    lazily; use ``async with``, or call `close()`.
     """
 
-    def __init__(self, address: str, api_key: str | None = None) -> None:
+    def __init__(self, address: str, api_key: str | None = None, retries: int = 0) -> None:
         self.address = address
+        self.retry = RetryPolicy(retries)
         self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._stub = mesh_pb2_grpc.MeshStub(self._channel)
         self._metadata: tuple[tuple[str, str], ...] = (
@@ -67,20 +73,31 @@ class GrpcClient:
         session_id: str | None = None,
         metadata: Mapping[str, str] | None = None,
         timeout: float | None = None,
+        idempotency_key: str | None = None,
     ) -> Result:
         """Call a function and wait for its result.
 
         `metadata` reaches the function through its context; `timeout` (seconds) is the
-        call's gRPC deadline, and running past it raises FunctionTimeout. A function that
-        raised is a Result with ``is_error``; arguments that break its schema raise
-        InvalidArguments.
+        call's gRPC deadline (each attempt's), and running past it raises FunctionTimeout. A
+        function that raised is a Result with ``is_error``; arguments that break its schema
+        raise InvalidArguments. With an `idempotency_key` (or `retries`, which makes one) a
+        repeat answers the first outcome.
         """
         request = _request(name, arguments, request_id, session_id, metadata)
-        try:
-            reply = await self._stub.Invoke(request, metadata=self._metadata, timeout=timeout)
-        except grpc.aio.AioRpcError as exc:
-            raise from_rpc_error(exc, f"the gateway at {self.address}") from None
-        return wire.result_from_proto(reply)
+        key = self.retry.key(idempotency_key)
+        sent = self._metadata + ((("idempotency-key", key),) if key else ())
+        for attempt in itertools.count(1):
+            try:
+                reply = await self._stub.Invoke(request, metadata=sent, timeout=timeout)
+            except grpc.aio.AioRpcError as exc:
+                error = from_rpc_error(exc, f"the gateway at {self.address}")
+                pause = self.retry.pause(error, attempt)
+                if pause is None:
+                    raise error from None
+                await asyncio.sleep(pause)
+            else:
+                return wire.result_from_proto(reply)
+        raise AssertionError("unreachable")
 
     async def stream(
         self,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncGenerator, Generator, Mapping
 from types import TracebackType
@@ -40,8 +41,9 @@ import httpx
 from toolmesh.client import http_requests as requests
 from toolmesh.client import jobs
 from toolmesh.client.jobs import RemoteJob
+from toolmesh.client.retrying import RetryPolicy
 from toolmesh.client.sse_parser import EventParser
-from toolmesh.errors import FunctionTimeout
+from toolmesh.errors import FunctionTimeout, ToolmeshError
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
@@ -69,11 +71,16 @@ class Client:
 
     `base_url` is the gateway's address (``http://host:8080``); `api_key` is sent as
     ``Authorization: Bearer <key>``; `timeout` is the seconds to wait for each answer.
+    `retries`: how many more times `invoke` sends a call that failed in a way that may pass,
+    each call under one `Idempotency-Key` so that it runs at most once (see retrying.py).
     Use it as a context manager, or call `close()`.
     """
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT, retries: int = 0
+    ) -> None:
         self.base_url = base_url
+        self.retry = RetryPolicy(retries)
         with requests.transport_errors(base_url):
             self._http = httpx.Client(**requests.http_options(base_url, api_key, timeout))
 
@@ -103,10 +110,22 @@ class Client:
         *,
         request_id: str | None = None,
         session_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Result:
         """Call a function. A function that raised is a Result with ``is_error``; arguments
-        that break its schema raise InvalidArguments, a timeout FunctionTimeout."""
-        return self._send(requests.invoke(name, arguments, request_id, session_id))
+        that break its schema raise InvalidArguments, a timeout FunctionTimeout. With an
+        `idempotency_key` (or `retries`, which makes one) a repeat answers the first outcome."""
+        key = self.retry.key(idempotency_key)
+        request = requests.invoke(name, arguments, request_id, session_id, key)
+        for attempt in itertools.count(1):
+            try:
+                return self._send(request)
+            except ToolmeshError as exc:
+                pause = self.retry.pause(exc, attempt)
+                if pause is None:
+                    raise
+                time.sleep(pause)
+        raise AssertionError("unreachable")
 
     def stream(
         self,
@@ -227,8 +246,11 @@ class Client:
 class AsyncClient:
     """An asyncio client for a toolmesh gateway's HTTP API; the same methods as `Client`, as coroutines."""
 
-    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, base_url: str, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT, retries: int = 0
+    ) -> None:
         self.base_url = base_url
+        self.retry = RetryPolicy(retries)
         with requests.transport_errors(base_url):
             self._http = httpx.AsyncClient(**requests.http_options(base_url, api_key, timeout))
 
@@ -258,10 +280,20 @@ class AsyncClient:
         *,
         request_id: str | None = None,
         session_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> Result:
-        """Call a function. A function that raised is a Result with ``is_error``; arguments
-        that break its schema raise InvalidArguments, a timeout FunctionTimeout."""
-        return await self._send(requests.invoke(name, arguments, request_id, session_id))
+        """Call a function (see `Client.invoke`, and `retries` for retrying it safely)."""
+        key = self.retry.key(idempotency_key)
+        request = requests.invoke(name, arguments, request_id, session_id, key)
+        for attempt in itertools.count(1):
+            try:
+                return await self._send(request)
+            except ToolmeshError as exc:
+                pause = self.retry.pause(exc, attempt)
+                if pause is None:
+                    raise
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable")
 
     async def stream(
         self,

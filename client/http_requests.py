@@ -60,9 +60,15 @@ def get_function(name: str) -> Request[FunctionSpec]:
 
 
 def invoke(
-    name: str, arguments: Mapping[str, Any] | None, request_id: str | None, session_id: str | None
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    request_id: str | None,
+    session_id: str | None,
+    idempotency_key: str | None = None,
 ) -> Request[Result]:
     headers = {"content-type": "application/json"}
+    if idempotency_key:
+        headers["idempotency-key"] = idempotency_key
     if request_id:
         headers["x-request-id"] = request_id
     if session_id:

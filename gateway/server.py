@@ -50,6 +50,7 @@ from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.request_log import RequestLog
+from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.identity.metadata_routes import metadata_routes
 from toolmesh.gateway.identity.protected_resource import ProtectedResource
 from toolmesh.gateway.identity.tokens import TokenValidator
@@ -241,6 +242,7 @@ async def start_gateway(
     state = await open_state(config.state, environment.state_url)
     try:
         function_state = await state.function_state(config.function_state)
+        outcomes = await state.keyed_outcomes(settled_value(config.project.data_dir, "[project] data_dir"))
     except BaseException:
         await state.aclose()
         raise
@@ -307,7 +309,8 @@ async def start_gateway(
     )
     await asyncio.to_thread(router.start, spec_documents(catalog.specs()))
     state.feed.listen_learned(router.relearn)
-    mesh = Mesh(catalog, pool, auth, settings, metrics, router, state.confirmations)
+    keyed = KeyedCalls(outcomes, settings.idempotency_ttl, settings.idempotency_lease)
+    mesh = Mesh(catalog, pool, auth, settings, metrics, router, state.confirmations, keyed)
     jobs: JobService | None = None
     triggers: TriggerHost | None = None
     if config.jobs.enabled:

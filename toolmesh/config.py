@@ -156,6 +156,10 @@ class GatewayConfig(_Section):
     audit_file: Path | None = None
     #: The gateway's URL as its clients reach it ("https://gw.example.com"): `[oauth]`'s audience.
     public_url: str | None = Field(None, pattern=r"^https?://[^/\s]+(/\S*)?$")
+    #: Seconds a call's outcome is kept under its `Idempotency-Key` (repeats answer it, not a rerun).
+    idempotency_ttl: float = Field(defaults.DEFAULT_IDEMPOTENCY_TTL, gt=0)
+    #: Seconds a replica running a keyed call may go unheard before the call's outcome is unknown.
+    idempotency_lease: float = Field(defaults.DEFAULT_IDEMPOTENCY_LEASE, gt=0)
 
 
 class KeyConfig(_Section):

@@ -18,6 +18,14 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 30.0
 #: Below the common proxy idle timeouts (nginx and most load balancers: 60 s).
 DEFAULT_STREAM_KEEPALIVE = 15.0
+#: Seconds a keyed call's outcome is kept for its repeats (Stripe keeps them 24 hours).
+DEFAULT_IDEMPOTENCY_TTL = 24 * 3600.0
+#: Seconds a replica running a keyed call may miss renewing its claim (it renews every third of
+#: it) before another replica says the outcome is unknown: its pods and Redis answer in well
+#: under that, so a replica this silent is gone.
+DEFAULT_IDEMPOTENCY_LEASE = 10.0
+#: The SQLite file of keyed calls' outcomes in the project's data directory (unused with Redis).
+IDEMPOTENCY_FILE = "idempotency.sqlite3"
 DEFAULT_MIN_REPLICAS = 0
 DEFAULT_MAX_REPLICAS = 4
 DEFAULT_TARGET_CONCURRENCY = 32

@@ -28,6 +28,11 @@ own::
     │                                                   the caller cannot answer (only MCP clients can)
     ├── ConfirmationInvalid    409  FAILED_PRECONDITION a free-text call's confirmation is unknown,
     │                                                   expired or already used
+    ├── IdempotencyConflict    409  ABORTED             the call of this Idempotency-Key is still running
+    ├── IdempotencyMismatch    422  INVALID_ARGUMENT    the key was used for another call (a subclass
+    │                                                   of InvalidRequest, drawn here to keep its story)
+    ├── OutcomeUnknown         409  FAILED_PRECONDITION the replica running the key's call stopped
+    │                                                   mid-call; it is not run a second time
     └── InternalError          500  INTERNAL            a bug in toolmesh, never a client's mistake
 
 `code` is the stable machine-readable name of each class; it travels in result
@@ -290,6 +295,41 @@ class ConfirmationInvalid(ToolmeshError):
     jsonrpc_code = -32600
 
 
+class IdempotencyConflict(ToolmeshError):
+    """A call with this `Idempotency-Key` is still running (on this gateway or another replica) and
+    did not finish while the repeat waited for it. Send the repeat again later: once the first call
+    finishes, the repeat answers its outcome without running anything."""
+
+    code = "idempotency_conflict"
+    http_status = 409
+    grpc_status = grpc.StatusCode.ABORTED
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32000
+    retryable = True
+
+
+class IdempotencyMismatch(InvalidRequest):
+    """The `Idempotency-Key` was used before by this caller for another function or other
+    arguments. A key names one call: send a new key for a new call."""
+
+    code = "idempotency_mismatch"
+    http_status = 422
+
+
+class OutcomeUnknown(ToolmeshError):
+    """The call with this `Idempotency-Key` started, but what ran it (a gateway replica, or its pod)
+    stopped before its outcome was recorded: the function may or may not have run. The function is
+    not idempotent, so it is never run a second time under this key; every repeat says this.
+    Check the function's effects (what it writes or sends), and if it did not run, call it again
+    with a new key."""
+
+    code = "outcome_unknown"
+    http_status = 409
+    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32000
+
+
 class InternalError(ToolmeshError):
     """Something inside toolmesh went wrong; never caused by client input."""
 
@@ -317,6 +357,9 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     FunctionError,
     InputRequired,
     ConfirmationInvalid,
+    IdempotencyConflict,
+    IdempotencyMismatch,
+    OutcomeUnknown,
     InternalError,
 )
 _BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}
@@ -332,7 +375,7 @@ GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
     grpc.StatusCode.FAILED_PRECONDITION: InputRequired,
-    grpc.StatusCode.ABORTED: Unavailable,
+    grpc.StatusCode.ABORTED: IdempotencyConflict,
     grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
     grpc.StatusCode.UNIMPLEMENTED: InternalError,
     grpc.StatusCode.INTERNAL: InternalError,

@@ -43,6 +43,8 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import REFUSALS, Surface
 from toolmesh.gateway.core.tool_formats import tool_definition
+from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
+from toolmesh.gateway.idempotency.local_outcomes import LocalOutcomes
 from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
 from toolmesh.router.extraction.execution import Execution, FunctionCaller
@@ -67,6 +69,7 @@ class Mesh:
         metrics: GatewayMetrics | None = None,
         router: RouterService | None = None,
         confirmations: Confirmations | None = None,
+        keyed: KeyedCalls | None = None,
     ) -> None:
         self.catalog = catalog
         self.pool = pool
@@ -77,6 +80,8 @@ class Mesh:
         self.router = router or RouterService(RouterConfig(enabled=False))
         #: Free-text calls waiting for their confirmation (in Redis where `[state]` says).
         self.confirmations = confirmations or LocalConfirmations()
+        #: Calls with an `Idempotency-Key` and their outcomes (shared with replicas where `[state]` says).
+        self.keyed = keyed or KeyedCalls(LocalOutcomes(), config.idempotency_ttl, config.idempotency_lease)
         #: The calls in flight, for a graceful stop (server.py).
         self.drain = Drain()
         #: Hot reload of the runtimes (`reload`, SIGHUP, `toolmesh up --reload`).
@@ -228,9 +233,7 @@ class Mesh:
             call, timeout = self._call(spec, request, longest)
             request_id, trace = call.request_id, call.trace
             with self.drain.track():
-                result = await self.pool.invoke(
-                    spec.runtime, call, timeout, idempotent=spec.annotations.idempotent
-                )
+                result = await self._run(principal, spec, request, call, timeout)
             outcome = self.metrics.outcome_of(result)
         except ToolmeshError as exc:
             outcome = exc.code
@@ -248,6 +251,15 @@ class Mesh:
                 )
         return refusals.check(result)
 
+    def _run(
+        self, principal: Principal, spec: FunctionSpec, request: InvokeRequest, call: Call, timeout: float
+    ) -> Awaitable[Result]:
+        """The call on its pool; once per `Idempotency-Key` when it has one (gateway/idempotency/)."""
+        idempotent = spec.annotations.idempotent
+        run = functools.partial(self.pool.invoke, spec.runtime, call, timeout, idempotent=idempotent)
+        key = request.options.idempotency_key
+        return self.keyed.run(principal.name, key, spec, request, timeout, run) if key else run()
+
     async def stream(
         self, principal: Principal, request: InvokeRequest, surface: Surface = Surface.DIRECT
     ) -> AsyncGenerator[list[Content] | Result, None]:
@@ -263,6 +275,10 @@ class Mesh:
         try:
             await principal.spend()
             spec = self.function(request.name, principal)
+            if request.options.idempotency_key:
+                raise InvalidRequest(
+                    "a streamed call takes no Idempotency-Key: send it unstreamed", param="Idempotency-Key"
+                )
         except ToolmeshError as exc:
             seconds = time.perf_counter() - started
             rid = request.options.request_id or ""
@@ -311,9 +327,9 @@ class Mesh:
         """Run a batch of calls concurrently; each failure becomes that call's error result.
         A call whose arguments could not be read carries its problem instead of arguments."""
 
-        async def one(name: str, arguments: bytes, problem: ToolmeshError | None) -> Result:
+        async def one(index: int, name: str, arguments: bytes, problem: ToolmeshError | None) -> Result:
             if problem is None:
-                request = InvokeRequest(name, arguments, options or CallOptions())
+                request = InvokeRequest(name, arguments, (options or CallOptions()).item(index))
                 return await self.invoke(principal, request, Surface.BATCH)
             try:
                 await principal.spend()
@@ -324,7 +340,7 @@ class Mesh:
             except ToolmeshError as exc:
                 return REFUSALS[Surface.BATCH].settle(exc)
 
-        return list(await asyncio.gather(*(one(*call) for call in calls)))
+        return list(await asyncio.gather(*(one(i, *call) for i, call in enumerate(calls))))
 
     # -- free text --------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ into these (raising InvalidRequest naming the bad field), and the core never see
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from toolmesh.runtimes.functions.call_events import Listener
 MAX_K = 100
 #: Longest request id a caller may choose (a UUID is 36).
 MAX_REQUEST_ID = 128
+#: Longest `Idempotency-Key` (Stripe's limit).
+MAX_IDEMPOTENCY_KEY = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,9 @@ class CallOptions:
     metadata: Mapping[str, str] = field(default_factory=dict)
     #: Seconds the caller will wait; None for the gateway's default.
     timeout: float | None = None
+    #: The caller's name for this one call: a repeat answers its outcome instead of running it
+    #: again (gateway/idempotency/); "" for none.
+    idempotency_key: str = ""
 
     @classmethod
     def parse(
@@ -39,14 +45,24 @@ class CallOptions:
         timeout: float | None = None,
         *,
         names: tuple[str, str] = ("request_id", "session_id"),
+        idempotency_key: str = "",
+        key_name: str = "idempotency-key",
     ) -> CallOptions:
-        """Options from a client, checked; `names` are what its wire calls the two ids."""
+        """Options from a client, checked; `names` are what its wire calls the two ids, and
+        `key_name` what it calls the idempotency key."""
         return cls(
             _token(request_id, names[0], MAX_REQUEST_ID),
             _token(session_id, names[1], MAX_SESSION_ID),
             dict(metadata or {}),
             timeout,
+            _idempotency_key(idempotency_key, key_name),
         )
+
+    def item(self, index: int) -> CallOptions:
+        """The options of a batch's call `index`: each call is its own under the batch's key."""
+        if not self.idempotency_key:
+            return self
+        return dataclasses.replace(self, idempotency_key=f"{self.idempotency_key}#{index}")
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> CallOptions:
@@ -55,7 +71,18 @@ class CallOptions:
             headers.get("x-request-id", ""),
             headers.get("x-session-id", ""),
             names=("X-Request-Id", "X-Session-Id"),
+            idempotency_key=headers.get("idempotency-key", ""),
+            key_name="Idempotency-Key",
         )
+
+
+def _idempotency_key(value: str, name: str) -> str:
+    """A key is stored and compared as sent, so an empty or space-only one (a client's bug) is
+    refused rather than taken for "no key"; a header that is absent arrives here as ""."""
+    _token(value, name, MAX_IDEMPOTENCY_KEY)
+    if value and (not value.strip() or value != value.strip()):
+        raise InvalidRequest(f"{name} must not be blank or start or end with spaces", param=name)
+    return value
 
 
 def _token(value: str, name: str, limit: int) -> str:

@@ -17,6 +17,7 @@ from toolmesh.gateway.core.requests import (
     InvokeRequest,
     RouteRequest,
 )
+from toolmesh.gateway.idempotency.keyed_calls import REPLAYED_METADATA
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.state.function_state import FunctionStateService
@@ -41,17 +42,25 @@ _STATE_OPS: dict[int, Operation] = {
 
 
 def _authorization(context: Context) -> str | None:
+    return _metadata(context, "authorization") or None
+
+
+def _metadata(context: Context, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
+        if key == name:
             return value if isinstance(value, str) else value.decode()
-    return None
+    return ""
 
 
 def _invocation(
     request: invoke_pb2.InvokeRequest, context: Context, events: Listener | None = None
 ) -> InvokeRequest:
     options = CallOptions.parse(
-        request.request_id, request.session_id, request.metadata, context.time_remaining()
+        request.request_id,
+        request.session_id,
+        request.metadata,
+        context.time_remaining(),
+        idempotency_key=_metadata(context, "idempotency-key"),
     )
     return InvokeRequest(request.function, request.arguments or b"{}", options, events)
 
@@ -141,6 +150,8 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise
+        if result.replayed:
+            context.set_trailing_metadata(REPLAYED_METADATA)
         return wire.result_to_proto(result)
 
     async def InvokeStream(

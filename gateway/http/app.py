@@ -54,6 +54,7 @@ from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
+from toolmesh.gateway.idempotency.keyed_calls import REPLAYED
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
@@ -131,7 +132,8 @@ def create_app(
                 return await event_stream(mesh.stream(principal, call), config.stream_keepalive)
             call = dataclasses.replace(call, events=wish.listener)
             return await event_stream(wish.merge(mesh.stream(principal, call)), config.stream_keepalive)
-        return Response(result_json(await mesh.invoke(principal, call)), media_type=JSON)
+        result = await mesh.invoke(principal, call)
+        return Response(result_json(result), media_type=JSON, headers=REPLAYED if result.replayed else None)
 
     async def tools(request: Request) -> Response:
         principal = caller(mesh, request)

@@ -13,6 +13,7 @@ with an idle timeout keep it open. SSE readers, the openai SDK's among them, ski
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncGenerator
@@ -91,7 +92,8 @@ def chat_routes(mesh: Mesh, proxy: ChatProxy | None) -> list[Route]:
         if proxy is None:
             raise Unavailable("the chat proxy is off: set [chat] upstream_url in toolmesh.toml")
         chat = ChatRequest(parse_json(await body(mesh, request), mesh.config.max_json_depth), proxy.config)
-        options = CallOptions.from_headers(request.headers)
+        # A model's rounds are not one call each: a key would name several different ones.
+        options = dataclasses.replace(CallOptions.from_headers(request.headers), idempotency_key="")
         if not chat.stream:
             completion = await proxy.complete(principal, chat, options)
             return Response(json.dumps(completion).encode(), media_type="application/json")

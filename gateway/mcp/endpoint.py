@@ -298,7 +298,12 @@ class McpEndpoint:
         arguments = json.dumps(params.arguments or {}).encode()
         asked = read_round(ctx)
         options = CallOptions.from_headers(headers)
-        streams = spec.streaming and progress_token_from_params(ctx.params) is not None
+        # A keyed call's outcome is stored whole (gateway/idempotency/): it is not streamed.
+        streams = (
+            spec.streaming
+            and not options.idempotency_key
+            and progress_token_from_params(ctx.params) is not None
+        )
         notifier = self._notifier(ctx, principal, options.session_id, streams)
         events = notifier.listener if notifier is not None else None
         call = InvokeRequest(spec.qualified_name, arguments, asked.apply(options), events)

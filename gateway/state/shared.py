@@ -5,7 +5,10 @@
                       confirmations in memory, SQLite jobs and function state
     url = redis://..  RedisLimits, RedisFeed, RedisSessions, RedisExamples,  (any number)
                       RedisRoutings, RedisConfirmations, RedisJobStore,
-                      RedisFunctionStore, on one client
+                      RedisFunctionStore, RedisOutcomes, on one client
+
+Keyed calls' outcomes (`Idempotency-Key`) without a URL are in a SQLite file of the project's
+data directory, so gateways sharing the directory on one machine share them too.
 
 Redis is imported only when a URL is given, so a gateway without `[state]` never loads it.
 """
@@ -17,10 +20,13 @@ import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolmesh.config import ConfigError, FunctionStateConfig, RouterConfig, StateConfig
+from toolmesh.config_defaults import IDEMPOTENCY_FILE
 from toolmesh.errors import StateUnavailable
+from toolmesh.gateway.idempotency.outcome_store import OutcomeStore
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
@@ -63,6 +69,29 @@ class SharedState:
     function_store: FunctionStoreFactory | None = None
     #: The Redis behind it all, for triggers' ticks and streams (None: no `[state] url`).
     redis: RedisAccess | None = None
+    #: Keyed calls' outcomes in Redis (None: `keyed_outcomes` opens the SQLite file).
+    outcomes: OutcomeStore | None = None
+
+    async def keyed_outcomes(self, data_dir: Path) -> OutcomeStore:
+        """Where keyed calls' outcomes live: in Redis with the rest, else in their SQLite file in
+        the project's `data_dir` (opened here, closed with the rest); ConfigError when it cannot be."""
+        if self.outcomes is not None:
+            return self.outcomes
+        path = data_dir / IDEMPOTENCY_FILE
+        from toolmesh.gateway.idempotency.sqlite_outcomes import SqliteOutcomes
+
+        store = SqliteOutcomes(path)
+        try:
+            await store.open()
+        except (OSError, sqlite3.Error) as exc:
+            await store.aclose()
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise ConfigError(
+                f"gateway: cannot write the Idempotency-Key file {path}: {reason}; give the project"
+                " another data directory with `toolmesh up --data-dir DIR` or [project] data_dir"
+            ) from None
+        self._closers.append(store.aclose)
+        return store
 
     async def function_state(self, config: FunctionStateConfig) -> FunctionStateService:
         """Functions' durable state (`ctx.state`): in Redis with the rest, else in its SQLite file
@@ -104,6 +133,7 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
     refuses the rest with 503 until Redis is back (see redis_client.py)."""
     if url is None:
         return SharedState()
+    from toolmesh.gateway.idempotency.redis_outcomes import RedisOutcomes
     from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
     from toolmesh.gateway.state.loop_calls import LoopCalls
     from toolmesh.gateway.state.redis_client import Outage, RedisAccess, connect, redact
@@ -156,4 +186,5 @@ async def open_state(config: StateConfig, url: str | None) -> SharedState:
         confirmations=RedisConfirmations(client, prefix, outage),
         function_store=lambda: RedisFunctionStore(client, prefix, outage),
         redis=RedisAccess(client, prefix, outage),
+        outcomes=RedisOutcomes(client, prefix, outage),
     )

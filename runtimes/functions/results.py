@@ -91,6 +91,8 @@ class Result:
     queued_ms: float = 0.0
     duration_ms: float = 0.0
     request_id: str = ""
+    #: The stored outcome of an earlier call with the same `Idempotency-Key`, not a new run.
+    replayed: bool = False
 
     @classmethod
     def failure(cls, error: ErrorInfo) -> Result:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.gateway.core.requests import MAX_IDEMPOTENCY_KEY
 from toolmesh.gateway.http.job_routes import job_openapi
 from toolmesh.gateway.http.openapi.api_schemas import COMMON_ERRORS, SCHEMAS, errors, json_body, ref
 from toolmesh.gateway.http.openapi.free_text_paths import free_text_paths
@@ -22,6 +23,18 @@ _REQUEST_HEADERS = [
     {"name": "X-Request-Id", "in": "header", "required": False, "schema": {"type": "string"}},
     {"name": "X-Session-Id", "in": "header", "required": False, "schema": {"type": "string"}},
 ]
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Names this call: a repeat with the same key and arguments answers the first outcome (header "
+        "`Idempotent-Replayed: true`) instead of running again; other arguments are 422, a first call "
+        "still running 409 `idempotency_conflict`, one whose replica died mid-call 409 `outcome_unknown`. "
+        "In a batch, call i is keyed `<key>#<i>`."
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY},
+}
 
 
 def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[str, Any]:
@@ -66,7 +79,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
                     "A call refused before its first item gets its HTTP error status as usual."
                 ),
                 "operationId": "invokeFunction",
-                "parameters": [_NAME, *_REQUEST_HEADERS],
+                "parameters": [_NAME, *_REQUEST_HEADERS, _IDEMPOTENCY_KEY],
                 "requestBody": {
                     "required": False,
                     "content": {
@@ -132,7 +145,7 @@ def openapi_document(max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS) -> dict[s
                     "error result for that call only."
                 ),
                 "operationId": "executeToolCalls",
-                "parameters": _REQUEST_HEADERS,
+                "parameters": [*_REQUEST_HEADERS, _IDEMPOTENCY_KEY],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
                 "responses": {
                     "200": json_body(
