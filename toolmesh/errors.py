@@ -9,6 +9,7 @@ own::
     ├── InvalidRequest         400  INVALID_ARGUMENT    malformed JSON, wrong shape
     │   ├── InvalidArguments   422  INVALID_ARGUMENT    arguments break the schema
     │   └── UnsupportedMediaType 415 INVALID_ARGUMENT   a body not sent as JSON
+    ├── IdempotencyMismatch    422  INVALID_ARGUMENT    an Idempotency-Key reused with other arguments
     ├── Unauthenticated        401  UNAUTHENTICATED     missing or unknown API key, refused access token
     ├── PermissionDenied       403  PERMISSION_DENIED   key not scoped for the function
     │   └── NotFromFreeText    403  PERMISSION_DENIED   free text may not run it (free_text="never")
@@ -120,6 +121,17 @@ class UnsupportedMediaType(InvalidRequest):
 
     code = "unsupported_media_type"
     http_status = 415
+
+
+class IdempotencyMismatch(ToolmeshError):
+    """An `Idempotency-Key` already used for another call (another function or arguments):
+    the first one's outcome is kept; send this one with a new key."""
+
+    code = "idempotency_mismatch"
+    http_status = 422
+    grpc_status = grpc.StatusCode.INVALID_ARGUMENT
+    openai_type = "invalid_request_error"
+    jsonrpc_code = -32602
 
 
 class Unauthenticated(ToolmeshError):
@@ -300,6 +312,7 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     InvalidRequest,
     InvalidArguments,
     UnsupportedMediaType,
+    IdempotencyMismatch,
     Unauthenticated,
     PermissionDenied,
     NotFromFreeText,
