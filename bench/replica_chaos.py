@@ -7,7 +7,8 @@ A real `redis-server` on loopback; two `toolmesh up` gateways started from one t
 id` the same; `[jobs] lease` short), on two fixed ports, each serving bench/replica_tools.py;
 nginx (Debian's nginx-light, `-p <tmpdir>`, not a daemon) in front with both as its upstream,
 retrying a request on the other one (`proxy_next_upstream error timeout http_502 http_503
-non_idempotent`, 2 tries, 0.5 s connect timeout). For --seconds, --clients clients (httpx,
+non_idempotent`, 2 tries, 0.5 s connect timeout, `max_fails=0`, upstream keepalive closed after 4 s,
+before uvicorn's 5 s). For --seconds, --clients clients (httpx,
 kept-alive connections to nginx) each loop over:
 
   ping         an idempotent no-op, one request per call (the load balancer's retry only);
@@ -121,7 +122,9 @@ def redis_server(workdir: Path, binary: str = "redis-server") -> Iterator[str]:
 
 
 def nginx_conf(workdir: Path, listen: int, upstreams: list[int]) -> str:
-    servers = "".join(f"    server 127.0.0.1:{port} max_fails=1 fail_timeout=1s;\n" for port in upstreams)
+    # max_fails=0: a refused connect costs a retry on the other at once, whereas a gateway marked
+    # down for fail_timeout may be the only one up again by then (the other just killed).
+    servers = "".join(f"    server 127.0.0.1:{port} max_fails=0;\n" for port in upstreams)
     temp = "".join(
         f"  {kind}_temp_path {workdir / ('nginx-' + kind)};\n"
         for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -130,7 +133,7 @@ def nginx_conf(workdir: Path, listen: int, upstreams: list[int]) -> str:
         f"daemon off;\nworker_processes 1;\npid {workdir / 'nginx.pid'};\n"
         f"error_log {workdir / 'nginx-error.log'} warn;\nevents {{ worker_connections 1024; }}\n"
         f"http {{\n  access_log off;\n{temp}"
-        f"  upstream gateways {{\n{servers}    keepalive 32;\n  }}\n"
+        f"  upstream gateways {{\n{servers}    keepalive 32;\n    keepalive_timeout 4s;\n  }}\n"
         f"  server {{\n    listen 127.0.0.1:{listen};\n    client_max_body_size 1m;\n"
         "    location / {\n      proxy_pass http://gateways;\n      proxy_http_version 1.1;\n"
         '      proxy_set_header Connection "";\n      proxy_set_header Host $host;\n'
@@ -386,6 +389,8 @@ async def job_outcomes(http: httpx.AsyncClient, ids: list[str]) -> Counter[str]:
                 still.append(job_id)
             elif job["status"] == "succeeded":
                 outcomes["succeeded"] += 1
+                # Run again by another gateway after the one running it was killed.
+                outcomes["taken_over"] += job["attempts"] > 1
             else:
                 outcomes[f"{job['status']}:{(job.get('error') or {}).get('code', '?')}"] += 1
         waiting = still
@@ -439,7 +444,8 @@ def summarize(run: dict[str, Any], marks: Path, orphans: list[int], seconds: flo
         "job_submit_failures": dict(record.job_submit_failures),
         "jobs_succeeded": outcomes["succeeded"],
         "jobs_lost": outcomes["lost"],
-        "jobs_other": {k: v for k, v in outcomes.items() if k not in ("succeeded", "lost")},
+        "jobs_taken_over": outcomes["taken_over"],
+        "jobs_other": {k: v for k, v in outcomes.items() if k not in ("succeeded", "lost", "taken_over")},
         "orphan_pods": orphans,
     }
 
@@ -492,6 +498,7 @@ def print_report(s: dict[str, Any], clients: int, every: float) -> None:
         ("keyed calls run twice (duplicate lines)", f"{s['keyed_duplicates']}", "0"),
         ("jobs submitted", f"{s['jobs_submitted']}", ""),
         ("jobs succeeded", f"{s['jobs_succeeded']}", "all"),
+        ("jobs run again on the other gateway (attempts > 1)", f"{s['jobs_taken_over']}", ""),
         ("jobs lost", f"{s['jobs_lost']}", "0"),
         ("orphan pods", f"{len(s['orphan_pods'])}", "0"),
     ]
