@@ -40,11 +40,15 @@ _STATE_OPS: dict[int, Operation] = {
 }
 
 
-def _authorization(context: Context) -> str | None:
+def _metadata(context: Context, name: str) -> str | None:
     for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
+        if key == name:
             return value if isinstance(value, str) else value.decode()
     return None
+
+
+def _authorization(context: Context) -> str | None:
+    return _metadata(context, "authorization")
 
 
 def _invocation(
@@ -237,8 +241,12 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             call = request.call
             options = CallOptions.parse(call.request_id, call.session_id, call.metadata)
             invocation = InvokeRequest(call.function, call.arguments or b"{}", options)
-            job = await self._job_service().submit(
-                self._principal(context), invocation, request.callback_url or None
+            # `idempotency-key` metadata: one job per key, as over HTTP (job_service.py).
+            job, _ = await self._job_service().submit_once(
+                self._principal(context),
+                invocation,
+                request.callback_url or None,
+                _metadata(context, "idempotency-key"),
             )
         except ToolmeshError as exc:
             await wire.abort(context, exc)
