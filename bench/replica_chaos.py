@@ -21,7 +21,8 @@ kept-alive connections to nginx) each loop over:
 Meanwhile every --kill-every seconds one gateway (each in turn) is SIGKILLed and started again
 on its port. After the run every job is polled until it ends (or is declared lost), the file is
 counted, and the `toolmesh runtime` processes of every killed gateway still alive are orphans
-(each gateway runs with its own TMPDIR, which its pods' command lines name).
+(each gateway runs with its own TMPDIR, which its pods' command lines name); the other gateway's
+runtime processes at each kill must all still live once the killed one serves again.
 
 Printed: requests and their success %, the idempotent no-op's success %, keyed calls, their
 success %, duplicates (lines written twice) and failures by error code, jobs submitted,
@@ -99,6 +100,10 @@ def runtime_processes(marker: str) -> list[int]:
         if marker in argv and "toolmesh" in argv and state != "Z":
             found.append(int(entry.name))
     return sorted(found)
+
+
+def alive(pids: list[int]) -> list[int]:
+    return [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 # -- the processes ------------------------------------------------------------------------------
@@ -266,6 +271,8 @@ class Record:
     job_submit_failures: Counter[str] = field(default_factory=Counter)
     kills: int = 0
     restart_s: list[float] = field(default_factory=list)
+    #: Pods of the gateway that was not killed that died meanwhile (its pool disturbed).
+    survivor_pods_lost: int = 0
 
 
 async def request(
@@ -350,19 +357,21 @@ async def killer(gateways: Gateways, until: float, every: float, record: Record)
         await asyncio.sleep(max(0.0, next_kill - time.monotonic()))
         if restarted is not None:
             await restarted
+        survivor = runtime_processes(gateways.markers[1 - slot])
         gateways.kill(slot)
         record.kills += 1
-        restarted = asyncio.create_task(_restart(gateways, slot, record))
+        restarted = asyncio.create_task(_restart(gateways, slot, record, survivor))
         slot = 1 - slot
         next_kill += every
     if restarted is not None:
         await restarted
 
 
-async def _restart(gateways: Gateways, slot: int, record: Record) -> None:
+async def _restart(gateways: Gateways, slot: int, record: Record, survivor: list[int]) -> None:
     began = time.monotonic()
     await asyncio.to_thread(gateways.start, slot)
     record.restart_s.append(time.monotonic() - began)
+    record.survivor_pods_lost += len(survivor) - len(alive(survivor))
 
 
 async def job_outcomes(http: httpx.AsyncClient, ids: list[str]) -> Counter[str]:
@@ -447,6 +456,7 @@ def summarize(run: dict[str, Any], marks: Path, orphans: list[int], seconds: flo
         "jobs_taken_over": outcomes["taken_over"],
         "jobs_other": {k: v for k, v in outcomes.items() if k not in ("succeeded", "lost", "taken_over")},
         "orphan_pods": orphans,
+        "survivor_pods_lost": record.survivor_pods_lost,
     }
 
 
@@ -501,6 +511,7 @@ def print_report(s: dict[str, Any], clients: int, every: float) -> None:
         ("jobs run again on the other gateway (attempts > 1)", f"{s['jobs_taken_over']}", ""),
         ("jobs lost", f"{s['jobs_lost']}", "0"),
         ("orphan pods", f"{len(s['orphan_pods'])}", "0"),
+        ("the other gateway's pods lost meanwhile", f"{s['survivor_pods_lost']}", "0"),
     ]
     for name, value, target in rows:
         print(f"| {name} | {value} | {target} |")

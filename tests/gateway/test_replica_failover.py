@@ -34,6 +34,7 @@ def test_gateways_sigkilled_in_turn_behind_nginx_lose_no_job_and_leave_no_pod() 
     print_report(summary, CLIENTS, KILL_EVERY)
     assert summary["kills"] >= 3, summary
     assert summary["orphan_pods"] == [], "pods outlived their gateway"
+    assert summary["survivor_pods_lost"] == 0, "the other gateway's pool was disturbed"
     assert summary["jobs_submitted"] > 0 and summary["jobs_lost"] == 0, summary
     assert summary["jobs_succeeded"] == summary["jobs_submitted"], summary
     assert summary["idempotent_calls"] > 100 and summary["idempotent_ok_pct"] >= 99.0, summary
