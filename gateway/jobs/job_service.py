@@ -110,13 +110,13 @@ class JobService:
             job_id = self._keyed_id(principal, idempotency_key)
         await principal.spend()
         spec = self.mesh.function(request.name, principal)
+        check_arguments(spec.input_schema, request.arguments)
         if idempotency_key is not None:
-            # Before any other check: a repeat whose job exists is answered even when the queue
-            # is full now.
+            # Before the queue's bound: a repeat whose job exists is answered even when the
+            # queue is full now.
             existing = await self.store.get(job_id)
             if existing is not None:
                 return _same_call(existing, spec.qualified_name, request.arguments, idempotency_key), False
-        check_arguments(spec.input_schema, request.arguments)
         if callback_url is not None:
             callback_url = check_callback_url(callback_url, self._secret, self._destinations)
         job = Job(

@@ -105,6 +105,10 @@ async def test_a_keyed_submit_over_grpc_is_the_same_job_as_over_http(gateway_fac
                 headers={"Idempotency-Key": "once-1"},
             )
             assert same.json()["id"] == job.id, same.text
+        # A repeat that is no JSON object is refused as such, never compared.
+        broken = invoke_pb2.InvokeRequest(function="add", arguments=b"\xff")
+        malformed = await failure(mesh.SubmitJob(mesh_pb2.SubmitJobRequest(call=broken), metadata=keyed))
+        assert isinstance(malformed, InvalidRequest) and not isinstance(malformed, IdempotencyMismatch)
         other = mesh.SubmitJob(mesh_pb2.SubmitJobRequest(call=request("add", a=5)), metadata=keyed)
         refused = await failure(other)
         assert isinstance(refused, IdempotencyMismatch) and job.id in refused.message
