@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 
-from toolmesh.errors import InternalError, StateUnavailable
+from toolmesh.errors import InternalError, StateUnavailable, Unavailable
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
@@ -206,8 +206,9 @@ class JobRunner:
             job.error = {"code": error.code, "message": error.message}
             if not error.retryable:
                 job.status = JobStatus.FAILED
-            elif self._stopping and not job.idempotent:
+            elif self._stopping and not job.idempotent and error.code == Unavailable.code:
                 # Cut off by the drain, perhaps mid-run: another attempt could repeat its effect.
+                # (`overloaded`, `rate_limited`: it never ran, so it is queued again.)
                 job.status, job.error = JobStatus.FAILED, dict(OUTCOME_UNKNOWN)
             elif job.attempts >= self.config.max_attempts:
                 job.status = JobStatus.DEAD
