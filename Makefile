@@ -81,6 +81,7 @@ bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/hot_reload.py
 	$(BIN)/python bench/free_text_confirm.py
 	$(BIN)/python bench/job_claims.py
+	$(BIN)/python bench/replica_chaos.py --seconds 40
 
 # The fuzz tests run bounded in `make test`; this is their long run (minutes), by hand.
 FUZZ_EXAMPLES ?= 2000

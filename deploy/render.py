@@ -196,7 +196,8 @@ def _gateway(config: MeshConfig, options: RenderOptions, toml_text: str) -> dict
     container = _container(deployment)
     container["image"] = options.image
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
-    grace = pre_stop + math.ceil(config.gateway.drain_grace) + SHUTDOWN_MARGIN
+    gateway = config.gateway
+    grace = pre_stop + math.ceil(gateway.drain_delay + gateway.drain_grace) + SHUTDOWN_MARGIN
     pod["spec"]["terminationGracePeriodSeconds"] = grace
     ports = {"http": config.gateway.http_port, "grpc": config.gateway.grpc_port}
     for port in container["ports"]:

@@ -4,7 +4,8 @@ Start-up order: bind both ports (so a busy port fails fast, before any pod
 starts), start the runtimes with the mesh's gRPC address in their environment
 (for ctx.invoke, on a loopback port of their own), load the catalog, then serve.
 
-Stopping (SIGTERM) drains before it tears down: both public ports stop accepting at once, so
+Stopping (SIGTERM) drains before it tears down: /readyz answers 503 at once, and after
+`[gateway] drain_delay` seconds (0: at once) both public ports stop accepting, so
 a new call is refused (connection refused, or UNAVAILABLE on a gRPC connection already open);
 calls in flight get `[gateway] drain_grace` seconds, and any still running then ends with a
 retryable `unavailable` error. Only then do the pods lose their way into the mesh and stop
@@ -157,9 +158,13 @@ class Gateway:
         return f"http://{self.config.gateway.host}:{self.http_port}"
 
     async def stop(self, grace: float | None = None) -> None:
-        """Refuse new calls, give those in flight `grace` seconds (default: `[gateway]
-        drain_grace`) before cutting them off, then stop the pods."""
+        """Answer not ready for `[gateway] drain_delay` s, then refuse new calls, give those in
+        flight `grace` s (default: `[gateway] drain_grace`), cut them off, stop the pods."""
         grace = self.config.gateway.drain_grace if grace is None else grace
+        self.mesh.drain.begin()
+        if self.jobs is not None:
+            self.jobs.runner.stop_claiming()  # a job taken now would only be cut off
+        await asyncio.sleep(self.config.gateway.drain_delay)  # still serving, out of rotation
         if self.mcp is not None:
             self.mcp.close_streams()  # open MCP listen streams would hold the HTTP server open
         # Each front door's own deadline comes a little after the cut-off, so that it sends
@@ -169,8 +174,6 @@ class Gateway:
         grpc_stopped = asyncio.create_task(self.grpc_server.stop(grace + DELIVERY_MARGIN))
         if self.triggers is not None:
             await self.triggers.stop()
-        if self.jobs is not None:
-            self.jobs.runner.stop_claiming()
         cut = await self.mesh.drain.wait(grace)
         if cut:
             log.warning(f"cut off {cut} call(s) still running after the drain grace of {grace:g} s")

@@ -5,6 +5,7 @@
     http_port = 8080
     grpc_port = 50051
     drain_grace = 10.0          # seconds calls in flight get to finish on SIGTERM
+    drain_delay = 0.0           # seconds /readyz says 503 on SIGTERM before new calls are refused
     header_timeout = 10.0       # seconds a client has to send a request's head (slowloris)
     allowed_hosts = ["gw.example.com"]             # besides loopback names and IP literals
     allowed_origins = ["https://app.example.com"]  # besides loopback origins and its own
@@ -131,6 +132,10 @@ class GatewayConfig(_Section):
     #: Seconds calls in flight get to finish on SIGTERM (new ones are refused at once); a call
     #: still running then gets a retryable `unavailable` error (it may have run). Then pods stop.
     drain_grace: float = Field(defaults.DEFAULT_GATEWAY_DRAIN_GRACE, ge=0)
+    #: Seconds between SIGTERM and refusing new calls, while /readyz already answers 503: a
+    #: load balancer that health-checks it moves callers off first. (Kubernetes' preStop does
+    #: this before the signal: leave it 0 there.)
+    drain_delay: float = Field(defaults.DEFAULT_GATEWAY_DRAIN_DELAY, ge=0, le=300)
     #: Seconds a client has to send a request's line and headers, from when its connection opens or
     #: its previous response ends; a slower one is closed, however it trickles (slowloris).
     header_timeout: float = Field(defaults.DEFAULT_HEADER_TIMEOUT, gt=0)

@@ -26,6 +26,12 @@ class Drain:
         self._cut: set[asyncio.Task[object]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
+        #: Set once the gateway is stopping: readiness answers 503 from then on.
+        self.draining = False
+
+    def begin(self) -> None:
+        """The gateway is stopping: say so (readiness) before it refuses anything."""
+        self.draining = True
 
     @property
     def inflight(self) -> int:

@@ -41,15 +41,15 @@ _STATE_OPS: dict[int, Operation] = {
 }
 
 
-def _authorization(context: Context) -> str | None:
-    return _metadata(context, "authorization") or None
-
-
 def _metadata(context: Context, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == name:
             return value if isinstance(value, str) else value.decode()
     return ""
+
+
+def _authorization(context: Context) -> str | None:
+    return _metadata(context, "authorization") or None
 
 
 def _invocation(
@@ -248,8 +248,12 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             call = request.call
             options = CallOptions.parse(call.request_id, call.session_id, call.metadata)
             invocation = InvokeRequest(call.function, call.arguments or b"{}", options)
-            job = await self._job_service().submit(
-                self._principal(context), invocation, request.callback_url or None
+            # `idempotency-key` metadata: one job per key, as over HTTP (job_service.py).
+            job, _ = await self._job_service().submit_once(
+                self._principal(context),
+                invocation,
+                request.callback_url or None,
+                _metadata(context, "idempotency-key") or None,
             )
         except ToolmeshError as exc:
             await wire.abort(context, exc)

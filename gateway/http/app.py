@@ -176,7 +176,8 @@ def create_app(
     async def readyz(request: Request) -> Response:
         """Readiness, per runtime: ``{"ready": <all of them>, "runtimes": {name: bool}}``.
 
-        Plain ``/readyz`` answers 200 while the gateway serves, whatever its runtimes do:
+        Plain ``/readyz`` answers 200 while the gateway serves, whatever its runtimes do, and
+        503 (``"draining": true``) from the moment it starts stopping (`[gateway] drain_delay`):
         that is what a Kubernetes readiness probe reads, and one runtime down (restarting
         its template, backing off) must not take the whole gateway out of its Service;
         calls to the other runtimes still work, and calls to that one get a retryable 503.
@@ -184,6 +185,9 @@ def create_app(
         runtime); ``?strict=true`` answers 503 unless every runtime is ready.
         """
         runtimes = dict(ready()) if ready is not None else {}
+        if mesh.drain.draining:
+            # Stopping: out of every load balancer's rotation before the listener closes.
+            return json_response({"ready": False, "draining": True, "runtimes": runtimes}, 503)
         ok = all(runtimes.values())
         body: dict[str, Any] = {"ready": ok, "runtimes": runtimes}
         name = request.query_params.get("runtime")

@@ -12,6 +12,9 @@ POST /v1/hooks/{name}               a webhook trigger: signed body -> a job of i
 
 A 202 answers the job document with `Location: /v1/jobs/{id}`. With the invoke route the
 body is the arguments, as for a direct call, and a callback URL comes in `X-Callback-Url`.
+A submit with an `Idempotency-Key` header makes one job per key: a repeat answers that job
+(202 while it is queued or running, 200 once finished) with `Idempotent-Replayed: true`; the
+key with another function or other arguments is a 422 (`idempotency_mismatch`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from toolmesh.gateway.triggers import webhooks
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
 
 CALLBACK_HEADER = "x-callback-url"
+IDEMPOTENCY_HEADER = "idempotency-key"
 _SUBMIT_FIELDS = {"function", "arguments", "callback_url"}
 HOOKS_PATH = "/v1/hooks"
 
@@ -53,11 +57,25 @@ def accepted(job: Job, *, applied: bool = False) -> Response:
     return response
 
 
+def submitted(job: Job, made: bool, *, applied: bool = False) -> Response:
+    """The answer to a submit: 202, or for a repeat of a keyed one whose job finished, 200."""
+    if made or not job.status.finished:
+        response = accepted(job, applied=applied)
+    else:
+        response = json_response(job.document(), 200)
+        response.headers["Location"] = f"{JOBS_PATH}/{job.id}"
+    if not made:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
 async def submit_invoke(jobs: JobService, request: Request, call: InvokeRequest) -> Response:
     """The invoke route's asynchronous form."""
     principal = caller(jobs.mesh, request)
-    job = await jobs.submit(principal, call, request.headers.get(CALLBACK_HEADER))
-    return accepted(job, applied=True)
+    job, made = await jobs.submit_once(
+        principal, call, request.headers.get(CALLBACK_HEADER), request.headers.get(IDEMPOTENCY_HEADER)
+    )
+    return submitted(job, made, applied=True)
 
 
 def _limit(value: str) -> int:
@@ -97,7 +115,8 @@ def job_routes(jobs: JobService, triggers: TriggerHost | None = None) -> list[Ro
         callback = document.get("callback_url")
         if callback is not None and not isinstance(callback, str):
             raise InvalidRequest("callback_url must be a string", param="callback_url")
-        return accepted(await jobs.submit(principal, call, callback))
+        job, made = await jobs.submit_once(principal, call, callback, request.headers.get(IDEMPOTENCY_HEADER))
+        return submitted(job, made)
 
     async def listing(request: Request) -> Response:
         params = request.query_params

@@ -43,6 +43,15 @@ class CallbackState(enum.StrEnum):
 JOBS_PATH = "/v1/jobs"
 
 
+#: The error of a job that was running, not idempotent, when its gateway stopped (killed, or
+#: drained past its grace): whether its effect happened is not known, so it is not run again.
+OUTCOME_UNKNOWN = {
+    "code": "outcome_unknown",
+    "message": "outcome unknown: the gateway running it stopped mid-run;"
+    " check the effect before submitting again",
+}
+
+
 def new_job_id() -> str:
     return "job_" + secrets.token_hex(12)
 
@@ -76,6 +85,10 @@ class Job:
     answers: bytes | None = None
     #: The `[[triggers]]` entry whose tick or message made the job ("" for a caller's).
     trigger: str = ""
+    #: Whether its function may run twice (annotated `idempotent` or `read_only` when the job
+    #: was submitted): only then is a job whose gateway died mid-run run again; another ends
+    #: failed, OUTCOME_UNKNOWN, for its caller to check the effect.
+    idempotent: bool = False
 
     def document(self) -> dict[str, Any]:
         """The job as its owner reads it (GET /v1/jobs/{id}, callbacks)."""

@@ -6,7 +6,10 @@ off) waits `backoff * 2**(attempt - 1)` seconds (at most `backoff_max`) and is q
 after `max_attempts` the job is `dead` (the dead-letter list). What another attempt would
 only repeat is final: the function raised, bad arguments, a timeout, a limit of its runtime
 end the job `failed` at once, its result kept. A gateway killed mid-job leaves it `running`
-under a lease; once the lease lapses the job is queued again (so it runs at least once).
+under a lease; once the lease lapses the job is queued again when its function is idempotent
+(so it runs at least once), and otherwise ends `failed`, `outcome_unknown` (job.OUTCOME_UNKNOWN):
+it may have had its effect, which only its caller can check. A drain that cuts off a job's
+call ends a job that is not idempotent the same way.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ import logging
 import time
 import uuid
 
-from toolmesh.errors import InternalError, StateUnavailable
+from toolmesh.errors import InternalError, StateUnavailable, Unavailable
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.jobs.callbacks import CallbackSender
-from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.functions.asking import ANSWERS_KEY
@@ -203,6 +206,10 @@ class JobRunner:
             job.error = {"code": error.code, "message": error.message}
             if not error.retryable:
                 job.status = JobStatus.FAILED
+            elif self._stopping and not job.idempotent and error.code == Unavailable.code:
+                # Cut off by the drain, perhaps mid-run: another attempt could repeat its effect.
+                # (`overloaded`, `rate_limited`: it never ran, so it is queued again.)
+                job.status, job.error = JobStatus.FAILED, dict(OUTCOME_UNKNOWN)
             elif job.attempts >= self.config.max_attempts:
                 job.status = JobStatus.DEAD
                 job.error["message"] = f"{error.message} (after {job.attempts} attempts)"

@@ -4,17 +4,24 @@ A job is a call: submitting one needs the key to be allowed the function and spe
 of its rate limit, exactly like a synchronous call; retrying a dead job spends another. A
 caller sees only its own jobs (those its key, by name, submitted): another's job is
 `job_not_found`, as one that never existed.
+
+A submit may carry an `Idempotency-Key`: the job's id is then made from the project, the
+caller and the key, so the store itself is the key's record (kept as long as the job, `[jobs]
+ttl` after it finished) and a repeat — the caller retrying through another replica after the
+first died — finds the job instead of making a second. The same key with another function or
+other arguments is `IdempotencyMismatch` (422).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolmesh.config import ConfigError, settled_value
-from toolmesh.errors import InvalidRequest, JobNotFound
+from toolmesh.errors import IdempotencyMismatch, InvalidRequest, JobNotFound
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import InvokeRequest
@@ -35,6 +42,8 @@ MAX_LIST = 1000
 CANCELLABLE = (JobStatus.QUEUED, JobStatus.RUNNING)
 #: The statuses a job may be retried from.
 RETRYABLE = (JobStatus.DEAD, JobStatus.FAILED, JobStatus.CANCELLED)
+#: The longest `Idempotency-Key` taken (a UUID is 36 characters).
+MAX_KEY = 255
 
 
 class JobService:
@@ -51,6 +60,7 @@ class JobService:
     ) -> None:
         self.mesh = mesh
         self.config = config
+        self.project = project
         self._secret = callback_secret
         self._destinations = Destinations(config.callback_hosts)
         self.store: JobStore = store or SqliteJobStore(settled_value(config.path, "[jobs] path"), project)
@@ -83,13 +93,34 @@ class JobService:
     ) -> Job:
         """Queue a call and return its job at once; refused like a direct call would be
         (unknown function, bad arguments, rate limit), or `overloaded` when the queue is full."""
+        job, _ = await self.submit_once(principal, request, callback_url, None)
+        return job
+
+    async def submit_once(
+        self,
+        principal: Principal,
+        request: InvokeRequest,
+        callback_url: str | None,
+        idempotency_key: str | None,
+    ) -> tuple[Job, bool]:
+        """`submit`, once per `idempotency_key` (None: always): the job, and whether this call
+        made it (False: a repeat, answered the job the key's first call made)."""
+        job_id = new_job_id()
+        if idempotency_key is not None:
+            job_id = self._keyed_id(principal, idempotency_key)
         await principal.spend()
         spec = self.mesh.function(request.name, principal)
         check_arguments(spec.input_schema, request.arguments)
+        if idempotency_key is not None:
+            # Before the queue's bound: a repeat whose job exists is answered even when the
+            # queue is full now.
+            existing = await self.store.get(job_id)
+            if existing is not None:
+                return _same_call(existing, spec.qualified_name, request.arguments, idempotency_key), False
         if callback_url is not None:
             callback_url = check_callback_url(callback_url, self._secret, self._destinations)
         job = Job(
-            id=new_job_id(),
+            id=job_id,
             owner=principal.name,
             function=spec.qualified_name,
             arguments=request.arguments,
@@ -97,10 +128,27 @@ class JobService:
             session_id=request.options.session_id,
             callback_url=callback_url,
             callback_state=CallbackState.NONE if callback_url is None else CallbackState.PENDING,
+            idempotent=spec.annotations.idempotent or spec.annotations.read_only,
         )
         await self.store.add(job, self.config.max_queued)
         self.runner.wake()
-        return job
+        if idempotency_key is None:
+            return job, True
+        # Two repeats at once both add; the store keeps the first, which both answer.
+        stored = await self.store.get(job_id)
+        if stored is None:  # purged at once: only with a TTL shorter than this call
+            return job, True
+        made = stored.created == job.created and stored.arguments == job.arguments
+        return _same_call(stored, spec.qualified_name, request.arguments, idempotency_key), made
+
+    def _keyed_id(self, principal: Principal, key: str) -> str:
+        if not key or len(key) > MAX_KEY or not (key.isascii() and key.isprintable()):
+            raise InvalidRequest(
+                f"Idempotency-Key must be 1 to {MAX_KEY} printable ASCII characters", param="Idempotency-Key"
+            )
+        # The project and the caller in it: another key's or project's same key is another job.
+        digest = hashlib.sha256(f"{self.project}\0{principal.name}\0{key}".encode()).hexdigest()
+        return "job_" + digest[:24]
 
     async def get(self, principal: Principal, job_id: str) -> Job:
         job = await self.store.get(job_id) if _plausible(job_id) else None
@@ -172,6 +220,17 @@ def waits_for_answers(job: Job) -> bool:
         and job.result is not None
         and pending_asks(result_from_json(job.result)) is not None
     )
+
+
+def _same_call(job: Job, function: str, arguments: bytes, key: str) -> Job:
+    """`job`, the one made by the first call with `key`, if this call is that call again."""
+    if job.function != function or json.loads(job.arguments) != json.loads(arguments):
+        raise IdempotencyMismatch(
+            f"Idempotency-Key {key!r} was used for another call (job {job.id}, function"
+            f" {job.function}, other arguments); send a new call with a new key",
+            param="Idempotency-Key",
+        )
+    return job
 
 
 def _plausible(job_id: str) -> bool:

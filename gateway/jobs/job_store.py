@@ -3,7 +3,9 @@
 The SQLite store (sqlite_jobs.py) keeps them in one file for the gateways of one machine; a
 store on Redis Streams (consumer groups, claims of a dead replica's entries) can plug in
 here for gateways on many. A running job is *claimed* by a worker with a lease it renews;
-one whose lease lapses (its gateway was killed) is queued again, so a job runs at least once.
+one whose lease lapses (its gateway was killed) is queued again when its function is
+idempotent, so it runs at least once; another ends failed, `outcome_unknown` (it may have had
+its effect, which is for its caller to check, never run twice behind its back).
 
 A store belongs to one project (`[project] id`): every job it adds carries the id, and every
 read, claim and change sees only that project's jobs, so gateways of two projects pointed at
@@ -53,7 +55,8 @@ class JobStore(Protocol):
         ...
 
     async def recover(self, max_attempts: int) -> int:
-        """Queue again the running jobs whose lease lapsed; those out of attempts are dead."""
+        """Queue again the running jobs whose lease lapsed; those out of attempts are dead,
+        those not idempotent failed with `OUTCOME_UNKNOWN`."""
         ...
 
     async def requeue(self, job_id: str, owner: str, from_status: Sequence[JobStatus]) -> Job | None:

@@ -6,6 +6,10 @@ so a script never touches another project's keys) and its helpers.
 
 from __future__ import annotations
 
+import json
+
+from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN
+
 #: The consumer group every gateway reads the queue in.
 GROUP = "workers"
 #: Jobs purged, or lapsed leases recovered, per script run (the next run does the rest).
@@ -15,6 +19,7 @@ COMMON = f"""
 local P = ARGV[1]
 local stream = P .. 'queue'
 local GROUP = '{GROUP}'
+local UNKNOWN = [[{json.dumps(OUTCOME_UNKNOWN)}]]
 local function release(job, id)
   local entry = redis.call('HGET', job, 'entry')
   if entry then
@@ -32,10 +37,11 @@ local function finish(job, id, now, ttl)
   if f[2] == 'dead' then redis.call('ZADD', P .. 'dead:' .. f[1], f[4], id) end
   if f[3] == 'pending' then redis.call('ZADD', P .. 'callbacks', now, id) end
 end
-local function bury(job, id, now, ttl, lost)
+-- Ends a job its gateway stopped running: `dead` (out of attempts) or `failed` (not idempotent).
+local function bury(job, id, now, ttl, lost, status)
   local cb = redis.call('HGET', job, 'callback_state')
   if cb ~= 'none' then cb = 'pending' end
-  redis.call('HSET', job, 'status', 'dead', 'error', lost, 'finished', now, 'updated', now,
+  redis.call('HSET', job, 'status', status or 'dead', 'error', lost, 'finished', now, 'updated', now,
     'callback_state', cb)
   release(job, id)
   finish(job, id, now, ttl)
@@ -99,7 +105,8 @@ local function park(entry, id, job, fn)
 end
 local function take(entry, id, reclaimed)
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'worker', 'lease_until', 'attempts', 'function')
+  local f = redis.call('HMGET', job, 'status', 'worker', 'lease_until', 'attempts', 'function',
+    'idempotent')
   local status = f[1]
   if not status or (status ~= 'queued' and status ~= 'running') then
     drop(entry)  -- purged, or cancelled while queued
@@ -112,6 +119,12 @@ local function take(entry, id, reclaimed)
   if reclaimed and status == 'running' and tonumber(f[3]) >= now then
     -- Idle past our lease but not past its holder's (a longer one): give it back.
     redis.call('XCLAIM', stream, GROUP, f[2], 0, entry, 'JUSTID')
+    return nil
+  end
+  if reclaimed and status == 'running' and f[6] ~= '1' then
+    -- Its gateway died mid-run and it may have had its effect: not run again.
+    redis.call('HSET', job, 'entry', entry)
+    bury(job, id, ARGV[3], ttl, UNKNOWN, 'failed')
     return nil
   end
   if reclaimed and tonumber(f[4]) >= max_attempts then
@@ -212,12 +225,14 @@ local lapsed = redis.call('ZRANGEBYSCORE', P .. 'running', '-inf', '(' .. now, '
 local n = 0
 for _, id in ipairs(lapsed) do
   local job = P .. 'job:' .. id
-  local f = redis.call('HMGET', job, 'status', 'attempts', 'entry', 'worker')
+  local f = redis.call('HMGET', job, 'status', 'attempts', 'entry', 'worker', 'idempotent')
   if f[1] ~= 'running' then
     redis.call('ZREM', P .. 'running', id)
   else
     n = n + 1
-    if tonumber(f[2]) >= max_attempts then
+    if f[5] ~= '1' then
+      bury(job, id, now, ARGV[5], UNKNOWN, 'failed')
+    elseif tonumber(f[2]) >= max_attempts then
       bury(job, id, now, ARGV[5], ARGV[4])
     else
       redis.call('HSET', job, 'status', 'queued', 'updated', now)

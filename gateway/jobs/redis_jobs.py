@@ -107,6 +107,7 @@ def _from_hash(h: dict[bytes, bytes]) -> Job:
         finished=_float(h.get(b"finished")),
         answers=json.dumps(answers).encode() if answers else None,
         trigger=text(b"trigger"),
+        idempotent=h.get(b"idempotent") == b"1",
     )
 
 
@@ -174,7 +175,7 @@ class RedisJobStore:
             "request_id", job.request_id, "session_id", job.session_id, "status", job.status.value,
             "attempts", 0, "callback_state", job.callback_state.value, "callback_attempts", 0,
             "created", repr(job.created), "updated", repr(job.created), "project", self.project,
-            "trigger", job.trigger,
+            "trigger", job.trigger, "idempotent", int(job.idempotent),
         ]  # fmt: skip
         if job.callback_url is not None:
             fields += ["callback_url", job.callback_url]

@@ -3,7 +3,8 @@
 Every change is one short transaction, so gateways sharing the file (one machine) share one
 queue safely: a claim is a single `UPDATE ... RETURNING` under SQLite's write lock. A running
 job carries a lease (`lease_until`) its worker renews; when a gateway is killed its leases
-lapse and `recover` queues those jobs again, here or in another gateway on the same file.
+lapse and `recover` queues those jobs again, here or in another gateway on the same file (or
+fails those not idempotent: their outcome is unknown).
 Every statement names the store's project (the `project` column), so gateways of another
 project on the same file are strangers: neither side claims, lists or returns the other's jobs.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmesh.errors import Overloaded
-from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
+from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 
 _SCHEMA = """
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     lease_until REAL NOT NULL DEFAULT 0,
     answers BLOB,
     project TEXT NOT NULL DEFAULT '',
-    trigger TEXT NOT NULL DEFAULT ''
+    trigger TEXT NOT NULL DEFAULT '',
+    idempotent INTEGER NOT NULL DEFAULT 0
 );
 """
 #: After the added columns (an older file gets `project` first). The indexes lead with the
@@ -60,11 +62,17 @@ CREATE INDEX IF NOT EXISTS jobs_finished ON jobs (finished);
 """
 _COLUMNS = (
     "id, owner, function, arguments, request_id, session_id, status, attempts, result, error,"
-    " callback_url, callback_state, callback_attempts, created, updated, finished, answers, trigger"
+    " callback_url, callback_state, callback_attempts, created, updated, finished, answers, trigger,"
+    " idempotent"
 )
 #: Columns added since the first release, added to an older file when it is opened. Jobs from
 #: before projects keep project '' (no project's): no gateway claims, lists or returns them.
-_ADDED = {"answers": "BLOB", "project": "TEXT NOT NULL DEFAULT ''", "trigger": "TEXT NOT NULL DEFAULT ''"}
+_ADDED = {
+    "answers": "BLOB",
+    "project": "TEXT NOT NULL DEFAULT ''",
+    "trigger": "TEXT NOT NULL DEFAULT ''",
+    "idempotent": "INTEGER NOT NULL DEFAULT 0",
+}
 _ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
 
 
@@ -88,6 +96,7 @@ def _job(row: Sequence[Any]) -> Job:
         finished=row[15],
         answers=_answers(row[16]),
         trigger=row[17],
+        idempotent=bool(row[18]),
     )
 
 
@@ -145,8 +154,8 @@ class SqliteJobStore:
                 db.execute(
                     "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id,"
                     " status, callback_url, callback_state, created, updated, project, trigger, error,"
-                    " finished)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " finished, idempotent)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         job.id,
                         job.owner,
@@ -163,6 +172,7 @@ class SqliteJobStore:
                         job.trigger,
                         None if job.error is None else json.dumps(job.error),
                         job.finished,
+                        int(job.idempotent),
                     ),
                 )
             except BaseException:
@@ -260,9 +270,18 @@ class SqliteJobStore:
     async def recover(self, max_attempts: int) -> int:
         now = time.time()
         lost = json.dumps({"code": "unavailable", "message": "the gateway running it stopped"})
+        unknown = json.dumps(OUTCOME_UNKNOWN)
 
         def recover(db: sqlite3.Connection) -> int:
             db.execute("BEGIN IMMEDIATE")
+            # Not idempotent: it may have had its effect, so it is not run again.
+            failed = db.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, finished = ?, updated = ?, worker = NULL,"
+                " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'pending' END,"
+                " callback_due = ? WHERE project = ? AND status = 'running' AND lease_until < ?"
+                " AND idempotent = 0",
+                (unknown, now, now, now, self.project, now),
+            ).rowcount
             dead = db.execute(
                 "UPDATE jobs SET status = 'dead', error = ?, finished = ?, updated = ?, worker = NULL,"
                 " callback_state = CASE callback_state WHEN 'none' THEN 'none' ELSE 'pending' END,"
@@ -276,7 +295,7 @@ class SqliteJobStore:
                 (now, now, self.project, now),
             ).rowcount
             db.execute("COMMIT")
-            return int(dead + queued)
+            return int(failed + dead + queued)
 
         return await self._run(recover)
 

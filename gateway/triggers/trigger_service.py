@@ -112,6 +112,7 @@ class TriggerService:
         try:
             spec = self.mesh.function(trigger.function, MESH)
             job.function = spec.qualified_name
+            job.idempotent = spec.annotations.idempotent or spec.annotations.read_only
             job.arguments = self._arguments(trigger, message, spec.input_schema)
             check_arguments(spec.input_schema, job.arguments)
         except ToolmeshError as exc:

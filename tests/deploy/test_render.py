@@ -446,3 +446,32 @@ def test_a_stdio_mcp_runtime_is_refused_not_rendered_without_its_server() -> Non
     config = MeshConfig(runtimes=(RuntimeConfig(name="clock", mcp_command=("mcp-server-time",)),))
     with pytest.raises(ConfigError, match=r"runtimes\.0: `mcp_command` runtimes are not rendered"):
         render(config, RenderOptions())
+
+
+def test_the_gateway_is_set_up_to_lose_a_replica_without_losing_callers() -> None:
+    # README "When a gateway replica dies": readiness on /readyz, a preStop before the drain,
+    # a grace past both, rolling updates that never lower the count, and (prod, two replicas
+    # at least) a budget that keeps one up through a node drain.
+    config = parse_config(
+        {"gateway": {"drain_grace": 20, "drain_delay": 2.5}, "runtimes": [{"name": "a", "modules": ["m"]}]}
+    )
+    for profile in ("dev", "prod"):
+        objects = list(render(config, RenderOptions(profile=profile)).values())
+        deployment = one(objects, "Deployment", GATEWAY)
+        (gateway,) = containers(deployment)
+        assert gateway["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        pre_stop = gateway["lifecycle"]["preStop"]["sleep"]["seconds"]
+        assert pre_stop >= 5, "endpoints are removed before the gateway refuses calls"
+        grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace == pre_stop + 3 + 20 + 15, "preStop, the delay and the drain, a margin"
+        assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+        budgets = [
+            o for o in objects if o["kind"] == "PodDisruptionBudget" and o["metadata"]["name"] == GATEWAY
+        ]
+        if profile == "prod":
+            (budget,) = budgets
+            assert budget["spec"]["minAvailable"] == 1
+            autoscaler = one(objects, "HorizontalPodAutoscaler", GATEWAY)
+            assert autoscaler["spec"]["minReplicas"] >= 2, "a budget of one needs two replicas"
+        else:
+            assert budgets == [] and deployment["spec"]["replicas"] == 1, "one replica: no budget to keep"

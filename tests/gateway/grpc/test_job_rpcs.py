@@ -11,7 +11,13 @@ import httpx
 from tests.gateway.conftest import StartGateway
 from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub, request
 from toolmesh.config import KeyConfig, hash_key
-from toolmesh.errors import FunctionNotFound, InvalidArguments, InvalidRequest, JobNotFound
+from toolmesh.errors import (
+    FunctionNotFound,
+    IdempotencyMismatch,
+    InvalidArguments,
+    InvalidRequest,
+    JobNotFound,
+)
 from toolmesh.jobs_config import JobsConfig
 from toolmesh.v1 import invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
@@ -79,3 +85,31 @@ async def test_jobs_turned_off_are_refused_over_grpc(gateway_factory: StartGatew
             "/v1/functions/add/invoke", json={"a": 1}, headers={"Prefer": "respond-async"}
         )
         assert answer.status_code == 200 and answer.json()["structured"] == 2
+
+
+async def test_a_keyed_submit_over_grpc_is_the_same_job_as_over_http(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(keys=[KeyConfig(name="a", key_hash=hash_key("ka"))])
+    channel, mesh = mesh_stub(gateway)
+    keyed = (*_as("ka"), ("idempotency-key", "once-1"))
+    async with (
+        channel,
+        httpx.AsyncClient(base_url=gateway.url, headers={"Authorization": "Bearer ka"}) as http,
+    ):
+        for _ in range(3):
+            job = await mesh.SubmitJob(
+                mesh_pb2.SubmitJobRequest(call=request("add", a=1, b=2)), metadata=keyed
+            )
+            same = await http.post(
+                "/v1/jobs",
+                json={"function": "add", "arguments": {"a": 1, "b": 2}},
+                headers={"Idempotency-Key": "once-1"},
+            )
+            assert same.json()["id"] == job.id, same.text
+        # A repeat that is no JSON object is refused as such, never compared.
+        broken = invoke_pb2.InvokeRequest(function="add", arguments=b"\xff")
+        malformed = await failure(mesh.SubmitJob(mesh_pb2.SubmitJobRequest(call=broken), metadata=keyed))
+        assert isinstance(malformed, InvalidRequest) and not isinstance(malformed, IdempotencyMismatch)
+        other = mesh.SubmitJob(mesh_pb2.SubmitJobRequest(call=request("add", a=5)), metadata=keyed)
+        refused = await failure(other)
+        assert isinstance(refused, IdempotencyMismatch) and job.id in refused.message
+        assert len((await http.get("/v1/jobs")).json()["jobs"]) == 1

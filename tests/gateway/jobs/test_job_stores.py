@@ -8,69 +8,24 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.gateway.jobs.conftest import PROJECT, SERVED, OpenStore, make_job
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs import sqlite_jobs
-from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
+from toolmesh.gateway.jobs.job import CallbackState, JobStatus
 from toolmesh.gateway.jobs.job_service import CANCELLABLE
-from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
 from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
 from toolmesh.gateway.state.redis_client import Outage, connect
 
-OpenStore = Callable[..., Coroutine[Any, Any, JobStore]]
-#: The project the stores below belong to, and the functions their gateway serves.
-PROJECT = "tests-0123456789ab"
-SERVED = frozenset({"add"})
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OpenStore]:
-    """Stores on one file, or one Redis, as the gateways that share it; each its own client
-    (`await open_store("other-project")`: a gateway of another project on the same one)."""
-    opened: list[JobStore] = []
-    clients: list[Any] = []
-    url = request.getfixturevalue("redis_server").url if request.param == "redis" else ""
-
-    async def start(project: str = PROJECT) -> JobStore:
-        store: JobStore
-        if url:
-            client = connect(url, 5.0)
-            clients.append(client)
-            store = RedisJobStore(client, "test:", Outage(url), ttl=3600, max_attempts=5, project=project)
-        else:
-            store = SqliteJobStore(tmp_path / "jobs" / "jobs.sqlite3", project)
-        await store.open()
-        opened.append(store)
-        return store
-
-    yield start
-    for store in opened:
-        await store.close()
-    for client in clients:
-        await client.aclose()
-
-
-def _job(owner: str = "alice", callback: str | None = None, function: str = "add") -> Job:
-    return Job(
-        new_job_id(),
-        owner,
-        function,
-        b'{"a": 1}',
-        callback_url=callback,
-        callback_state=CallbackState.PENDING if callback else CallbackState.NONE,
-    )
-
 
 async def test_a_lapsed_lease_lets_another_gateway_take_the_job(open_store: OpenStore) -> None:
     one, two = await open_store(), await open_store()
-    job = _job()
+    job = make_job()
     await one.add(job, 10)
     claimed = await one.claim("gateway-1", lease=0.3, functions=SERVED)
     assert claimed is not None and claimed.id == job.id and claimed.attempts == 1
@@ -91,7 +46,7 @@ async def test_a_lapsed_lease_lets_another_gateway_take_the_job(open_store: Open
 
 async def test_renewed_leases_hold_and_jobs_out_of_attempts_are_dead(open_store: OpenStore) -> None:
     store = await open_store()
-    held, spent = _job(), _job(callback="http://127.0.0.1:9/hook")
+    held, spent = make_job(), make_job(callback="http://127.0.0.1:9/hook")
     await store.add(held, 10)
     await store.add(spent, 10)
     first = await store.claim("g", lease=0.3, functions=SERVED)
@@ -114,17 +69,17 @@ async def test_renewed_leases_hold_and_jobs_out_of_attempts_are_dead(open_store:
 
 async def test_the_bound_counts_queued_and_running_jobs(open_store: OpenStore) -> None:
     store = await open_store()
-    await store.add(_job(), 2)
-    await store.add(_job(), 2)
+    await store.add(make_job(), 2)
+    await store.add(make_job(), 2)
     assert await store.claim("g", lease=5, functions=SERVED) is not None
     with pytest.raises(Overloaded, match="max_queued"):
-        await store.add(_job(), 2)
+        await store.add(make_job(), 2)
     assert await store.count_active() == 2
 
 
 async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: OpenStore) -> None:
     store = await open_store()
-    job = _job()
+    job = make_job()
     await store.add(job, 10)
     claimed = await store.claim("g", lease=5, functions=SERVED)
     assert claimed is not None
@@ -136,7 +91,7 @@ async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: O
     assert claimed is not None and claimed.attempts == 2
     claimed.status = JobStatus.SUCCEEDED
     assert await store.settle(claimed, "g")
-    pending = _job(callback="http://127.0.0.1:9/hook")
+    pending = make_job(callback="http://127.0.0.1:9/hook")
     await store.add(pending, 10)
     assert await store.cancel(pending.id, "bob", CANCELLABLE) is None, "only its owner cancels it"
     assert await store.cancel(pending.id, "alice", CANCELLABLE) is not None
@@ -147,7 +102,7 @@ async def test_a_backed_off_job_waits_and_finished_jobs_are_purged(open_store: O
 
 async def test_a_running_job_is_cancelled_and_its_result_dropped(open_store: OpenStore) -> None:
     store = await open_store()
-    job = _job()
+    job = make_job()
     await store.add(job, 1)
     running = await store.claim("g", lease=5, functions=SERVED)
     assert running is not None and running.status is JobStatus.RUNNING
@@ -164,7 +119,7 @@ async def test_a_running_job_is_cancelled_and_its_result_dropped(open_store: Ope
 
 async def test_answers_merge_on_a_failed_job_and_it_can_be_cancelled(open_store: OpenStore) -> None:
     store = await open_store()
-    job = _job()
+    job = make_job()
     await store.add(job, 10)
     assert await store.answer(job.id, "alice", b'{"a": {"x": 1}}') is None, "only a failed job"
     running = await store.claim("g", lease=5, functions=SERVED)
@@ -190,7 +145,7 @@ async def test_answers_merge_on_a_failed_job_and_it_can_be_cancelled(open_store:
 
 async def test_dead_letters_are_listed_per_key_and_retried(open_store: OpenStore) -> None:
     one, two = await open_store(), await open_store()
-    mine, theirs = _job("alice"), _job("bob")
+    mine, theirs = make_job("alice"), make_job("bob")
     for job in (mine, theirs):
         await one.add(job, 10)
         claimed = await one.claim("g", lease=5, functions=SERVED)
@@ -219,7 +174,7 @@ async def test_a_jobs_file_from_before_answers_is_opened_and_gains_the_column(tm
     store = SqliteJobStore(path, PROJECT)
     await store.open()
     try:
-        job = _job()
+        job = make_job()
         await store.add(job, 10)
         found = await store.get(job.id)
         assert found is not None and found.answers is None
@@ -240,7 +195,7 @@ async def test_redis_reclaims_an_idle_entry_with_xautoclaim_and_gives_back_a_liv
     try:
         for store in (one, two):
             await store.open()
-        lapsing, live = _job(), _job()
+        lapsing, live = make_job(), make_job()
         await one.add(lapsing, 10)
         await one.add(live, 10)
         first = await one.claim("g1", lease=0.2, functions=SERVED)
@@ -266,7 +221,10 @@ async def test_two_projects_on_one_store_never_see_each_others_jobs(open_store: 
     """Gateways of two projects on the same file (or Redis), with a function of the same name:
     neither claims, lists, returns, cancels or counts the other's jobs."""
     mine, theirs = await open_store(), await open_store("other-fedcba987654")
-    my_job, their_job = _job(callback="https://hook.example/x"), _job(callback="https://hook.example/y")
+    my_job, their_job = (
+        make_job(callback="https://hook.example/x"),
+        make_job(callback="https://hook.example/y"),
+    )
     await mine.add(my_job, 10)
     await theirs.add(their_job, 1)  # their bound counts only their jobs
     assert await mine.get(their_job.id) is None and await theirs.get(my_job.id) is None
@@ -294,7 +252,7 @@ async def test_a_gateway_claims_only_jobs_of_functions_it_serves(open_store: Ope
     runs where its function is, whatever the order they look in."""
     adds, muls = await open_store(), await open_store()
     for function in ("mul", "add", "mul"):
-        await adds.add(_job(function=function), 10)
+        await adds.add(make_job(function=function), 10)
     first = await adds.claim("g-add", lease=5, functions={"add"})
     assert first is not None and first.function == "add"
     assert await adds.claim("g-add", lease=5, functions={"add"}) is None
@@ -302,7 +260,7 @@ async def test_a_gateway_claims_only_jobs_of_functions_it_serves(open_store: Ope
     assert [job.function for job in taken if job is not None] == ["mul", "mul"]
     assert await adds.claim("g-add", lease=5, functions=()) is None, "serving nothing, it takes nothing"
     # A reload that adds a function: its jobs are this gateway's from the next claim.
-    await adds.add(_job(function="mul"), 10)
+    await adds.add(make_job(function="mul"), 10)
     assert await adds.claim("g-add", lease=5, functions={"add"}) is None
     grown = await adds.claim("g-add", lease=5, functions={"add", "mul"})
     assert grown is not None and grown.function == "mul"
@@ -329,7 +287,7 @@ async def test_a_jobs_file_from_before_projects_gains_the_column_and_hides_its_o
     try:
         assert await store.get("job_old") is None and await store.list("alice", None, 10) == []
         assert await store.claim("g", lease=5, functions=SERVED) is None
-        new = _job()
+        new = make_job()
         await store.add(new, 10)
         claimed = await store.claim("g", lease=5, functions=SERVED)
         assert claimed is not None and claimed.id == new.id

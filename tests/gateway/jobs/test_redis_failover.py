@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import StartGateway, StartUp
-from tests.gateway.jobs.test_restart import _wait
+from tests.gateway.jobs.test_restart import REPLICA_TOOLS, _wait
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
 from toolmesh.jobs_config import JobsConfig
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def test_a_job_of_a_killed_gateway_is_finished_by_the_other(up: StartUp, redis_server: RedisServer) -> None:
     env = {"TOOLMESH_STATE_URL": redis_server.url}
     # A short lease, so the survivor takes the job within about a second of the kill.
-    jobs = "\n[jobs]\nlease = 1.0\n"
+    jobs = "\n[jobs]\nlease = 1.0\n" + REPLICA_TOOLS  # `nap`: idempotent, so it runs again
     # No access log: the fixture never reads stderr, and a full pipe would block the gateway.
     first, second = [up("access_log = false\n", runtimes=jobs, env=env) for _ in range(2)]
     one = httpx.Client(base_url=f"http://127.0.0.1:{first.http_port}", timeout=10)
@@ -33,7 +33,7 @@ def test_a_job_of_a_killed_gateway_is_finished_by_the_other(up: StartUp, redis_s
         os.kill(second.process.pid, signal.SIGSTOP)
         try:
             submitted = one.post(
-                "/v1/functions/sync_sleep/invoke", json={"seconds": 3.0}, headers={"Prefer": "respond-async"}
+                "/v1/functions/nap/invoke", json={"seconds": 3.0}, headers={"Prefer": "respond-async"}
             )
             assert submitted.status_code == 202, submitted.text
             job_id = submitted.json()["id"]
@@ -45,7 +45,7 @@ def test_a_job_of_a_killed_gateway_is_finished_by_the_other(up: StartUp, redis_s
         first.process.communicate(timeout=10)
         done = _wait(two, job_id, {"succeeded", "failed", "dead"})
     assert done["status"] == "succeeded" and done["attempts"] == 2, done
-    assert done["result"]["content"] == [{"type": "text", "text": "slept"}]
+    assert done["result"]["content"] == [{"type": "text", "text": "rested"}]
 
 
 async def test_jobs_refuse_with_503_while_redis_is_away_and_work_when_it_is_back(
