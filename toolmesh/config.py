@@ -25,8 +25,6 @@
     rate = 10                   # calls per second, refilled continuously
     burst = 20
 
-    [mcp]
-    page_size = 100
     [chat]
     upstream_url = "https://api.openai.com/v1"
     api_key_env = "OPENAI_API_KEY"
@@ -34,8 +32,6 @@
     aliases = { fast = "gpt-4.1-mini" }
     max_rounds = 4
 
-    [kube_scaler]               # on Kubernetes: wake a runtime scaled to zero through the API
-    enabled = true
     [router]                    # free-text routing, tool retrieval, /v1/execute and sessions
     enabled = true
     quantized = true            # the int8 model; false for fp32
