@@ -9,7 +9,7 @@
     jobs/     asynchronous calls: jobs in a store (SQLite), workers, retries, dead letters, callbacks
     pool/     the serverless pool: template processes, replica sets, the activator, remote
               runtimes, the Kubernetes scaler, the clients that reach pods
-    server.py runs it all on one event loop (`toolmesh up`)
+    server.py runs it all on one event loop (`toolmesh up`); listeners.py binds its ports
 
 Front doors convert their wire form to `core.requests` and delegate to `core.mesh.Mesh`;
 errors are rendered by `toolmesh.error_shapes`.

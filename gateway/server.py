@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import ipaddress
 import json
 import logging
 import math
 import os
 import signal
-import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import grpc
@@ -56,6 +54,7 @@ from toolmesh.gateway.identity.metadata_routes import metadata_routes
 from toolmesh.gateway.identity.protected_resource import ProtectedResource
 from toolmesh.gateway.identity.tokens import TokenValidator
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.listeners import EmbeddedServer, bind_listener, is_loopback, serve_http
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
 from toolmesh.gateway.openai.upstream import Upstream
@@ -76,50 +75,6 @@ MESH_SERVICE = mesh_pb2.DESCRIPTOR.services_by_name["Mesh"].full_name
 DELIVERY_MARGIN = 1.0
 
 
-class _EmbeddedServer(uvicorn.Server):
-    """uvicorn without its own signal handling: the gateway owns SIGTERM for both servers."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # An explicit IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted
-    # sockets whose proto says TCP, and without it every response waits ~40 ms
-    # for a delayed ACK (uvloop sets it either way).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(2048)
-    sock.setblocking(False)
-    return sock
-
-
-async def _serve(config: uvicorn.Config, sock: socket.socket) -> tuple[_EmbeddedServer, asyncio.Task[None]]:
-    """Start uvicorn on a bound socket; returns once it accepts connections."""
-    server = _EmbeddedServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            await task
-            raise RuntimeError("the HTTP server stopped while starting")
-        await asyncio.sleep(0.01)
-    return server, task
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 @dataclass
 class Gateway:
     """A started gateway. `http_port` and `grpc_port` are the bound ports."""
@@ -128,7 +83,7 @@ class Gateway:
     mesh: Mesh
     pool: RuntimePool
     grpc_server: grpc.aio.Server
-    http_server: _EmbeddedServer
+    http_server: EmbeddedServer
     http_port: int
     grpc_port: int
     _http_task: asyncio.Task[None] = field(repr=False)
@@ -138,7 +93,7 @@ class Gateway:
     #: The Mesh service on loopback for the pods this gateway runs (their ctx.invoke calls).
     pods_server: grpc.aio.Server | None = field(default=None, repr=False)
     #: The metrics-only listener (`[gateway] metrics_port`), if any.
-    metrics_server: _EmbeddedServer | None = field(default=None, repr=False)
+    metrics_server: EmbeddedServer | None = field(default=None, repr=False)
     _metrics_task: asyncio.Task[None] | None = field(default=None, repr=False)
     metrics_port: int | None = None
     #: The access logs (request ids, lines, server spans) of each front door.
@@ -260,7 +215,7 @@ async def start_gateway(
     waker = None
     if config.kube_scaler.enabled:
         waker = KubeScaler.from_config(config.kube_scaler, environment.kubernetes)
-    http_socket = _bind(settings.host, settings.http_port)
+    http_socket = bind_listener(settings.host, settings.http_port)
     guard = ConnectionGuard(
         connection_cap(settings.max_connections), settings.header_timeout, settings.body_timeout
     )
@@ -387,16 +342,16 @@ async def start_gateway(
         http=guarded_protocol(guard),
         server_header=False,
     )
-    http_server, http_task = await _serve(uv_config, http_socket)
+    http_server, http_task = await serve_http(uv_config, http_socket)
     http_port = http_socket.getsockname()[1]
     metrics_server = metrics_task = metrics_port = None
     if settings.metrics_port is not None:
-        metrics_socket = _bind(settings.host, settings.metrics_port)
+        metrics_socket = bind_listener(settings.host, settings.metrics_port)
         metrics_app = metrics_only_app(mesh, settings.allowed_hosts)
         metrics_config = uvicorn.Config(
             metrics_app, lifespan="off", log_config=None, access_log=False, server_header=False
         )
-        metrics_server, metrics_task = await _serve(metrics_config, metrics_socket)
+        metrics_server, metrics_task = await serve_http(metrics_config, metrics_socket)
         metrics_port = metrics_socket.getsockname()[1]
     # What start-up built (modules, the model, the catalog) lives as long as the process: out of
     # the collector's sight, a full collection walks only what requests make. Walking it all held
@@ -407,7 +362,7 @@ async def start_gateway(
     await state.check()
     if auth.open:
         where = f"{settings.host}:{http_port}"
-        if _is_loopback(settings.host):
+        if is_loopback(settings.host):
             log.warning("no API keys configured: the gateway is open to anything that can reach %s", where)
         else:
             log.warning(
