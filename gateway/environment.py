@@ -2,7 +2,7 @@
 
     keys.*.key_env                 API keys (kept only as their hashes)
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
-    runtimes.*.headers.*.env       header values an `openapi` runtime sends its service
+    runtimes.*.headers.*.env       header values an `openapi`, `mcp_url` or `grpc_reflection` runtime sends
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
@@ -44,7 +44,7 @@ class GatewayEnvironment:
     pods: Mapping[str, str] = field(repr=False)
     #: The token each runtime with `token_env` requires, by runtime name.
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
-    #: The headers each `openapi` runtime sends its service, by runtime name.
+    #: The headers each service runtime (`openapi`, `mcp_url`, `grpc_reflection`) sends, by runtime name.
     runtime_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     #: The service name to trace as; None: tracing is off.
     tracing: str | None = None

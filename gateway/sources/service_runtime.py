@@ -54,4 +54,8 @@ def service_runtime(
         from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime
 
         return RemoteMcpRuntime(config, headers)
+    if config.grpc_reflection is not None:
+        from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
+
+        return GrpcReflectionRuntime(config, headers)
     raise ValueError(f"runtime {config.name!r} is not served by the gateway itself")

@@ -28,7 +28,7 @@ def tool_specs(
     found: dict[str, tuple[str, FunctionSpec]] = {}
     for tool in tools:
         raw = str(tool.get("name", ""))
-        if not raw or not _selected(raw, include, exclude):
+        if not raw or not selected(raw, include, exclude):
             continue
         name = function_name(raw, limit, taken)
         hints = tool.get("annotations") or {}
@@ -54,7 +54,7 @@ def tool_specs(
     return found
 
 
-def _selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+def selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
     def matches(patterns: Sequence[str]) -> bool:
         return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
