@@ -24,7 +24,15 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, check_state_url, hash_key
+from toolmesh.config import (
+    ChatConfig,
+    ConfigError,
+    KeyConfig,
+    MeshConfig,
+    RuntimeConfig,
+    check_state_url,
+    hash_key,
+)
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
@@ -86,20 +94,23 @@ class GatewayEnvironment:
 
 def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """The headers each runtime with `headers` sends, their `{ env = ... }` values read."""
-    found: dict[str, dict[str, str]] = {}
-    for runtime in config.runtimes:
-        headers = found.setdefault(runtime.name, {}) if runtime.headers else {}
-        for name, value in runtime.headers.items():
-            if isinstance(value, str):
-                headers[name] = value
-                continue
-            text = env.get(value.env)
-            if not text:
-                raise ConfigError(
-                    f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
-                )
-            headers[name] = value.prefix + text
-    return found
+    return {runtime.name: runtime_headers(runtime, env) for runtime in config.runtimes if runtime.headers}
+
+
+def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers `runtime` sends its service, `{ env = ... }` values read from `env`."""
+    headers = {}
+    for name, value in runtime.headers.items():
+        if isinstance(value, str):
+            headers[name] = value
+            continue
+        text = env.get(value.env)
+        if not text:
+            raise ConfigError(
+                f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
+            )
+        headers[name] = value.prefix + text
+    return headers
 
 
 def _trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
