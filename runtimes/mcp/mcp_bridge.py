@@ -3,7 +3,8 @@
 Imported by the runtime's template, it starts the server once to list its tools, stops it, and
 defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid function
 name). Each pod forked from the template starts its own server on its first call and forwards calls
-to it (server_process.py); the server is the pod's child, so it goes with the pod.
+to it (server_process.py, over the lean JSON-RPC client of stdio_session.py: the SDK's session cost
+more than the rest of a pod's call); the server is the pod's child, so it goes with the pod.
 """
 
 from __future__ import annotations
@@ -50,21 +51,24 @@ def _name(raw: str, taken: set[str]) -> str:
 
 
 def _result(answer: Any) -> Any:
-    """A CallToolResult as what a toolmesh function returns."""
-    texts = [item.text for item in answer.content if getattr(item, "type", "") == "text"]
-    if getattr(answer, "is_error", False):
+    """A CallToolResult's JSON as what a toolmesh function returns."""
+    if not isinstance(answer, dict):
+        raise McpToolError("the server answered tools/call with no result")
+    content = [item for item in answer.get("content") or () if isinstance(item, dict)]
+    texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
+    if answer.get("isError"):
         raise McpToolError("\n".join(texts) or "the tool failed")
-    if answer.structured_content is not None:
-        return answer.structured_content
+    if answer.get("structuredContent") is not None:
+        return answer["structuredContent"]
     items: list[_Text | _Binary] = []
-    for item in answer.content:
-        kind = getattr(item, "type", "")
+    for item in content:
+        kind = item.get("type")
         if kind == "text":
-            items.append(_Text(item.text))
+            items.append(_Text(str(item.get("text", ""))))
         elif kind in ("image", "audio"):
-            items.append(_Binary(_base64.b64decode(item.data), item.mime_type))
+            items.append(_Binary(_base64.b64decode(str(item.get("data", ""))), str(item.get("mimeType", ""))))
         else:
-            items.append(_Text(item.model_dump_json(by_alias=True, exclude_none=True)))
+            items.append(_Text(json.dumps(item, separators=(",", ":"))))
     return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
 
 
@@ -83,21 +87,23 @@ def _definitions() -> dict[str, FunctionDefinition]:
     taken: set[str] = set()
     found = {}
     for tool in asyncio.run(list_tools(_command())):
-        name = _name(tool.name, taken)
-        hints = tool.annotations
+        raw = str(tool.get("name", ""))
+        name = _name(raw, taken)
+        hints = tool.get("annotations") or {}
+        schema, output = tool.get("inputSchema"), tool.get("outputSchema")
         found[name] = FunctionDefinition(
             name=name,
-            handler=_forwarder(tool.name),
-            description=tool.description or tool.title or tool.name,
-            parameters=dict(tool.input_schema),
+            handler=_forwarder(raw),
+            description=str(tool.get("description") or tool.get("title") or raw),
+            parameters=dict(schema) if isinstance(schema, dict) else {"type": "object"},
             namespace=namespace,
-            output_schema=dict(tool.output_schema) if tool.output_schema else None,
+            output_schema=dict(output) if isinstance(output, dict) and output else None,
             annotations=Annotations(
-                read_only=bool(hints and hints.read_only_hint),
-                destructive=bool(hints and hints.destructive_hint),
-                idempotent=bool(hints and hints.idempotent_hint),
-                open_world=bool(hints and hints.open_world_hint),
-                title=(hints.title if hints and hints.title else tool.title) or "",
+                read_only=bool(hints.get("readOnlyHint")),
+                destructive=bool(hints.get("destructiveHint")),
+                idempotent=bool(hints.get("idempotentHint")),
+                open_world=bool(hints.get("openWorldHint")),
+                title=str(hints.get("title") or tool.get("title") or ""),
             ),
         )
     return found
