@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from toolmesh.runtimes.functions.definition import FunctionDefinition
+from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations
@@ -72,6 +72,17 @@ def _result(answer: Any) -> Any:
     return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
 
 
+def _parameters(schema: Any) -> dict[str, Any]:
+    """A tool's input schema as the pod validates it (JSON Schema 2020-12, MCP's dialect). Many
+    servers still declare draft-07 (zod-to-json-schema's default); what tool schemas use of it
+    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused."""
+    if not isinstance(schema, dict):
+        return {"type": "object"}
+    if schema.get("$schema", DIALECT) != DIALECT:
+        return {key: value for key, value in schema.items() if key != "$schema"}
+    return dict(schema)
+
+
 _server = ServerProcess(_command())
 
 
@@ -95,7 +106,7 @@ def _definitions() -> dict[str, FunctionDefinition]:
             name=name,
             handler=_forwarder(raw),
             description=str(tool.get("description") or tool.get("title") or raw),
-            parameters=dict(schema) if isinstance(schema, dict) else {"type": "object"},
+            parameters=_parameters(schema),
             namespace=namespace,
             output_schema=dict(output) if isinstance(output, dict) and output else None,
             annotations=Annotations(

@@ -1,5 +1,6 @@
 """Remote MCP servers (`mcp_url`) as runtimes: real Streamable HTTP servers in subprocesses (the
-Python SDK's MCPServer, the official npm server-everything), a gateway serving their tools."""
+Python SDK's MCPServer; the official npm server-everything in test_everything_server.py), a gateway
+serving their tools."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.conftest import StartGateway, runtime
-from tests.gateway.sources.mcp_servers import ServerProcess, everything_server, free_port, python_server
+from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
 from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
 from toolmesh.runtime_config import HeaderFromEnv
 
@@ -142,17 +143,3 @@ async def test_an_unreachable_server_names_itself_the_others_serve_and_a_reload_
             assert added.json()["structured"]["total"] == 4
         finally:
             await asyncio.to_thread(later.kill)
-
-
-async def test_the_official_everything_server_over_streamable_http(gateway_factory: StartGateway) -> None:
-    everything = everything_server().start()
-    try:
-        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
-        functions = await listing(gateway.url)
-        assert {"everything.echo", "everything.get_sum"} <= set(functions), sorted(functions)
-        echoed = (await invoke(gateway.url, "everything.echo", {"message": "hi"})).json()
-        assert echoed["is_error"] is False and "hi" in echoed["content"][0]["text"]
-        summed = (await invoke(gateway.url, "everything.get_sum", {"a": 2, "b": 40})).json()
-        assert "42" in summed["content"][0]["text"]
-    finally:
-        everything.kill()

@@ -1,0 +1,45 @@
+"""The official MCP test server (npm `@modelcontextprotocol/server-everything`, installed by
+.ci/run) as a runtime, over Streamable HTTP (`mcp_url`) and over stdio (`mcp_command`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.conftest import require_tool
+from tests.gateway.conftest import StartGateway
+from tests.gateway.sources.mcp_servers import EVERYTHING_MAIN, everything_server
+from toolmesh.config import RuntimeConfig
+
+
+async def check_tools(url: str) -> None:
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        listed = (await http.get("/v1/functions")).json()["functions"]
+        functions: dict[str, Any] = {f["name"]: f for f in listed}
+        assert {"everything.echo", "everything.get_sum"} <= set(functions), sorted(functions)
+        assert functions["everything.echo"]["parameters"]["required"] == ["message"]
+        echoed = (await http.post("/v1/functions/everything.echo/invoke", json={"message": "hi"})).json()
+        assert echoed["is_error"] is False and echoed["content"][0]["text"] == "Echo: hi"
+        summed = (await http.post("/v1/functions/everything.get_sum/invoke", json={"a": 2, "b": 40})).json()
+        assert "42" in summed["content"][0]["text"]
+
+
+async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
+    everything = everything_server().start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
+        await check_tools(gateway.url)
+    finally:
+        everything.kill()
+
+
+async def test_over_stdio(gateway_factory: StartGateway) -> None:
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    gateway = await gateway_factory(
+        RuntimeConfig(
+            name="everything", mcp_command=(node, str(EVERYTHING_MAIN), "stdio"), startup_timeout=60
+        )
+    )
+    await check_tools(gateway.url)
