@@ -3,9 +3,10 @@
 Lean on purpose (no SDK session task group per server): each request is one POST whose answer is
 either a JSON body or an event stream ending with the response. The session (`Mcp-Session-Id`) is
 made by `initialize` on first use and made again when the server forgets it (404) or cannot be
-reached; a request that never reached the server is sent again once. Requests the server makes
-of the client while it answers (sampling, elicitation, roots) are declined: the gateway is not a
-model and its callers' asks do not travel over this hop.
+reached; a request that never reached the server is sent again once. The notifications the
+server sends while it answers (progress, log messages) go to the request's `heard`. Requests it
+makes of the client (sampling, elicitation, roots) are declined, as the SDK's client declines them
+when given no callbacks: they do not travel on to the gateway's caller yet.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
@@ -29,6 +30,10 @@ VERSION_HEADER = "mcp-protocol-version"
 CLIENT_INFO = {"name": "toolmesh-gateway", "version": "1"}
 #: JSON-RPC's "method not found", the answer to requests the gateway does not serve.
 METHOD_NOT_FOUND = -32601
+
+
+#: Receives a notification the server sent while answering a request (its JSON-RPC message).
+Heard = Callable[[dict[str, Any]], None]
 
 
 class McpHttpError(Exception):
@@ -66,18 +71,21 @@ class McpHttpSession:
         #: What the server said of itself in `initialize` (`serverInfo`, `capabilities`...).
         self.server: dict[str, Any] | None = None
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, heard: Heard | None = None
+    ) -> Any:
         """`method`'s result; raises McpRpcError for an error answer, McpHttpError when the
-        server cannot be reached or breaks the protocol."""
+        server cannot be reached or breaks the protocol. `heard` gets the notifications the
+        server sends while it answers (progress, log messages)."""
         await self._ensure_session(None)
         generation = self._session
         try:
-            return await self._send(method, params)
+            return await self._send(method, params, heard)
         except (_SessionGone, httpx.ConnectError):
             # It never ran: the server refused the session, or was not there (restarted?).
             await self._ensure_session(generation, again=True)
             try:
-                return await self._send(method, params)
+                return await self._send(method, params, heard)
             except _SessionGone:
                 raise McpHttpError("the server forgot the session it had just made") from None
             except httpx.HTTPError as exc:
@@ -139,7 +147,12 @@ class McpHttpSession:
             raise McpHttpError(f"{method} answered {response.status_code}")
 
     async def _send(
-        self, method: str, params: Mapping[str, Any] | None, *, initializing: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        heard: Heard | None = None,
+        *,
+        initializing: bool = False,
     ) -> Any:
         ident = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
@@ -163,7 +176,10 @@ class McpHttpSession:
                 async for answer in self._events(response):
                     if answer.get("id") == ident and ("result" in answer or "error" in answer):
                         return _outcome(answer)
-                    await self._answer_server(answer)
+                    if "id" in answer:
+                        await self._answer_server(answer)
+                    elif heard is not None and isinstance(answer.get("method"), str):
+                        heard(answer)
                 raise McpHttpError(f"{method}: the event stream ended without an answer")
             try:
                 answer = json.loads(await response.aread())
@@ -191,8 +207,8 @@ class McpHttpSession:
                     yield message
 
     async def _answer_server(self, message: dict[str, Any]) -> None:
-        """A notification (progress, a log line) is dropped; a request gets an answer."""
-        if "id" not in message or "method" not in message:
+        """A request of the server's gets an answer."""
+        if "method" not in message:
             return
         if message["method"] == "ping":
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "result": {}}

@@ -18,6 +18,7 @@ import httpx
 
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
@@ -125,11 +126,18 @@ class RemoteMcpRuntime:
         if tool is None or session is None:
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         limit = min(timeout, self.config.timeout)
-        params = {"name": tool, "arguments": _arguments(call.arguments)}
+        params: dict[str, Any] = {"name": tool, "arguments": _arguments(call.arguments)}
+        listener = call.events
+        heard = None
+        if listener is not None and listener.wants_anything:
+            notifications = CallNotifications(listener, call.function, call.request_id or "call")
+            heard = notifications.heard
+            if listener.progress:
+                params["_meta"] = {"progressToken": notifications.token}
         self._inflight += 1
         try:
             async with asyncio.timeout(limit):
-                answer = await session.request("tools/call", params)
+                answer = await session.request("tools/call", params, heard)
         except TimeoutError:
             raise FunctionTimeout(
                 f"tool {tool!r} of {self.name!r} did not answer within {limit:g} s"

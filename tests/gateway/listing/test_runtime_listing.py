@@ -119,4 +119,5 @@ def test_a_config_whose_runtimes_all_list_exits_0(tmp_path: Path, remote: Server
         "clock__fail",
         "clock__whoami",
         "clock__nap",
+        "clock__count",
     }

@@ -5,6 +5,7 @@ serving their tools."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,7 +46,14 @@ async def test_tools_are_functions_called_over_http_and_mcp(
 ) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, exclude=("crash",)))
     functions = await listing(gateway.url)
-    assert set(functions) == {"clock.add", "clock.convert_time", "clock.fail", "clock.whoami", "clock.nap"}
+    assert set(functions) == {
+        "clock.add",
+        "clock.convert_time",
+        "clock.fail",
+        "clock.whoami",
+        "clock.nap",
+        "clock.count",
+    }
     assert functions["clock.add"]["parameters"]["required"] == ["a", "b"]
     assert functions["clock.add"]["description"] == "Add two integers."
     added = (await invoke(gateway.url, "clock.add", {"a": 2, "b": 3})).json()
@@ -143,3 +151,30 @@ async def test_an_unreachable_server_names_itself_the_others_serve_and_a_reload_
             assert added.json()["structured"]["total"] == 4
         finally:
             await asyncio.to_thread(later.kill)
+
+
+async def test_the_servers_progress_and_log_messages_reach_a_caller_who_asks(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    sse = {"accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        url = "/v1/functions/clock.count/invoke"
+        asked = await http.post(f"{url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
+        plain = await http.post(url, json={"n": 2}, headers=sse)
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("data: ", 1)[1]))
+        for block in asked.text.strip().split("\n\n")
+    ]
+    if server.command[-1] == "--json":
+        # A server answering with one JSON body has no way to send anything before its answer.
+        assert [name for name, _ in events] == ["result"]
+    else:
+        assert events[:-1] == [
+            ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 1"}}),
+            ("progress", {"progress": 1, "total": 2, "message": "step 1 of 2"}),
+            ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 2"}}),
+            ("progress", {"progress": 2, "total": 2, "message": "step 2 of 2"}),
+        ]
+    assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
+    assert plain.text.count("event: ") == 1
