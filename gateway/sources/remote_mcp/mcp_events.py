@@ -32,6 +32,14 @@ LEVELS = {
 }
 
 
+def mcp_level(level: int) -> str:
+    """The MCP level that asks for Python's `level` and above."""
+    for name in ("debug", "info", "warning", "error"):
+        if LEVELS[name] >= level:
+            return name
+    return "critical"
+
+
 class CallNotifications:
     """Hears one call's notifications (`heard`) and tells its listener."""
 
@@ -40,6 +48,8 @@ class CallNotifications:
         self._function = function
         #: The progress token the call's request carries (`_meta.progressToken`).
         self.token = token
+        #: The lowest MCP level of the log messages the caller wants; None: none.
+        self.log_level = mcp_level(listener.log_level) if listener.log_level else None
         self._logs = 0
         self._progress = 0
 

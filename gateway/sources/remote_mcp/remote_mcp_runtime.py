@@ -128,16 +128,16 @@ class RemoteMcpRuntime:
         limit = min(timeout, self.config.timeout)
         params: dict[str, Any] = {"name": tool, "arguments": _arguments(call.arguments)}
         listener = call.events
-        heard = None
+        heard, log_level = None, None
         if listener is not None and listener.wants_anything:
             notifications = CallNotifications(listener, call.function, call.request_id or "call")
-            heard = notifications.heard
+            heard, log_level = notifications.heard, notifications.log_level
             if listener.progress:
                 params["_meta"] = {"progressToken": notifications.token}
         self._inflight += 1
         try:
             async with asyncio.timeout(limit):
-                answer = await session.request("tools/call", params, heard)
+                answer = await session.request("tools/call", params, heard, log_level)
         except TimeoutError:
             raise FunctionTimeout(
                 f"tool {tool!r} of {self.name!r} did not answer within {limit:g} s"

@@ -11,6 +11,7 @@ from tests.conftest import require_tool
 from tests.gateway.conftest import StartGateway
 from tests.gateway.sources.mcp_servers import EVERYTHING_MAIN, everything_server
 from toolmesh.config import RuntimeConfig
+from toolmesh.gateway.sources.remote_mcp.http_session import PROTOCOL_VERSIONS, McpHttpSession
 
 
 async def check_tools(url: str) -> None:
@@ -28,6 +29,12 @@ async def check_tools(url: str) -> None:
 async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
     everything = everything_server().start()
     try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            session = McpHttpSession(http, everything.url, {})
+            await session.request("tools/list")
+            # Not a server of the per-request era: the gateway shook hands.
+            assert session.version in PROTOCOL_VERSIONS
+            await session.close()
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_tools(gateway.url)
     finally:

@@ -18,13 +18,16 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
 from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
+from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
 from toolmesh.runtime_config import HeaderFromEnv
 
 
-@pytest.fixture(params=["sse", "json"])
+@pytest.fixture(params=["sse", "json", "handshake"])
 def server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
-    """The SDK's server answering as event streams, or as JSON bodies."""
-    process = python_server(*(["--json"] if request.param == "json" else []))
+    """The SDK's server answering as event streams or as JSON bodies, in the per-request era
+    (2026-07-28), or refusing it so that the handshake era is spoken (answering as streams)."""
+    flags = {"sse": [], "json": ["--json"], "handshake": ["--legacy"]}[request.param]
+    process = python_server(*flags)
     process.start()
     yield process
     process.kill()
@@ -178,3 +181,13 @@ async def test_the_servers_progress_and_log_messages_reach_a_caller_who_asks(
         ]
     assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
     assert plain.text.count("event: ") == 1
+
+
+async def test_each_server_is_spoken_to_in_its_own_era(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        session = McpHttpSession(http, server.url, {})
+        tools = await session.request("tools/list")
+        assert "add" in {tool["name"] for tool in tools["tools"]}
+        handshake = server.command[-1] == "--legacy"
+        assert session.version == ("2025-11-25" if handshake else "2026-07-28")
+        await session.close()
