@@ -1,5 +1,5 @@
 """A gRPC server's services and their descriptors, read by server reflection (v1alpha, which
-grpcio and most servers serve) over the runtime's own channel."""
+grpcio and most servers serve, or v1) over the runtime's own channel."""
 
 from __future__ import annotations
 
@@ -18,8 +18,13 @@ from google.protobuf import (  # noqa: F401  (the well-known files, in the defau
     wrappers_pb2,
 )
 from google.protobuf.descriptor import ServiceDescriptor
-from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2
 
+#: The reflection method, v1alpha first (grpcio serves only it), then v1.
+REFLECTION_PATHS = (
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+)
 #: Services every reflecting server has that are not its functions.
 REFLECTION_SERVICES = frozenset(
     {"grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"}
@@ -33,14 +38,47 @@ class ReflectionError(Exception):
 async def read_services(
     channel: grpc.aio.Channel, metadata: Sequence[tuple[str, str]], timeout: float
 ) -> tuple[descriptor_pool.DescriptorPool, list[ServiceDescriptor]]:
-    """A pool holding the files of every service the server reflects, and those services."""
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
-    call = stub.ServerReflectionInfo(metadata=tuple(metadata), timeout=timeout)
+    """A pool holding the files of every service the server reflects, and those services:
+    asked of reflection v1alpha (what grpcio serves), else of v1 (same messages, new name)."""
+    try:
+        names, files = await _read_files(channel, REFLECTION_PATHS[0], metadata, timeout)
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() is not grpc.StatusCode.UNIMPLEMENTED:
+            raise ReflectionError(f"reflection failed: {exc.code().name}: {exc.details()}") from None
+        try:
+            names, files = await _read_files(channel, REFLECTION_PATHS[1], metadata, timeout)
+        except grpc.aio.AioRpcError as again:
+            raise ReflectionError(f"reflection failed: {again.code().name}: {again.details()}") from None
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in added:
+            return
+        added.add(name)
+        for dependency in files[name].dependency:
+            add(dependency)
+        pool.Add(files[name])
+
+    for name in files:
+        add(name)
+    return pool, [pool.FindServiceByName(name) for name in names]
+
+
+async def _read_files(
+    channel: grpc.aio.Channel, path: str, metadata: Sequence[tuple[str, str]], timeout: float
+) -> tuple[list[str], dict[str, descriptor_pb2.FileDescriptorProto]]:
+    """The services the server lists and the files that define them (with their imports)."""
+    call = channel.stream_stream(
+        path,
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )(None, metadata=tuple(metadata), timeout=timeout)
 
     async def ask(**request: str) -> reflection_pb2.ServerReflectionResponse:
         await call.write(reflection_pb2.ServerReflectionRequest(**request))
         response = await call.read()
-        if response is grpc.aio.EOF:  # type: ignore[attr-defined]
+        if not isinstance(response, reflection_pb2.ServerReflectionResponse):
             raise ReflectionError("the server closed the reflection stream")
         if response.HasField("error_response"):
             error = response.error_response
@@ -71,24 +109,9 @@ async def read_services(
                         raise ReflectionError(f"the server did not send {name}")
             missing = _missing(files)
         await call.done_writing()
-    except grpc.aio.AioRpcError as exc:
-        raise ReflectionError(f"reflection failed: {exc.code().name}: {exc.details()}") from None
+        return names, files
     finally:
         call.cancel()
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in added:
-            return
-        added.add(name)
-        for dependency in files[name].dependency:
-            add(dependency)
-        pool.Add(files[name])
-
-    for name in files:
-        add(name)
-    return pool, [pool.FindServiceByName(name) for name in names]
 
 
 def _missing(files: dict[str, descriptor_pb2.FileDescriptorProto]) -> list[str]:

@@ -36,9 +36,16 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def pets_server(generated: Path) -> ServerProcess:
+def pets_server(generated: Path, *flags: str) -> ServerProcess:
     port = free_port()
-    command = [sys.executable, "-m", "tests.fixtures.grpc_pets.pets_server", str(port), str(generated)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.fixtures.grpc_pets.pets_server",
+        str(port),
+        str(generated),
+        *flags,
+    ]
     return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]})
 
 
@@ -209,5 +216,19 @@ async def test_calls_after_the_server_comes_back_succeed(
                     await asyncio.sleep(0.1)
                 assert back.status_code == 200, back.text
                 assert back.json()["structured"] == {"id": "2", "name": str(round_)}
+    finally:
+        server.kill()
+
+
+async def test_a_server_with_reflection_v1_alone_is_read_too(
+    gateway_factory: StartGateway, generated: Path
+) -> None:
+    server = pets_server(generated, "--v1").start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="pets", grpc_reflection=target(server)))
+        functions = await listing(gateway.url)
+        assert "pets.AddPet" in functions
+        got = (await invoke(gateway.url, "pets.Pets_GetPet", {"id": 3})).json()
+        assert got["structured"]["id"] == "3"
     finally:
         server.kill()
