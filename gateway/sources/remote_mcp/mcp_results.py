@@ -15,16 +15,22 @@ from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json
 from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, Annotations, FunctionSpec
 
 
+def name_limit(namespace: str) -> int:
+    """The longest function name under `namespace` (so that its tool name fits 64 characters)."""
+    return MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+
+
 def tool_specs(
     tools: Sequence[Mapping[str, Any]],
     namespace: str,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    taken: set[str] | None = None,
 ) -> dict[str, tuple[str, FunctionSpec]]:
     """Function name -> (the tool's own name, its spec), for the tools `include`/`exclude` keep.
-    A name the mesh cannot carry (dots, too long) is made one, uniquely."""
-    limit = MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
-    taken: set[str] = set()
+    A name the mesh cannot carry (dots, too long) or one in `taken` is made one, uniquely."""
+    limit = name_limit(namespace)
+    taken = set() if taken is None else taken
     found: dict[str, tuple[str, FunctionSpec]] = {}
     for tool in tools:
         raw = str(tool.get("name", ""))

@@ -19,7 +19,18 @@ import httpx
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
-from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
+from toolmesh.gateway.sources.remote_mcp.mcp_features import (
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    Target,
+    prompt_result,
+    prompt_specs,
+    read_result,
+    request_of,
+    resource_specs,
+)
+from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -45,7 +56,7 @@ class RemoteMcpRuntime:
         self.config = config
         self.name = config.name
         self._headers = dict(headers)
-        self._tools: dict[str, str] = {}
+        self._targets: dict[str, Target] = {}
         self._session: McpHttpSession | None = None
         self._client: httpx.AsyncClient | None = None
         self._inflight = 0
@@ -84,7 +95,7 @@ class RemoteMcpRuntime:
         session = McpHttpSession(client, config.mcp_url, self._headers)
         try:
             async with asyncio.timeout(config.startup_timeout):
-                tools = await _list_tools(session)
+                found = await _list(session, config)
         except (McpHttpError, McpRpcError, TimeoutError) as exc:
             await session.close()
             await client.aclose()
@@ -99,10 +110,9 @@ class RemoteMcpRuntime:
             log.error("%s; it serves no functions", message, extra={"runtime": self.name})
             self.error = message
             return
-        found = tool_specs(tools, config.name, config.include, config.exclude)
         old_session, old_client = self._session, self._client
         self._session, self._client = session, client
-        self._tools = {name: raw for name, (raw, _) in found.items()}
+        self._targets = {name: target for name, (target, _) in found.items()}
         self.specs = [spec for _, spec in found.values()]
         self.error = None
         if old_session is not None:
@@ -121,12 +131,12 @@ class RemoteMcpRuntime:
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         started = time.perf_counter()
         name = call.function.rpartition(".")[2]
-        tool = self._tools.get(name)
+        target = self._targets.get(name)
         session = self._session
-        if tool is None or session is None:
+        if target is None or session is None:
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         limit = min(timeout, self.config.timeout)
-        params: dict[str, Any] = {"name": tool, "arguments": _arguments(call.arguments)}
+        params = request_of(target, _arguments(call.arguments))
         listener = call.events
         heard, log_level = None, None
         if listener is not None and listener.wants_anything:
@@ -137,19 +147,19 @@ class RemoteMcpRuntime:
         self._inflight += 1
         try:
             async with asyncio.timeout(limit):
-                answer = await session.request("tools/call", params, heard, log_level)
+                answer = await session.request(target.method, params, heard, log_level)
         except TimeoutError:
             raise FunctionTimeout(
-                f"tool {tool!r} of {self.name!r} did not answer within {limit:g} s"
+                f"{_what(target)} of {self.name!r} did not answer within {limit:g} s"
             ) from None
         except McpRpcError as exc:
             if exc.code == INVALID_PARAMS:
                 raise InvalidArguments(f"{call.function}: {exc}", ()) from None
-            result = Result.failure(ErrorInfo("function_error", f"tool {tool!r} failed: {exc}"))
+            result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: {exc}"))
         except McpHttpError as exc:
             raise Unavailable(f"runtime {self.name!r}: MCP server {self.config.mcp_url}: {exc}") from None
         else:
-            result = call_result(answer)
+            result = _RESULTS[target.method](answer)
         finally:
             self._inflight -= 1
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -160,18 +170,47 @@ class RemoteMcpRuntime:
         yield await self.invoke(call, timeout)
 
 
-async def _list_tools(session: McpHttpSession) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = []
+_RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+
+
+def _what(target: Target) -> str:
+    kind = {TOOLS_CALL: "tool", RESOURCES_READ: "resource", PROMPTS_GET: "prompt"}[target.method]
+    return f"{kind} {target.name!r}"
+
+
+async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[Target, FunctionSpec]]:
+    """Every function the server brings: its tools (those `include`/`exclude` keep), and the
+    resources, resource templates and prompts it says it has."""
+    taken: set[str] = set()
+    tools = tool_specs(
+        await _pages(session, "tools/list", "tools"), config.name, config.include, config.exclude, taken
+    )
+    found = {name: (Target(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
+    capabilities = (session.server or {}).get("capabilities") or {}
+    limit = name_limit(config.name)
+    if "resources" in capabilities:
+        resources = await _pages(session, "resources/list", "resources")
+        templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+        found.update(resource_specs(resources, templates, config.name, limit, taken))
+    if "prompts" in capabilities:
+        found.update(
+            prompt_specs(await _pages(session, "prompts/list", "prompts"), config.name, limit, taken)
+        )
+    return found
+
+
+async def _pages(session: McpHttpSession, method: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):
-        page = await session.request("tools/list", {"cursor": cursor} if cursor else None)
+        page = await session.request(method, {"cursor": cursor} if cursor else None)
         if not isinstance(page, dict):
-            raise McpHttpError("tools/list answered no list")
-        tools.extend(t for t in page.get("tools") or () if isinstance(t, dict))
+            raise McpHttpError(f"{method} answered no list")
+        items.extend(item for item in page.get(key) or () if isinstance(item, dict))
         cursor = page.get("nextCursor")
         if not cursor:
             break
-    return tools
+    return items
 
 
 def _arguments(raw: bytes) -> dict[str, Any]:

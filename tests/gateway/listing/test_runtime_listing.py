@@ -84,7 +84,10 @@ headers = {{ Authorization = {{ env = "NO_SUCH_TOKEN_VAR" }} }}
     assert done.returncode == 1, done.stderr
     listed = {r["name"]: r for r in json.loads(done.stdout)["runtimes"]}
     assert list(listed) == ["tools", "clock", "stdio", "invalid", "gone", "grpc-gone", "exits", "secret"]
-    names = {name: {f["name"] for f in r["functions"]} for name, r in listed.items()}
+    names = {name: {f["name"] for f in r["functions"] if "feature" not in f} for name, r in listed.items()}
+    # The JSON keeps resources and prompts too (`include` is for tools).
+    features = {f["name"]: f["feature"]["kind"] for f in listed["clock"]["functions"] if "feature" in f}
+    assert features == {"clock.zones": "resource", "clock.offset": "resource", "clock.ask_time": "prompt"}
     assert "add" in names["tools"]
     assert names["clock"] == {"clock.add", "clock.fail"}
     assert {"stdio.add", "stdio.convert_time"} <= names["stdio"]

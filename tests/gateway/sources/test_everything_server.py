@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import require_tool
 from tests.gateway.conftest import StartGateway
@@ -37,6 +40,21 @@ async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
             await session.close()
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_tools(gateway.url)
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+        ):
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            assert {"everything__simple_prompt", "everything__args_prompt"} <= prompts
+            assert "demo://resource/dynamic/text/{resourceId}" in {t.uri_template for t in templates}
+            document = await client.read_resource(resources[0].uri)
+            assert document.contents and document.contents[0].text  # type: ignore[union-attr]
+            dynamic = await client.read_resource("demo://resource/dynamic/text/1")
+            assert dynamic.contents and dynamic.contents[0].text  # type: ignore[union-attr]
+            simple = await client.get_prompt("everything__simple_prompt", {})
+            assert simple.messages and simple.messages[0].role == "user"
     finally:
         everything.kill()
 

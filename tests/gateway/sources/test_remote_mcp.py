@@ -191,3 +191,30 @@ async def test_each_server_is_spoken_to_in_its_own_era(server: ServerProcess) ->
         handshake = server.command[-1] == "--legacy"
         assert session.version == ("2025-11-25" if handshake else "2026-07-28")
         await session.close()
+
+
+async def test_the_servers_resources_and_prompts_are_the_namespaces(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        resources = {r.name: r for r in (await client.list_resources()).resources}
+        assert str(resources["clock__zones"].uri) == "clock://zones"
+        assert resources["clock__zones"].mime_type == "application/json"
+        zones = (await client.read_resource("clock://zones")).contents[0]
+        assert zones.text == '["UTC", "CET"]'  # type: ignore[union-attr]
+        templates = {t.name: t for t in (await client.list_resource_templates()).resource_templates}
+        assert templates["clock__offset"].uri_template == "clock://zones/{zone}/offset"
+        offset = (await client.read_resource("clock://zones/CET/offset")).contents[0]
+        assert offset.text == "1"  # type: ignore[union-attr]
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert [(a.name, a.required) for a in prompts["clock__ask_time"].arguments or ()] == [
+            ("zone", True),
+            ("polite", False),
+        ]
+        asked = await client.get_prompt("clock__ask_time", {"zone": "CET"})
+    assert asked.messages[0].role == "user"
+    assert asked.messages[0].content.text == "What time is it in CET? Please."  # type: ignore[union-attr]
