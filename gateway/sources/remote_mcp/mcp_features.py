@@ -1,6 +1,6 @@
 """A remote server's resources, resource templates and prompts as feature functions (a
 FunctionSpec with a `Feature`, which the MCP endpoint serves as resources and prompts), what each
-asks of the server (`Target`), and the server's answers as Results.
+asks of the server (`McpTarget`), and the server's answers as Results.
 
 A resource's function reads its URI (a template's, with its variables as arguments); a prompt's
 gets the prompt with its arguments, and answers the messages as its structured result.
@@ -29,7 +29,7 @@ _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class McpTarget:
     """What a function asks of the server: the method, and the tool's or prompt's name or the
     resource's URI (template)."""
 
@@ -43,8 +43,8 @@ def resource_specs(
     namespace: str,
     limit: int,
     taken: set[str],
-) -> dict[str, tuple[Target, FunctionSpec]]:
-    found: dict[str, tuple[Target, FunctionSpec]] = {}
+) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
     for item, key in [*((r, "uri") for r in resources), *((t, "uriTemplate") for t in templates)]:
         uri = item.get(key)
         if not isinstance(uri, str) or not uri:
@@ -59,14 +59,14 @@ def resource_specs(
         feature = Feature(RESOURCE, uri=uri, mime_type=str(item.get("mimeType") or ""), title=_title(item))
         description = str(item.get("description") or item.get("title") or uri)
         spec = FunctionSpec(name, description, schema, namespace=namespace, feature=feature)
-        found[name] = (Target(RESOURCES_READ, uri), spec)
+        found[name] = (McpTarget(RESOURCES_READ, uri), spec)
     return found
 
 
 def prompt_specs(
     prompts: Sequence[Mapping[str, Any]], namespace: str, limit: int, taken: set[str]
-) -> dict[str, tuple[Target, FunctionSpec]]:
-    found: dict[str, tuple[Target, FunctionSpec]] = {}
+) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
     for item in prompts:
         raw = item.get("name")
         if not isinstance(raw, str) or not raw:
@@ -89,7 +89,7 @@ def prompt_specs(
         spec = FunctionSpec(
             name, str(item.get("description") or raw), schema, namespace=namespace, feature=feature
         )
-        found[name] = (Target(PROMPTS_GET, raw), spec)
+        found[name] = (McpTarget(PROMPTS_GET, raw), spec)
     return found
 
 
@@ -98,7 +98,7 @@ def _title(item: Mapping[str, Any]) -> str:
     return title if isinstance(title, str) else ""
 
 
-def request_of(target: Target, arguments: dict[str, Any]) -> dict[str, Any]:
+def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
     """The params of the request that serves a call to `target` with `arguments`."""
     if target.method == RESOURCES_READ:
         uri = _VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), target.name)

@@ -23,7 +23,7 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     PROMPTS_GET,
     RESOURCES_READ,
     TOOLS_CALL,
-    Target,
+    McpTarget,
     prompt_result,
     prompt_specs,
     read_result,
@@ -56,7 +56,7 @@ class RemoteMcpRuntime:
         self.config = config
         self.name = config.name
         self._headers = dict(headers)
-        self._targets: dict[str, Target] = {}
+        self._targets: dict[str, McpTarget] = {}
         self._session: McpHttpSession | None = None
         self._client: httpx.AsyncClient | None = None
         self._inflight = 0
@@ -173,19 +173,19 @@ class RemoteMcpRuntime:
 _RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
 
 
-def _what(target: Target) -> str:
+def _what(target: McpTarget) -> str:
     kind = {TOOLS_CALL: "tool", RESOURCES_READ: "resource", PROMPTS_GET: "prompt"}[target.method]
     return f"{kind} {target.name!r}"
 
 
-async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[Target, FunctionSpec]]:
+async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
     """Every function the server brings: its tools (those `include`/`exclude` keep), and the
     resources, resource templates and prompts it says it has."""
     taken: set[str] = set()
     tools = tool_specs(
         await _pages(session, "tools/list", "tools"), config.name, config.include, config.exclude, taken
     )
-    found = {name: (Target(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
+    found = {name: (McpTarget(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
     capabilities = (session.server or {}).get("capabilities") or {}
     limit = name_limit(config.name)
     if "resources" in capabilities:
