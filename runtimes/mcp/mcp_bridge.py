@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
@@ -87,10 +88,36 @@ _server = ServerProcess(_command())
 
 
 def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-    async def call(**arguments: Any) -> Any:
-        return _result(await _server.call(tool, arguments, None))
+    # The context's parameter name is one no tool argument has (they are the rest, by keyword).
+    async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
+        return _result(await _server.call(tool, arguments, None, _listener(_toolmesh_context)))
 
     return call
+
+
+#: MCP's (syslog's) log levels as Python's.
+_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40, "critical": 50}
+
+
+def _listener(ctx: _Context) -> Callable[[dict[str, Any]], None]:
+    """The server's progress and log messages about a call, as the call's own (its caller hears
+    them if it asked to, as for a Python function's)."""
+
+    def heard(message: dict[str, Any]) -> None:
+        params = message["params"]
+        if message.get("method") == "notifications/progress":
+            total, text = params.get("total"), params.get("message")
+            ctx.report_progress(
+                float(params.get("progress") or 0),
+                float(total) if isinstance(total, int | float) else None,
+                text if isinstance(text, str) else None,
+            )
+        else:
+            data = params.get("data")
+            text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+            ctx.logger.log(_LEVELS.get(str(params.get("level")), 50 if params.get("level") else 20), text)
+
+    return heard
 
 
 def _definitions() -> dict[str, FunctionDefinition]:

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from toolmesh.runtimes.mcp.stdio_session import RpcError, ServerExited, StdioSession
+from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
@@ -63,14 +63,17 @@ class ServerProcess:
             self._session = await StdioSession.start(self._command)
             return self._session
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout: float | None) -> Any:
-        """The `tools/call` result (a CallToolResult's JSON)."""
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout: float | None, heard: Heard | None = None
+    ) -> Any:
+        """The `tools/call` result (a CallToolResult's JSON); `heard` gets its progress and logs."""
         session = await self.session()
+        params = {"name": name, "arguments": arguments}
         try:
             if timeout is None:
-                return await session.request("tools/call", {"name": name, "arguments": arguments})
+                return await session.request("tools/call", params, heard)
             async with asyncio.timeout(timeout):
-                return await session.request("tools/call", {"name": name, "arguments": arguments})
+                return await session.request("tools/call", params, heard)
         except RpcError as exc:
             raise ServerExited(f"the MCP server refused the call: {exc}") from None
         except ServerExited as exc:

@@ -3,9 +3,10 @@
 The official client session costs a task group, memory streams and model validation on every call;
 a pod forwards each call as it is, so this client writes the request line, and one reader task
 resolves the caller's future when the answer's line arrives. The handshake is the protocol's own
-(`initialize`, then `notifications/initialized`); the server's notifications (progress, logs,
-`list_changed`) are read and dropped; its requests are answered as the SDK's session answers them
-when given no callbacks: `ping` with an empty result, sampling, elicitation and roots with an error.
+(`initialize`, then `notifications/initialized`); the server's progress and log notifications go
+to the request that listens for them, others (`list_changed`) are dropped; its requests are
+answered as the SDK's session answers them when given no callbacks: `ping` with an empty result,
+sampling, elicitation and roots with an error.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import itertools
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 #: The revision offered; a server may answer with an older one it speaks.
@@ -25,6 +26,10 @@ CLIENT_INFO = {"name": "toolmesh", "version": "1"}
 METHOD_NOT_FOUND = -32601
 #: Longest line read from the server (a tool's answer is one line).
 MAX_LINE = 64 * 1024 * 1024
+
+
+#: Receives a notification the server sent about a request (its JSON-RPC message).
+Heard = Callable[[dict[str, Any]], None]
 
 
 class ServerExited(RuntimeError):
@@ -47,6 +52,8 @@ class StdioSession:
         self._process = process
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
+        #: What each request that listens hears, by its id (which is also its progress token).
+        self._listening: dict[int, Heard] = {}
         self._reader = asyncio.get_running_loop().create_task(self._read())
         #: Why the server is gone, once it is.
         self.gone: str | None = None
@@ -79,13 +86,20 @@ class StdioSession:
     def alive(self) -> bool:
         return self.gone is None
 
-    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None = None, heard: Heard | None = None
+    ) -> Any:
         """The result of `method`: RpcError for an error answer, ServerExited when the server ends
-        first. Cancelled (a timeout), it tells the server to stop working on it."""
+        first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
+        request's progress notifications, and the server's log messages while it is the only
+        request in flight (stdio has no other way to tell whose they are)."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if heard is not None:
+            self._listening[ident] = heard
+            params = {**(params or {}), "_meta": {**(params or {}).get("_meta", {}), "progressToken": ident}}
         if params is not None:
             message["params"] = params
         answer = asyncio.get_running_loop().create_future()
@@ -101,6 +115,7 @@ class StdioSession:
             raise
         finally:
             self._waiting.pop(ident, None)
+            self._listening.pop(ident, None)
 
     async def _send(self, message: Mapping[str, Any]) -> None:
         self._write(message)
@@ -139,6 +154,9 @@ class StdioSession:
         if not isinstance(message, dict):
             return
         method = message.get("method")
+        if "id" not in message and self._listening:
+            self._notified(message)
+            return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
             if answer is None or answer.done():
@@ -156,6 +174,19 @@ class StdioSession:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
             with contextlib.suppress(ServerExited):
                 self._write(reply)
+
+    def _notified(self, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return
+        if message.get("method") == "notifications/progress":
+            heard = self._listening.get(params.get("progressToken"))  # type: ignore[arg-type]
+        elif message.get("method") == "notifications/message" and len(self._waiting) == 1:
+            heard = self._listening.get(next(iter(self._waiting)))
+        else:
+            return
+        if heard is not None:
+            heard(message)
 
     def _end(self, why: str) -> None:
         if self.gone is None:
