@@ -85,6 +85,8 @@ def loopback_warnings(config: MeshConfig) -> list[str]:
         settings.append((f"{where} base_url", runtime.base_url, _SERVICE))
         if runtime.openapi is not None and "://" in runtime.openapi:
             settings.append((f"{where} openapi", runtime.openapi, _SERVICE))
+        settings.append((f"{where} mcp_url", runtime.mcp_url, _SERVICE))
+        settings.append((f"{where} grpc_reflection", runtime.grpc_reflection, _SERVICE))
         # Its environment goes to its pods as is: an OTLP endpoint, a database URL...
         for name, value in runtime.env.items():
             if name.startswith("OTEL_") and name.endswith("_ENDPOINT"):

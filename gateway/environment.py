@@ -2,7 +2,7 @@
 
     keys.*.key_env                 API keys (kept only as their hashes)
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
-    runtimes.*.headers.*.env       header values an `openapi` runtime sends its service
+    runtimes.*.headers.*.env       header values an `openapi`, `mcp_url` or `grpc_reflection` runtime sends
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
@@ -24,7 +24,15 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolmesh.config import ChatConfig, ConfigError, KeyConfig, MeshConfig, check_state_url, hash_key
+from toolmesh.config import (
+    ChatConfig,
+    ConfigError,
+    KeyConfig,
+    MeshConfig,
+    RuntimeConfig,
+    check_state_url,
+    hash_key,
+)
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
@@ -44,7 +52,7 @@ class GatewayEnvironment:
     pods: Mapping[str, str] = field(repr=False)
     #: The token each runtime with `token_env` requires, by runtime name.
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
-    #: The headers each `openapi` runtime sends its service, by runtime name.
+    #: The headers each service runtime (`openapi`, `mcp_url`, `grpc_reflection`) sends, by runtime name.
     runtime_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
     #: The service name to trace as; None: tracing is off.
     tracing: str | None = None
@@ -86,20 +94,23 @@ class GatewayEnvironment:
 
 def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """The headers each runtime with `headers` sends, their `{ env = ... }` values read."""
-    found: dict[str, dict[str, str]] = {}
-    for runtime in config.runtimes:
-        headers = found.setdefault(runtime.name, {}) if runtime.headers else {}
-        for name, value in runtime.headers.items():
-            if isinstance(value, str):
-                headers[name] = value
-                continue
-            text = env.get(value.env)
-            if not text:
-                raise ConfigError(
-                    f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
-                )
-            headers[name] = value.prefix + text
-    return found
+    return {runtime.name: runtime_headers(runtime, env) for runtime in config.runtimes if runtime.headers}
+
+
+def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers `runtime` sends its service, `{ env = ... }` values read from `env`."""
+    headers = {}
+    for name, value in runtime.headers.items():
+        if isinstance(value, str):
+            headers[name] = value
+            continue
+        text = env.get(value.env)
+        if not text:
+            raise ConfigError(
+                f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
+            )
+        headers[name] = value.prefix + text
+    return headers
 
 
 def _trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:

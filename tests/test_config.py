@@ -107,6 +107,23 @@ def test_the_sections_parse_into_typed_settings() -> None:
             '[[runtimes]]\nname = "t"\nopenapi = "s.json"\nheaders = { A = { env = "T", prefx = "B " } }',
             "runtimes.0.headers.A",
         ),
+        (
+            '[[runtimes]]\nname = "t"\nmcp_url = "example.org/mcp"',
+            "mcp_url 'example.org/mcp' must be an http",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\nmcp_url = "http://m/mcp"\nopenapi = "s.json"',
+            "give one source of functions, not `openapi` and `mcp_url`",
+        ),
+        (
+            '[[runtimes]]\nname = "t"\naddress = "h:1"\ngrpc_reflection = "h:2"',
+            "`grpc_reflection` runs no pods: give it without `modules` or `address`",
+        ),
+        ('[[runtimes]]\nname = "t"\ngrpc_reflection = "http://h:1"', "must be a gRPC target"),
+        (
+            '[[runtimes]]\nname = "t"\nmcp_url = "http://m/mcp"\nbase_url = "http://m"',
+            "`base_url` goes with `openapi`",
+        ),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:

@@ -3,7 +3,8 @@
     toolmesh up [--module MOD ... | --config FILE] [--data-dir DIR] [--host H] [--http-port P] [--grpc-port P]
                 [--reload]
     toolmesh runtime --module MOD [--module MOD ...] [--host H] [--port P] [--metrics-port P]
-    toolmesh functions (--module MOD [--module MOD ...] | --url URL) [--format json|openai|text] [--strict]
+    toolmesh functions (--module MOD [--module MOD ...] | --url URL | --config FILE)
+                       [--format json|openai|text] [--strict]
     toolmesh invoke NAME [--args JSON] [--url URL] [--api-key KEY]
     toolmesh tools [--format openai|responses|cloudflare|mcp] [--strict] [--url URL] [--api-key KEY]
     toolmesh hash-key [KEY]
@@ -209,6 +210,10 @@ def _functions(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError, ToolmeshError
     from toolmesh.runtimes.functions.registry import Registry
 
+    if args.config is not None:
+        from toolmesh.gateway.listing.runtime_listing import print_listing
+
+        return print_listing(args.config, args.format, args.strict, os.environ)
     if args.url is not None:
         try:
             with _client(args) as client:
@@ -400,6 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
     source = functions.add_mutually_exclusive_group(required=True)
     source.add_argument("--module", "-m", action="append", help="module to inspect (repeatable)")
     source.add_argument("--url", help=f"a running gateway to ask instead, e.g. {default_url}")
+    source.add_argument(
+        "--config", help="a toolmesh.toml: list what each of its runtimes brings, serving nothing"
+    )
     functions.add_argument("--format", choices=["json", "openai", "text"], default="json")
     functions.add_argument(
         "--strict", action="store_true", help="OpenAI strict-mode schemas (with --format openai)"

@@ -71,11 +71,19 @@ class RuntimeConfig(BaseModel):
     openapi: str | None = None
     #: With `openapi`: where the service is; unset, the document's first `servers` URL.
     base_url: str | None = None
-    #: With `openapi`: headers sent on every call, e.g. `{ Authorization = { env = "TOKEN",
-    #: prefix = "Bearer " } }`. A caller's own credentials are never passed on.
+    #: A remote MCP server's Streamable HTTP endpoint (an http(s) URL) whose tools are the
+    #: runtime's functions, called by the gateway itself (no pods): see gateway/sources/remote_mcp/.
+    mcp_url: str | None = None
+    #: A gRPC server's "host:port" whose services, read by server reflection, are the runtime's
+    #: functions (one per unary method), called by the gateway itself: see gateway/sources/grpc_reflection/.
+    grpc_reflection: str | None = None
+    #: With `openapi`, `mcp_url` or `grpc_reflection`: headers (gRPC metadata) sent on every call,
+    #: e.g. `{ Authorization = { env = "TOKEN", prefix = "Bearer " } }`. A caller's own
+    #: credentials are never passed on.
     headers: dict[str, str | HeaderFromEnv] = Field(default_factory=dict)
     #: With `openapi`: only the operations whose operationId or a tag matches one of these globs
-    #: (empty: all), less those matching `exclude`.
+    #: (empty: all), less those matching `exclude`. With `mcp_url`: globs over tool names; with
+    #: `grpc_reflection`: over methods' full names ("package.Service/Method").
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     #: A stdio MCP server (its command line) whose tools are the runtime's functions: each of the
@@ -159,8 +167,15 @@ class RuntimeConfig(BaseModel):
     @property
     def runs_pods(self) -> bool:
         """Whether its pods are run for it (by the gateway, or on Kubernetes by the cluster):
-        a runtime of `modules` with no `address`. Not one at an address, nor an OpenAPI service."""
-        return self.address is None and self.openapi is None
+        a runtime of `modules` with no `address`. Not one at an address, nor a service the gateway
+        calls itself (`in_gateway`)."""
+        return self.address is None and not self.in_gateway
+
+    @property
+    def in_gateway(self) -> bool:
+        """Whether the gateway calls its service itself, with no pods: an OpenAPI service, a
+        remote MCP server, a gRPC server read by reflection (gateway/sources/)."""
+        return self.openapi is not None or self.mcp_url is not None or self.grpc_reflection is not None
 
     @property
     def pod_modules(self) -> tuple[str, ...]:
@@ -203,20 +218,37 @@ class RuntimeConfig(BaseModel):
     def _check(self) -> RuntimeConfig:
         if not RUNTIME_NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be lowercase letters, digits and '-' (a DNS label)")
-        if self.mcp_command and (self.modules or self.address is not None or self.openapi is not None):
-            raise ValueError(
-                "`mcp_command` runs its server in pods of its own: give it without `modules`, "
-                "`address` or `openapi`"
+        kinds = [
+            field
+            for field, value in (
+                ("modules", self.modules),
+                ("address", self.address),
+                ("openapi", self.openapi),
+                ("mcp_command", self.mcp_command),
+                ("mcp_url", self.mcp_url),
+                ("grpc_reflection", self.grpc_reflection),
             )
-        if self.openapi is not None:
-            self._check_openapi()
-        elif not self.modules and not self.address and not self.mcp_command:
+            if value
+        ]
+        if not kinds:
             raise ValueError(
                 "give `modules` (pods the gateway starts), `address` (pods running elsewhere), "
-                "`openapi` (an HTTP service) or `mcp_command` (a stdio MCP server)"
+                "`openapi` (an HTTP service), `mcp_command` (a stdio MCP server), `mcp_url` (a remote "
+                "MCP server) or `grpc_reflection` (a gRPC server)"
             )
+        service = next((k for k in kinds if k in ("openapi", "mcp_url", "grpc_reflection")), None)
+        if service is not None and {"modules", "address"} & set(kinds):
+            raise ValueError(f"`{service}` runs no pods: give it without `modules` or `address`")
+        # `modules` with `address`: the pods elsewhere serve those modules (their catalog).
+        if len(kinds) > 1 and set(kinds) != {"modules", "address"}:
+            raise ValueError(f"give one source of functions, not {' and '.join(f'`{k}`' for k in kinds)}")
+        if self.in_gateway:
+            self._check_service()
         elif self.base_url is not None or self.headers or self.include or self.exclude:
-            raise ValueError("`base_url`, `headers`, `include` and `exclude` go with `openapi`")
+            raise ValueError(
+                "`base_url`, `headers`, `include` and `exclude` go with `openapi`, `mcp_url` or "
+                "`grpc_reflection`"
+            )
         if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(
                 "`catalog` goes with `address` alone; with `modules` the functions are read from them"
@@ -226,11 +258,16 @@ class RuntimeConfig(BaseModel):
         self._check_resources()
         return self
 
-    def _check_openapi(self) -> None:
-        if self.modules or self.address is not None:
-            raise ValueError("`openapi` runs no pods: give it without `modules` or `address`")
+    def _check_service(self) -> None:
+        if self.base_url is not None and self.openapi is None:
+            raise ValueError("`base_url` goes with `openapi`")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url {self.base_url!r} must be an http:// or https:// URL")
+        if self.mcp_url is not None and not self.mcp_url.startswith(("http://", "https://")):
+            raise ValueError(f"mcp_url {self.mcp_url!r} must be an http:// or https:// URL")
+        target = self.grpc_reflection
+        if target is not None and (not target.strip() or "://" in target):
+            raise ValueError(f'grpc_reflection {target!r} must be a gRPC target, "host:port"')
 
     def _check_resources(self) -> None:
         for field, value in (("cpu", self.cpu), ("max_cpu", self.max_cpu)):

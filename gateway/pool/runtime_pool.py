@@ -5,7 +5,8 @@ provisioned can change without touching the rest. `Pool` runs pods on demand
 for runtimes given as `modules` (a template process per runtime forks them;
 see replicas.py) and balances over the pods of runtimes given as an `address`
 (see remote.py; on Kubernetes, a headless Service that KEDA scales). Runtimes given as an
-`openapi` document need no pods: the gateway calls their service itself (gateway/sources/openapi/).
+`openapi` document, an `mcp_url` or `grpc_reflection` need no pods: the gateway calls their service
+itself (gateway/sources/).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.reload.standby import Standbys
-from toolmesh.gateway.sources.openapi import OpenApiRuntime
+from toolmesh.gateway.sources.service_runtime import ServiceRuntime, service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
@@ -76,7 +77,7 @@ class Pool:
         headers: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         """`tokens` holds the token of each runtime given by `address` whose pods require one;
-        `headers` what each `openapi` runtime sends its service (its `headers`, values read)."""
+        `headers` what each service runtime (`in_gateway`) sends its service (its `headers`, values read)."""
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
@@ -87,7 +88,7 @@ class Pool:
         self._waker = waker
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
-        self._services: dict[str, OpenApiRuntime] = {}
+        self._services: dict[str, ServiceRuntime] = {}
         #: Why each `mcp_command` runtime that could not start did not (they serve nothing).
         self._failed: dict[str, str] = {}
         self._tokens = dict(tokens or {})
@@ -108,8 +109,8 @@ class Pool:
             if local:
                 remove_stale_socket_dirs()
             for config in self._configs.values():
-                if config.openapi is not None:
-                    service = OpenApiRuntime(config, self._headers.get(config.name, {}), self._directory)
+                if config.in_gateway:
+                    service = service_runtime(config, self._headers.get(config.name, {}), self._directory)
                     self._services[config.name] = service
                     self._metrics.watch(config.name, service)
             for config in self._configs.values():
@@ -191,14 +192,14 @@ class Pool:
         return env
 
     def readiness(self) -> Mapping[str, bool]:
-        found: dict[str, ReplicaSet | RemoteRuntime | OpenApiRuntime] = {
+        found: dict[str, ReplicaSet | RemoteRuntime | ServiceRuntime] = {
             **self.sets,
             **self._remotes,
             **self._services,
         }
         return {name: name in found and found[name].ready for name in self._configs}
 
-    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | OpenApiRuntime:
+    def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | ServiceRuntime:
         found = self.sets.get(runtime) or self._remotes.get(runtime) or self._services.get(runtime)
         if found is None and runtime in self._failed:
             raise Unavailable(self._failed[runtime])
@@ -215,7 +216,7 @@ class Pool:
             return
         found = self._runtime(runtime)
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
-            if isinstance(found, OpenApiRuntime):
+            if not isinstance(found, ReplicaSet | RemoteRuntime):
                 await found.start(strict=True)
                 return
             environment = self._environment(found.config)

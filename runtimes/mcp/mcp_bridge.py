@@ -3,7 +3,8 @@
 Imported by the runtime's template, it starts the server once to list its tools, stops it, and
 defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid function
 name). Each pod forked from the template starts its own server on its first call and forwards calls
-to it (server_process.py); the server is the pod's child, so it goes with the pod.
+to it (server_process.py, over the lean JSON-RPC client of stdio_session.py: the SDK's session cost
+more than the rest of a pod's call); the server is the pod's child, so it goes with the pod.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from toolmesh.runtimes.functions.definition import FunctionDefinition
+from toolmesh.runtimes.functions.context import Context as _Context
+from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations
@@ -50,32 +52,72 @@ def _name(raw: str, taken: set[str]) -> str:
 
 
 def _result(answer: Any) -> Any:
-    """A CallToolResult as what a toolmesh function returns."""
-    texts = [item.text for item in answer.content if getattr(item, "type", "") == "text"]
-    if getattr(answer, "is_error", False):
+    """A CallToolResult's JSON as what a toolmesh function returns."""
+    if not isinstance(answer, dict):
+        raise McpToolError("the server answered tools/call with no result")
+    content = [item for item in answer.get("content") or () if isinstance(item, dict)]
+    texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
+    if answer.get("isError"):
         raise McpToolError("\n".join(texts) or "the tool failed")
-    if answer.structured_content is not None:
-        return answer.structured_content
+    if answer.get("structuredContent") is not None:
+        return answer["structuredContent"]
     items: list[_Text | _Binary] = []
-    for item in answer.content:
-        kind = getattr(item, "type", "")
+    for item in content:
+        kind = item.get("type")
         if kind == "text":
-            items.append(_Text(item.text))
+            items.append(_Text(str(item.get("text", ""))))
         elif kind in ("image", "audio"):
-            items.append(_Binary(_base64.b64decode(item.data), item.mime_type))
+            items.append(_Binary(_base64.b64decode(str(item.get("data", ""))), str(item.get("mimeType", ""))))
         else:
-            items.append(_Text(item.model_dump_json(by_alias=True, exclude_none=True)))
+            items.append(_Text(json.dumps(item, separators=(",", ":"))))
     return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
+
+
+def _parameters(schema: Any) -> dict[str, Any]:
+    """A tool's input schema as the pod validates it (JSON Schema 2020-12, MCP's dialect). Many
+    servers still declare draft-07 (zod-to-json-schema's default); what tool schemas use of it
+    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused."""
+    if not isinstance(schema, dict):
+        return {"type": "object"}
+    if schema.get("$schema", DIALECT) != DIALECT:
+        return {key: value for key, value in schema.items() if key != "$schema"}
+    return dict(schema)
 
 
 _server = ServerProcess(_command())
 
 
 def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
-    async def call(**arguments: Any) -> Any:
-        return _result(await _server.call(tool, arguments, None))
+    # The context's parameter name is one no tool argument has (they are the rest, by keyword).
+    async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
+        return _result(await _server.call(tool, arguments, None, _listener(_toolmesh_context)))
 
     return call
+
+
+#: MCP's (syslog's) log levels as Python's.
+_LEVELS = {"debug": 10, "info": 20, "notice": 20, "warning": 30, "error": 40, "critical": 50}
+
+
+def _listener(ctx: _Context) -> Callable[[dict[str, Any]], None]:
+    """The server's progress and log messages about a call, as the call's own (its caller hears
+    them if it asked to, as for a Python function's)."""
+
+    def heard(message: dict[str, Any]) -> None:
+        params = message["params"]
+        if message.get("method") == "notifications/progress":
+            total, text = params.get("total"), params.get("message")
+            ctx.report_progress(
+                float(params.get("progress") or 0),
+                float(total) if isinstance(total, int | float) else None,
+                text if isinstance(text, str) else None,
+            )
+        else:
+            data = params.get("data")
+            text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+            ctx.logger.log(_LEVELS.get(str(params.get("level")), 50 if params.get("level") else 20), text)
+
+    return heard
 
 
 def _definitions() -> dict[str, FunctionDefinition]:
@@ -83,21 +125,23 @@ def _definitions() -> dict[str, FunctionDefinition]:
     taken: set[str] = set()
     found = {}
     for tool in asyncio.run(list_tools(_command())):
-        name = _name(tool.name, taken)
-        hints = tool.annotations
+        raw = str(tool.get("name", ""))
+        name = _name(raw, taken)
+        hints = tool.get("annotations") or {}
+        schema, output = tool.get("inputSchema"), tool.get("outputSchema")
         found[name] = FunctionDefinition(
             name=name,
-            handler=_forwarder(tool.name),
-            description=tool.description or tool.title or tool.name,
-            parameters=dict(tool.input_schema),
+            handler=_forwarder(raw),
+            description=str(tool.get("description") or tool.get("title") or raw),
+            parameters=_parameters(schema),
             namespace=namespace,
-            output_schema=dict(tool.output_schema) if tool.output_schema else None,
+            output_schema=dict(output) if isinstance(output, dict) and output else None,
             annotations=Annotations(
-                read_only=bool(hints and hints.read_only_hint),
-                destructive=bool(hints and hints.destructive_hint),
-                idempotent=bool(hints and hints.idempotent_hint),
-                open_world=bool(hints and hints.open_world_hint),
-                title=(hints.title if hints and hints.title else tool.title) or "",
+                read_only=bool(hints.get("readOnlyHint")),
+                destructive=bool(hints.get("destructiveHint")),
+                idempotent=bool(hints.get("idempotentHint")),
+                open_world=bool(hints.get("openWorldHint")),
+                title=str(hints.get("title") or tool.get("title") or ""),
             ),
         )
     return found

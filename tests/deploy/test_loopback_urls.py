@@ -30,6 +30,14 @@ address = "127.0.0.1:50061"
 name = "far"
 address = "dns:///far.tools.svc.cluster.local:50061"
 
+[[runtimes]]
+name = "memory"
+mcp_url = "http://localhost:3001/mcp"
+
+[[runtimes]]
+name = "billing"
+grpc_reflection = "127.0.0.1:50051"
+
 [state]
 url = "redis://127.0.0.1:6379/0"
 
@@ -59,6 +67,8 @@ def test_each_loopback_address_gets_one_line_naming_its_setting(
         "[chat] upstream_url = 'http://localhost:11434/v1'": "Service's DNS name",
         "[router.llm] base_url = 'http://[::1]:8000/v1'": "Service's DNS name",
         "[[runtimes]] \"legacy\" address = '127.0.0.1:50061'": "dns:///<service>.<namespace>.svc",
+        "[[runtimes]] \"memory\" mcp_url = 'http://localhost:3001/mcp'": "Service's DNS name",
+        "[[runtimes]] \"billing\" grpc_reflection = '127.0.0.1:50051'": "Service's DNS name",
         "[[runtimes]] \"w\" env OTEL_EXPORTER_OTLP_ENDPOINT = 'http://localhost:4318'": "collector's Service",
         # The password stays out of the terminal.
         "[[runtimes]] \"w\" env DB = 'postgres://[::1]:5432/db'": "Service's DNS name",
@@ -79,6 +89,8 @@ def test_a_config_with_cluster_addresses_renders_without_a_word(
         .replace("localhost:11434", "ollama.tools.svc:11434")
         .replace("[::1]:8000", "llm.example.com")
         .replace("127.0.0.1:50061", "10.0.0.7:50061")
+        .replace("localhost:3001", "memory.tools.svc:3001")
+        .replace("127.0.0.1:50051", "billing.tools.svc:50051")
         .replace("localhost:4318", "otel.monitoring.svc:4318")
         .replace("[::1]:5432", "db.tools.svc:5432")
     )

@@ -4,6 +4,7 @@ runtime: one server process per pod, its tools under the runtime's namespace."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -33,7 +34,7 @@ async def test_the_servers_tools_are_functions_of_the_namespace(gateway_factory:
     gateway = await gateway_factory(clock())
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
         listing = {f["name"]: f for f in (await http.get("/v1/functions")).json()["functions"]}
-        assert set(listing) == {"clock.add", "clock.convert_time", "clock.fail", "clock.crash"}
+        assert set(listing) == {"clock.add", "clock.convert_time", "clock.fail", "clock.crash", "clock.count"}
         assert listing["clock.add"]["description"] == "Add two integers."
         assert listing["clock.add"]["parameters"]["required"] == ["a", "b"]
         added = (await http.post("/v1/functions/clock.add/invoke", json={"a": 2, "b": 40})).json()
@@ -140,3 +141,26 @@ async def test_a_reload_starts_a_runtime_whose_server_failed_at_first(
         added = (await http.post("/v1/functions/late.add/invoke", json={"a": 1, "b": 2})).json()
         assert added["structured"]["total"] == 3
         assert (await http.get("/readyz")).json()["runtimes"] == {"late": True}
+
+
+async def test_the_servers_progress_and_log_messages_reach_a_caller_who_asks(
+    gateway_factory: StartGateway,
+) -> None:
+    gateway = await gateway_factory(clock())
+    sse = {"accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        url = "/v1/functions/clock.count/invoke"
+        asked = await http.post(f"{url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
+        plain = await http.post(url, json={"n": 2}, headers=sse)
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("data: ", 1)[1]))
+        for block in asked.text.strip().split("\n\n")
+    ]
+    assert events[:-1] == [
+        ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 1"}}),
+        ("progress", {"progress": 1, "total": 2, "message": "step 1 of 2"}),
+        ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 2"}}),
+        ("progress", {"progress": 2, "total": 2, "message": "step 2 of 2"}),
+    ]
+    assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
+    assert plain.text.count("event: ") == 1

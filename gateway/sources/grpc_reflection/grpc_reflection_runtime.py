@@ -1,0 +1,247 @@
+"""`GrpcReflectionRuntime`: a gRPC server's methods, read by reflection, called by the gateway.
+
+One grpc.aio channel per runtime, no pods. Each unary method is a function whose arguments are
+its request message in protobuf's JSON mapping (message_schemas.py); each server-streaming method
+a streaming function whose messages stream as they arrive (collected when called unary). Client-
+and bidi-streaming methods are left out. A server that cannot be read at start does not stop the
+gateway: the runtime logs why, serves nothing and is not ready; a reload reads it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import json_format, message_factory
+from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message import Message
+
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
+from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
+from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
+from toolmesh.gateway.sources.openapi.operations import function_name
+from toolmesh.gateway.sources.remote_mcp.mcp_results import selected
+from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
+from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+log = logging.getLogger("toolmesh.sources")
+
+#: A server that restarts is found again within a second or two, not after gRPC's default
+#: backoff (up to two minutes), during which every call fails at once.
+CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 2000))
+#: Status codes that mean the server, not the call, is the problem.
+_UNAVAILABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED})
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One method, as much as calling it needs."""
+
+    spec: FunctionSpec
+    path: str
+    request: type[Message]
+    response: type[Message]
+    streams: bool
+
+
+class GrpcReflectionRuntime:
+    """A runtime whose functions are the unary and server-streaming methods of a gRPC server."""
+
+    def __init__(self, config: RuntimeConfig, headers: Mapping[str, str]) -> None:
+        """`headers` go with every call as metadata (their names lowercased), never a caller's."""
+        assert config.grpc_reflection is not None
+        self.config = config
+        self.name = config.name
+        self._metadata = tuple((name.lower(), value) for name, value in headers.items())
+        self._methods: dict[str, Method] = {}
+        self._channel: grpc.aio.Channel | None = None
+        self._inflight = 0
+        self.specs: list[FunctionSpec] = []
+        self.namespaces: list[NamespaceSpec] = []
+        #: Why the server's services could not be read, when they could not.
+        self.error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._channel is not None
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def replica_counts(self) -> Mapping[str, int]:
+        return {"ready": int(self.ready)}
+
+    async def start(self, *, strict: bool = False) -> None:
+        """Read the server's services and serve their methods. When that fails, log why and
+        serve nothing (or with `strict`, as a reload does, raise and keep what was served)."""
+        config = self.config
+        assert config.grpc_reflection is not None
+        channel = grpc.aio.insecure_channel(config.grpc_reflection, options=CHANNEL_OPTIONS)
+        try:
+            async with asyncio.timeout(config.startup_timeout):
+                await channel.channel_ready()
+                _, services = await read_services(channel, self._metadata, config.startup_timeout)
+        except (ReflectionError, TimeoutError) as exc:
+            await channel.close(grace=None)
+            cause = (
+                str(exc)
+                if isinstance(exc, ReflectionError)
+                else f"not reachable within {config.startup_timeout:g} s"
+            )
+            message = f"runtime {self.name!r}: gRPC server {config.grpc_reflection}: {cause}"
+            if strict:
+                raise Unavailable(message) from None
+            log.error("%s; it serves no functions", message, extra={"runtime": self.name})
+            self.error = message
+            return
+        methods = _methods(
+            [m for s in services for m in s.methods], config.name, config.include, config.exclude
+        )
+        old, self._channel = self._channel, channel
+        self._methods = {m.spec.name: m for m in methods}
+        self.specs = [m.spec for m in methods]
+        self.error = None
+        if old is not None:
+            await old.close(grace=None)
+
+    async def close(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            await channel.close(grace=None)
+
+    def _find(self, call: Call) -> tuple[Method, grpc.aio.Channel, Message]:
+        method = self._methods.get(call.function.rpartition(".")[2])
+        channel = self._channel
+        if method is None or channel is None:
+            raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
+        return method, channel, _request(method, call.arguments)
+
+    async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        started = time.perf_counter()
+        method, channel, request = self._find(call)
+        limit = min(timeout, self.config.timeout)
+        self._inflight += 1
+        try:
+            if method.streams:
+                streamed = channel.unary_stream(method.path, _serialize, method.response.FromString)
+                replies = [reply async for reply in streamed(request, timeout=limit, metadata=self._metadata)]
+                content: list[Content] = [_json(reply) for reply in replies]
+                result = Result(content=content)
+            else:
+                unary = channel.unary_unary(method.path, _serialize, method.response.FromString)
+                data = _json(await unary(request, timeout=limit, metadata=self._metadata)).data
+                result = Result(content=[Json(data)], structured_json=data)
+        except grpc.aio.AioRpcError as exc:
+            result = self._failure(method, exc, limit)
+        finally:
+            self._inflight -= 1
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        result.request_id = call.request_id
+        return result
+
+    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        method, channel, request = self._find(call)
+        if not method.streams:
+            yield await self.invoke(call, timeout)
+            return
+        started = time.perf_counter()
+        limit = min(timeout, self.config.timeout)
+        stub = channel.unary_stream(method.path, _serialize, method.response.FromString)
+        self._inflight += 1
+        try:
+            async for reply in stub(request, timeout=limit, metadata=self._metadata):
+                yield [_json(reply)]
+            result = Result()
+        except grpc.aio.AioRpcError as exc:
+            result = self._failure(method, exc, limit)
+        finally:
+            self._inflight -= 1
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        result.request_id = call.request_id
+        yield result
+
+    def _failure(self, method: Method, exc: grpc.aio.AioRpcError, limit: float) -> Result:
+        code = exc.code()
+        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+            raise FunctionTimeout(f"{method.path} did not answer within {limit:g} s") from None
+        if code in _UNAVAILABLE:
+            raise Unavailable(f"runtime {self.name!r}: {method.path}: {code.name}: {exc.details()}") from None
+        if code is grpc.StatusCode.INVALID_ARGUMENT:
+            raise InvalidArguments(f"{method.spec.qualified_name}: {exc.details()}", ()) from None
+        return Result.failure(
+            ErrorInfo("function_error", f"{method.path} answered {code.name}: {exc.details()}")
+        )
+
+
+def _methods(
+    found: list[MethodDescriptor], namespace: str, include: tuple[str, ...], exclude: tuple[str, ...]
+) -> list[Method]:
+    limit = MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+    kept = [
+        m
+        for m in found
+        if not m.client_streaming and selected(f"{m.containing_service.full_name}/{m.name}", include, exclude)
+    ]
+    counts: dict[str, int] = {}
+    for m in kept:
+        counts[m.name] = counts.get(m.name, 0) + 1
+    taken: set[str] = set()
+    methods = []
+    for m in kept:
+        # The method's own name, unless two services have one of that name.
+        raw = m.name if counts[m.name] == 1 else f"{m.containing_service.name}_{m.name}"
+        path = f"/{m.containing_service.full_name}/{m.name}"
+        streams = bool(m.server_streaming)
+        spec = FunctionSpec(
+            name=function_name(raw, limit, taken),
+            description=(
+                f"gRPC {'server-streaming ' if streams else ''}method {path[1:]}: takes a "
+                f"{m.input_type.full_name}, answers {'a stream of ' if streams else ''}"
+                f"{m.output_type.full_name}."
+            ),
+            input_schema=message_schema(m.input_type),
+            namespace=namespace,
+            output_schema=None if streams else message_schema(m.output_type),
+            streaming=streams,
+        )
+        request = message_factory.GetMessageClass(m.input_type)
+        response = message_factory.GetMessageClass(m.output_type)
+        methods.append(Method(spec, path, request, response, streams))
+    return methods
+
+
+def _serialize(message: Message) -> bytes:
+    return message.SerializeToString()
+
+
+def _request(method: Method, raw: bytes) -> Message:
+    arguments: Any = {}
+    if raw:
+        try:
+            arguments = json.loads(raw)
+        except ValueError:
+            raise InvalidRequest("the arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise InvalidRequest("the arguments must be a JSON object")
+    try:
+        return json_format.ParseDict(arguments, method.request())
+    except json_format.ParseError as exc:
+        raise InvalidArguments(f"{method.spec.qualified_name}: {exc}", ()) from None
+
+
+def _json(message: Message) -> Json:
+    value = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return Json(json.dumps(value, separators=(",", ":")).encode())

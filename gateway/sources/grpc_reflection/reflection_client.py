@@ -1,0 +1,131 @@
+"""A gRPC server's services and their descriptors, read by server reflection (v1alpha, which
+grpcio and most servers serve, or v1) over the runtime's own channel."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+from google.protobuf import (  # noqa: F401  (the well-known files, in the default pool for _known)
+    any_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    wrappers_pb2,
+)
+from google.protobuf.descriptor import ServiceDescriptor
+from grpc_reflection.v1alpha import reflection_pb2
+
+#: The reflection method, v1alpha first (grpcio serves only it), then v1.
+REFLECTION_PATHS = (
+    "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+    "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+)
+#: Services every reflecting server has that are not its functions.
+REFLECTION_SERVICES = frozenset(
+    {"grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"}
+)
+
+
+class ReflectionError(Exception):
+    """The server's reflection could not be read: its message says why."""
+
+
+async def read_services(
+    channel: grpc.aio.Channel, metadata: Sequence[tuple[str, str]], timeout: float
+) -> tuple[descriptor_pool.DescriptorPool, list[ServiceDescriptor]]:
+    """A pool holding the files of every service the server reflects, and those services:
+    asked of reflection v1alpha (what grpcio serves), else of v1 (same messages, new name)."""
+    try:
+        names, files = await _read_files(channel, REFLECTION_PATHS[0], metadata, timeout)
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() is not grpc.StatusCode.UNIMPLEMENTED:
+            raise ReflectionError(f"reflection failed: {exc.code().name}: {exc.details()}") from None
+        try:
+            names, files = await _read_files(channel, REFLECTION_PATHS[1], metadata, timeout)
+        except grpc.aio.AioRpcError as again:
+            raise ReflectionError(f"reflection failed: {again.code().name}: {again.details()}") from None
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in added:
+            return
+        added.add(name)
+        for dependency in files[name].dependency:
+            add(dependency)
+        pool.Add(files[name])
+
+    for name in files:
+        add(name)
+    return pool, [pool.FindServiceByName(name) for name in names]
+
+
+async def _read_files(
+    channel: grpc.aio.Channel, path: str, metadata: Sequence[tuple[str, str]], timeout: float
+) -> tuple[list[str], dict[str, descriptor_pb2.FileDescriptorProto]]:
+    """The services the server lists and the files that define them (with their imports)."""
+    call = channel.stream_stream(
+        path,
+        request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
+        response_deserializer=reflection_pb2.ServerReflectionResponse.FromString,
+    )(None, metadata=tuple(metadata), timeout=timeout)
+
+    async def ask(**request: str) -> reflection_pb2.ServerReflectionResponse:
+        await call.write(reflection_pb2.ServerReflectionRequest(**request))
+        response = await call.read()
+        if not isinstance(response, reflection_pb2.ServerReflectionResponse):
+            raise ReflectionError("the server closed the reflection stream")
+        if response.HasField("error_response"):
+            error = response.error_response
+            raise ReflectionError(f"reflection answered {error.error_code}: {error.error_message}")
+        return response
+
+    try:
+        listed = await ask(list_services="")
+        names = [s.name for s in listed.list_services_response.service if s.name not in REFLECTION_SERVICES]
+        files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+
+        def keep(response: reflection_pb2.ServerReflectionResponse) -> None:
+            for raw in response.file_descriptor_response.file_descriptor_proto:
+                proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+                files.setdefault(proto.name, proto)
+
+        for name in names:
+            keep(await ask(file_containing_symbol=name))
+        missing = _missing(files)
+        while missing:
+            for name in missing:
+                found = _known(name)
+                if found is not None:
+                    files[name] = found
+                else:
+                    keep(await ask(file_by_filename=name))
+                    if name not in files:
+                        raise ReflectionError(f"the server did not send {name}")
+            missing = _missing(files)
+        await call.done_writing()
+        return names, files
+    finally:
+        call.cancel()
+
+
+def _missing(files: dict[str, descriptor_pb2.FileDescriptorProto]) -> list[str]:
+    return sorted({d for proto in files.values() for d in proto.dependency if d not in files})
+
+
+def _known(name: str) -> descriptor_pb2.FileDescriptorProto | None:
+    """A well-known file (google/protobuf/timestamp.proto...) from protobuf itself."""
+    if not name.startswith("google/protobuf/"):
+        return None
+    try:
+        found = descriptor_pool.Default().FindFileByName(name)
+    except KeyError:
+        return None
+    proto = descriptor_pb2.FileDescriptorProto()
+    found.CopyToProto(proto)
+    return proto

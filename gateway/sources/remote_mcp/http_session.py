@@ -1,0 +1,318 @@
+"""JSON-RPC with one MCP server over Streamable HTTP, on one pooled httpx client.
+
+Lean on purpose (no SDK session task group per server): each request is one POST whose answer is
+either a JSON body or an event stream ending with the response. Both eras of the protocol: first a
+`server/discover` probe; a server that answers it speaks the per-request era (2026-07-28: each
+request carries the protocol version and the client's capabilities in `_meta` and in headers, and
+there is no session); any other is asked to `initialize` (the handshake era, 2024-11-05 to
+2025-11-25), whose session (`Mcp-Session-Id`) is made again when the server forgets it (404) or
+cannot be reached. A request that never reached the server is sent again once. The notifications the
+server sends while it answers (progress, log messages) go to the request's `heard`. Requests it
+makes of the client (sampling, elicitation, roots) are declined, as the SDK's client declines them
+when given no callbacks: they do not travel on to the gateway's caller yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("toolmesh.sources")
+
+#: The handshake revisions the gateway speaks, newest first (it offers the first).
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: The per-request revision it speaks (no handshake, no session).
+MODERN_VERSION = "2026-07-28"
+SESSION_HEADER = "mcp-session-id"
+VERSION_HEADER = "mcp-protocol-version"
+METHOD_HEADER = "mcp-method"
+NAME_HEADER = "mcp-name"
+#: The request parameter each method's `Mcp-Name` header repeats (per-request era).
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: The per-request era's `_meta` keys.
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+CLIENT_INFO = {"name": "toolmesh-gateway", "version": "1"}
+#: JSON-RPC's "method not found", the answer to requests the gateway does not serve.
+METHOD_NOT_FOUND = -32601
+
+
+#: Receives a notification the server sent while answering a request (its JSON-RPC message).
+Heard = Callable[[dict[str, Any]], None]
+
+
+class McpHttpError(Exception):
+    """The server could not be reached or answered outside the protocol."""
+
+
+class McpRpcError(Exception):
+    """The server answered a request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+class _SessionGone(Exception):
+    """The server no longer knows the session (404 on a request that named it)."""
+
+
+class McpHttpSession:
+    """Requests to one Streamable HTTP MCP endpoint, its session kept across calls."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
+        self._client = client
+        self._url = url
+        self._headers = {
+            **headers,
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
+        self._ids = itertools.count(1)
+        self._session: str | None = None
+        #: The revision agreed on; None until then, and after a failure that calls for another.
+        self._version: str | None = None
+        self._initialized: asyncio.Lock = asyncio.Lock()
+        #: What the server said of itself in `initialize` (`serverInfo`, `capabilities`...).
+        self.server: dict[str, Any] | None = None
+
+    @property
+    def version(self) -> str | None:
+        """The protocol revision agreed on with the server, once it is."""
+        return self._version
+
+    async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        heard: Heard | None = None,
+        log_level: str | None = None,
+    ) -> Any:
+        """`method`'s result; raises McpRpcError for an error answer, McpHttpError when the
+        server cannot be reached or breaks the protocol. `heard` gets the notifications the
+        server sends while it answers (progress, and log messages at `log_level` and above,
+        an MCP level name, which a per-request era server sends only when asked)."""
+        await self._ensure_session(None)
+        generation = self._session
+        try:
+            return await self._send(method, self._params(params, log_level), heard)
+        except (_SessionGone, httpx.ConnectError):
+            # It never ran: the server refused the session, or was not there (restarted?).
+            await self._ensure_session(generation, again=True)
+            try:
+                return await self._send(method, self._params(params, log_level), heard)
+            except _SessionGone:
+                raise McpHttpError("the server forgot the session it had just made") from None
+            except httpx.HTTPError as exc:
+                raise McpHttpError(_describe(exc)) from None
+        except httpx.HTTPError as exc:
+            # It may have run: not sent again, but the next request starts a new session.
+            self._version = None
+            raise McpHttpError(_describe(exc)) from None
+
+    async def close(self) -> None:
+        """End the session on the server (best effort)."""
+        session, self._session, self._version = self._session, None, None
+        if session is not None:
+            with contextlib.suppress(httpx.HTTPError):
+                headers = {**self._headers, SESSION_HEADER: session}
+                await self._client.delete(self._url, headers=headers, timeout=2)
+
+    async def _ensure_session(self, seen: str | None, *, again: bool = False) -> None:
+        async with self._initialized:
+            if self._version is not None and not (again and self._session == seen):
+                return
+            self._session, self._version = None, None
+            if await self._discover():
+                return
+            try:
+                result = await self._send(
+                    "initialize",
+                    {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {}, "clientInfo": CLIENT_INFO},
+                    initializing=True,
+                )
+            except (httpx.HTTPError, _SessionGone) as exc:
+                raise McpHttpError(_describe(exc)) from None
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            if version not in PROTOCOL_VERSIONS:
+                raise McpHttpError(
+                    f"the server speaks protocol {version!r}, not one of {', '.join(PROTOCOL_VERSIONS)}"
+                )
+            self.server = result
+            self._version = version
+            try:
+                await self._notify("notifications/initialized")
+            except httpx.HTTPError as exc:
+                self._version = None
+                raise McpHttpError(_describe(exc)) from None
+
+    async def _discover(self) -> bool:
+        """Whether the server speaks the per-request era (then it is agreed on)."""
+        self._version = MODERN_VERSION
+        try:
+            result = await self._send("server/discover", self._params(None, None))
+        except (McpRpcError, McpHttpError, _SessionGone):
+            # A server of the handshake era: it refuses the method, or a request with no session.
+            self._version = None
+            return False
+        except httpx.HTTPError as exc:
+            self._version = None
+            raise McpHttpError(_describe(exc)) from None
+        supported = result.get("supportedVersions") if isinstance(result, dict) else None
+        if not isinstance(supported, list) or MODERN_VERSION not in supported:
+            self._version = None
+            return False
+        self.server = result
+        return True
+
+    def _params(self, params: Mapping[str, Any] | None, log_level: str | None) -> Mapping[str, Any] | None:
+        """`params` with the per-request era's envelope in `_meta`, in that era."""
+        if self._version != MODERN_VERSION:
+            return params
+        meta = {
+            **(params or {}).get("_meta", {}),
+            VERSION_KEY: MODERN_VERSION,
+            CLIENT_INFO_KEY: CLIENT_INFO,
+            CAPABILITIES_KEY: {},
+        }
+        if log_level is not None:
+            meta[LOG_LEVEL_KEY] = log_level
+        return {**(params or {}), "_meta": meta}
+
+    def _request_headers(
+        self, method: str | None = None, params: Mapping[str, Any] | None = None
+    ) -> dict[str, str]:
+        headers = dict(self._headers)
+        if self._session is not None:
+            headers[SESSION_HEADER] = self._session
+        if self._version is not None and self._version != "2024-11-05":
+            headers[VERSION_HEADER] = self._version
+        if self._version == MODERN_VERSION and method is not None:
+            headers[METHOD_HEADER] = method
+            named = (params or {}).get(NAMED.get(method, ""))
+            if isinstance(named, str):
+                headers[NAME_HEADER] = _header_value(named)
+        return headers
+
+    async def _notify(self, method: str) -> None:
+        message = {"jsonrpc": "2.0", "method": method}
+        response = await self._client.post(
+            self._url, content=json.dumps(message), headers=self._request_headers()
+        )
+        await response.aclose()
+        if response.status_code >= 400:
+            raise McpHttpError(f"{method} answered {response.status_code}")
+
+    async def _send(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        heard: Heard | None = None,
+        *,
+        initializing: bool = False,
+    ) -> Any:
+        ident = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
+        if params is not None:
+            message["params"] = params
+        headers = self._request_headers(method, params)
+        request = self._client.build_request("POST", self._url, content=json.dumps(message), headers=headers)
+        response = await self._client.send(request, stream=True)
+        try:
+            if response.status_code == 404 and SESSION_HEADER in headers:
+                raise _SessionGone()
+            if response.status_code >= 400:
+                body = (await response.aread()).decode(errors="replace").strip()[:300]
+                raise McpHttpError(
+                    f"{method} answered {response.status_code}" + (f": {body}" if body else "")
+                )
+            if initializing:
+                self._session = response.headers.get(SESSION_HEADER)
+            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind == "text/event-stream":
+                async for answer in self._events(response):
+                    if answer.get("id") == ident and ("result" in answer or "error" in answer):
+                        return _outcome(answer)
+                    if "id" in answer:
+                        await self._answer_server(answer)
+                    elif heard is not None and isinstance(answer.get("method"), str):
+                        heard(answer)
+                raise McpHttpError(f"{method}: the event stream ended without an answer")
+            try:
+                answer = json.loads(await response.aread())
+            except ValueError:
+                raise McpHttpError(f"{method} answered {kind or 'no content type'}, not JSON-RPC") from None
+            if not isinstance(answer, dict):
+                raise McpHttpError(f"{method} answered a JSON-RPC batch or a non-object")
+            return _outcome(answer)
+        finally:
+            await response.aclose()
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        data: list[str] = []
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif not line and data:
+                text, data = "\n".join(data), []
+                try:
+                    message = json.loads(text)
+                except ValueError:
+                    log.warning("an MCP server sent an event that is not JSON: %.200s", text)
+                    continue
+                if isinstance(message, dict):
+                    yield message
+
+    async def _answer_server(self, message: dict[str, Any]) -> None:
+        """A request of the server's gets an answer."""
+        if "method" not in message:
+            return
+        if message["method"] == "ping":
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        else:
+            error = {
+                "code": METHOD_NOT_FOUND,
+                "message": f"{message['method']} is not available through toolmesh",
+            }
+            reply = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+        try:
+            response = await self._client.post(
+                self._url, content=json.dumps(reply), headers=self._request_headers()
+            )
+            await response.aclose()
+        except httpx.HTTPError as exc:
+            log.warning("could not answer an MCP server's %s: %s", message["method"], _describe(exc))
+
+
+def _outcome(answer: dict[str, Any]) -> Any:
+    error = answer.get("error")
+    if isinstance(error, dict):
+        raise McpRpcError(int(error.get("code", 0)), str(error.get("message", "")), error.get("data"))
+    return answer.get("result")
+
+
+def _header_value(value: str) -> str:
+    """`value` as an HTTP header carries it: as is when it is plain printable ASCII, else in the
+    protocol's base64 sentinel."""
+    if value.isascii() and value.isprintable() and value == value.strip() and not value.startswith("=?"):
+        return value
+    return f"=?base64?{base64.b64encode(value.encode()).decode('ascii')}?="
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _SessionGone):
+        return "the server forgot the session"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer in time ({type(exc).__name__})"
+    return str(exc) or type(exc).__name__

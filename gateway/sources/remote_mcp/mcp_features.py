@@ -1,0 +1,136 @@
+"""A remote server's resources, resource templates and prompts as feature functions (a
+FunctionSpec with a `Feature`, which the MCP endpoint serves as resources and prompts), what each
+asks of the server (`McpTarget`), and the server's answers as Results.
+
+A resource's function reads its URI (a template's, with its variables as arguments); a prompt's
+gets the prompt with its arguments, and answers the messages as its structured result.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from toolmesh.gateway.sources.openapi.operations import function_name
+from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
+from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec
+
+TOOLS_CALL = "tools/call"
+RESOURCES_READ = "resources/read"
+PROMPTS_GET = "prompts/get"
+#: A URI template's variables, RFC 6570 level 1 (what the MCP endpoint matches).
+_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class McpTarget:
+    """What a function asks of the server: the method, and the tool's or prompt's name or the
+    resource's URI (template)."""
+
+    method: str
+    name: str
+
+
+def resource_specs(
+    resources: Sequence[Mapping[str, Any]],
+    templates: Sequence[Mapping[str, Any]],
+    namespace: str,
+    limit: int,
+    taken: set[str],
+) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
+    for item, key in [*((r, "uri") for r in resources), *((t, "uriTemplate") for t in templates)]:
+        uri = item.get(key)
+        if not isinstance(uri, str) or not uri:
+            continue
+        variables = _VARIABLE.findall(uri)
+        name = function_name(str(item.get("name") or uri), limit, taken)
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {v: {"type": "string"} for v in variables},
+            "required": variables,
+        }
+        feature = Feature(RESOURCE, uri=uri, mime_type=str(item.get("mimeType") or ""), title=_title(item))
+        description = str(item.get("description") or item.get("title") or uri)
+        spec = FunctionSpec(name, description, schema, namespace=namespace, feature=feature)
+        found[name] = (McpTarget(RESOURCES_READ, uri), spec)
+    return found
+
+
+def prompt_specs(
+    prompts: Sequence[Mapping[str, Any]], namespace: str, limit: int, taken: set[str]
+) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
+    for item in prompts:
+        raw = item.get("name")
+        if not isinstance(raw, str) or not raw:
+            continue
+        arguments = [a for a in item.get("arguments") or () if isinstance(a, dict) and a.get("name")]
+        properties = {
+            str(a["name"]): {
+                "type": "string",
+                **({"description": a["description"]} if a.get("description") else {}),
+            }
+            for a in arguments
+        }
+        schema = {
+            "type": "object",
+            "properties": properties,
+            "required": [str(a["name"]) for a in arguments if a.get("required")],
+        }
+        name = function_name(raw, limit, taken)
+        feature = Feature(PROMPT, title=_title(item))
+        spec = FunctionSpec(
+            name, str(item.get("description") or raw), schema, namespace=namespace, feature=feature
+        )
+        found[name] = (McpTarget(PROMPTS_GET, raw), spec)
+    return found
+
+
+def _title(item: Mapping[str, Any]) -> str:
+    title = item.get("title")
+    return title if isinstance(title, str) else ""
+
+
+def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The params of the request that serves a call to `target` with `arguments`."""
+    if target.method == RESOURCES_READ:
+        uri = _VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), target.name)
+        return {"uri": uri}
+    if target.method == PROMPTS_GET:
+        return {
+            "name": target.name,
+            "arguments": {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()},
+        }
+    return {"name": target.name, "arguments": arguments}
+
+
+def read_result(answer: Any) -> Result:
+    """A `resources/read` result: each of its contents an item (text, or bytes of its type)."""
+    items: list[Content] = []
+    contents = answer.get("contents") if isinstance(answer, dict) else None
+    for item in contents if isinstance(contents, list) else ():
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("text"), str):
+            items.append(Text(item["text"]))
+        elif isinstance(item.get("blob"), str):
+            try:
+                data = base64.b64decode(item["blob"], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            items.append(Binary(data, str(item.get("mimeType") or "application/octet-stream")))
+    return Result(content=items)
+
+
+def prompt_result(answer: Any) -> Result:
+    """A `prompts/get` result: its messages, the structured result the MCP endpoint serves."""
+    messages = answer.get("messages") if isinstance(answer, dict) else None
+    data = json.dumps(messages if isinstance(messages, list) else [], separators=(",", ":")).encode()
+    return Result(content=[Json(data)], structured_json=data)

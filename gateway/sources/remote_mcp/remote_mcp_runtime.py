@@ -1,0 +1,225 @@
+"""`RemoteMcpRuntime`: a remote MCP server's tools, called over Streamable HTTP by the gateway.
+
+One pooled httpx client and one MCP session per runtime (http_session.py), no pods. The tools are
+listed at start and on reload; a server that cannot be reached at start does not stop the gateway:
+the runtime logs why, serves nothing and is not ready, and a reload tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
+from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
+from toolmesh.gateway.sources.remote_mcp.mcp_features import (
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    McpTarget,
+    prompt_result,
+    prompt_specs,
+    read_result,
+    request_of,
+    resource_specs,
+)
+from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
+from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+log = logging.getLogger("toolmesh.sources")
+
+#: Connections kept open to one server.
+MAX_CONNECTIONS = 100
+#: Pages of `tools/list` read at most (a server whose cursor never ends).
+MAX_PAGES = 100
+#: JSON-RPC's "invalid params": the tool's arguments were refused.
+INVALID_PARAMS = -32602
+
+
+class RemoteMcpRuntime:
+    """A runtime whose functions are the tools of a remote MCP server."""
+
+    def __init__(self, config: RuntimeConfig, headers: Mapping[str, str]) -> None:
+        """`headers` go with every request: the runtime's `headers`, their values read at start-up
+        (never a caller's)."""
+        assert config.mcp_url is not None
+        self.config = config
+        self.name = config.name
+        self._headers = dict(headers)
+        self._targets: dict[str, McpTarget] = {}
+        self._session: McpHttpSession | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._inflight = 0
+        self.specs: list[FunctionSpec] = []
+        self.namespaces: list[NamespaceSpec] = []
+        #: Why the server's tools could not be listed, when they could not.
+        self.error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._session is not None
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def replica_counts(self) -> Mapping[str, int]:
+        return {"ready": int(self.ready)}
+
+    async def start(self, *, strict: bool = False) -> None:
+        """Connect and list the tools. When that fails, log why and serve nothing (or with
+        `strict`, as a reload does, raise and keep what was served)."""
+        config = self.config
+        assert config.mcp_url is not None
+        client = httpx.AsyncClient(
+            # Calls are bounded by their own limit (asyncio.timeout), not by a read timeout.
+            timeout=httpx.Timeout(
+                max(config.timeout, config.startup_timeout), connect=config.startup_timeout
+            ),
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
+        )
+        session = McpHttpSession(client, config.mcp_url, self._headers)
+        try:
+            async with asyncio.timeout(config.startup_timeout):
+                found = await _list(session, config)
+        except (McpHttpError, McpRpcError, TimeoutError) as exc:
+            await session.close()
+            await client.aclose()
+            cause = (
+                str(exc)
+                if not isinstance(exc, TimeoutError)
+                else f"no tools within {config.startup_timeout:g} s"
+            )
+            message = f"runtime {self.name!r}: MCP server {config.mcp_url}: {cause}"
+            if strict:
+                raise Unavailable(message) from None
+            log.error("%s; it serves no functions", message, extra={"runtime": self.name})
+            self.error = message
+            return
+        old_session, old_client = self._session, self._client
+        self._session, self._client = session, client
+        self._targets = {name: target for name, (target, _) in found.items()}
+        self.specs = [spec for _, spec in found.values()]
+        self.error = None
+        if old_session is not None:
+            await old_session.close()
+        if old_client is not None:
+            await old_client.aclose()
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        client, self._client = self._client, None
+        if session is not None:
+            await session.close()
+        if client is not None:
+            await client.aclose()
+
+    async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
+        started = time.perf_counter()
+        name = call.function.rpartition(".")[2]
+        target = self._targets.get(name)
+        session = self._session
+        if target is None or session is None:
+            raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
+        limit = min(timeout, self.config.timeout)
+        params = request_of(target, _arguments(call.arguments))
+        listener = call.events
+        heard, log_level = None, None
+        if listener is not None and listener.wants_anything:
+            notifications = CallNotifications(listener, call.function, call.request_id or "call")
+            heard, log_level = notifications.heard, notifications.log_level
+            if listener.progress:
+                params["_meta"] = {"progressToken": notifications.token}
+        self._inflight += 1
+        try:
+            async with asyncio.timeout(limit):
+                answer = await session.request(target.method, params, heard, log_level)
+        except TimeoutError:
+            raise FunctionTimeout(
+                f"{_what(target)} of {self.name!r} did not answer within {limit:g} s"
+            ) from None
+        except McpRpcError as exc:
+            if exc.code == INVALID_PARAMS:
+                raise InvalidArguments(f"{call.function}: {exc}", ()) from None
+            result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: {exc}"))
+        except McpHttpError as exc:
+            raise Unavailable(f"runtime {self.name!r}: MCP server {self.config.mcp_url}: {exc}") from None
+        else:
+            result = _RESULTS[target.method](answer)
+        finally:
+            self._inflight -= 1
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        result.request_id = call.request_id
+        return result
+
+    async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
+        yield await self.invoke(call, timeout)
+
+
+_RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+
+
+def _what(target: McpTarget) -> str:
+    kind = {TOOLS_CALL: "tool", RESOURCES_READ: "resource", PROMPTS_GET: "prompt"}[target.method]
+    return f"{kind} {target.name!r}"
+
+
+async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    """Every function the server brings: its tools (those `include`/`exclude` keep), and the
+    resources, resource templates and prompts it says it has."""
+    taken: set[str] = set()
+    tools = tool_specs(
+        await _pages(session, "tools/list", "tools"), config.name, config.include, config.exclude, taken
+    )
+    found = {name: (McpTarget(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
+    capabilities = (session.server or {}).get("capabilities") or {}
+    limit = name_limit(config.name)
+    if "resources" in capabilities:
+        resources = await _pages(session, "resources/list", "resources")
+        templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+        found.update(resource_specs(resources, templates, config.name, limit, taken))
+    if "prompts" in capabilities:
+        found.update(
+            prompt_specs(await _pages(session, "prompts/list", "prompts"), config.name, limit, taken)
+        )
+    return found
+
+
+async def _pages(session: McpHttpSession, method: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await session.request(method, {"cursor": cursor} if cursor else None)
+        if not isinstance(page, dict):
+            raise McpHttpError(f"{method} answered no list")
+        items.extend(item for item in page.get(key) or () if isinstance(item, dict))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return items
+
+
+def _arguments(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        raise InvalidRequest("the arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise InvalidRequest("the arguments must be a JSON object")
+    return arguments

@@ -1,0 +1,61 @@
+"""What the pool needs of a source the gateway calls itself (`RuntimeConfig.in_gateway`), and the
+one place that picks the source for a runtime's config."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.runtimes.functions.results import Content, Result
+from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.pod.executor import Call
+
+
+class ServiceRuntime(Protocol):
+    """A runtime served by the gateway calling a service: no pods, one pooled client."""
+
+    config: RuntimeConfig
+    specs: list[FunctionSpec]
+    namespaces: list[NamespaceSpec]
+    #: Why its functions could not be read at start, when they could not.
+    error: str | None
+
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def inflight(self) -> int: ...
+
+    @property
+    def pending(self) -> int: ...
+
+    def replica_counts(self) -> Mapping[str, int]: ...
+
+    async def start(self, *, strict: bool = False) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result: ...
+
+    def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
+
+
+def service_runtime(
+    config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
+) -> ServiceRuntime:
+    """The source that serves `config` (one with `in_gateway`), not started yet."""
+    if config.openapi is not None:
+        from toolmesh.gateway.sources.openapi import OpenApiRuntime
+
+        return OpenApiRuntime(config, headers, directory)
+    if config.mcp_url is not None:
+        from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime
+
+        return RemoteMcpRuntime(config, headers)
+    if config.grpc_reflection is not None:
+        from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
+
+        return GrpcReflectionRuntime(config, headers)
+    raise ValueError(f"runtime {config.name!r} is not served by the gateway itself")

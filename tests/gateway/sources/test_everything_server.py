@@ -1,0 +1,70 @@
+"""The official MCP test server (npm `@modelcontextprotocol/server-everything`, installed by
+.ci/run) as a runtime, over Streamable HTTP (`mcp_url`) and over stdio (`mcp_command`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import require_tool
+from tests.gateway.conftest import StartGateway
+from tests.gateway.sources.mcp_servers import EVERYTHING_MAIN, everything_server
+from toolmesh.config import RuntimeConfig
+from toolmesh.gateway.sources.remote_mcp.http_session import PROTOCOL_VERSIONS, McpHttpSession
+
+
+async def check_tools(url: str) -> None:
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        listed = (await http.get("/v1/functions")).json()["functions"]
+        functions: dict[str, Any] = {f["name"]: f for f in listed}
+        assert {"everything.echo", "everything.get_sum"} <= set(functions), sorted(functions)
+        assert functions["everything.echo"]["parameters"]["required"] == ["message"]
+        echoed = (await http.post("/v1/functions/everything.echo/invoke", json={"message": "hi"})).json()
+        assert echoed["is_error"] is False and echoed["content"][0]["text"] == "Echo: hi"
+        summed = (await http.post("/v1/functions/everything.get_sum/invoke", json={"a": 2, "b": 40})).json()
+        assert "42" in summed["content"][0]["text"]
+
+
+async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
+    everything = everything_server().start()
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            session = McpHttpSession(http, everything.url, {})
+            await session.request("tools/list")
+            # Not a server of the per-request era: the gateway shook hands.
+            assert session.version in PROTOCOL_VERSIONS
+            await session.close()
+        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
+        await check_tools(gateway.url)
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+        ):
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            resources = (await client.list_resources()).resources
+            templates = (await client.list_resource_templates()).resource_templates
+            assert {"everything__simple_prompt", "everything__args_prompt"} <= prompts
+            assert "demo://resource/dynamic/text/{resourceId}" in {t.uri_template for t in templates}
+            document = await client.read_resource(resources[0].uri)
+            assert document.contents and document.contents[0].text  # type: ignore[union-attr]
+            dynamic = await client.read_resource("demo://resource/dynamic/text/1")
+            assert dynamic.contents and dynamic.contents[0].text  # type: ignore[union-attr]
+            simple = await client.get_prompt("everything__simple_prompt", {})
+            assert simple.messages and simple.messages[0].role == "user"
+    finally:
+        everything.kill()
+
+
+async def test_over_stdio(gateway_factory: StartGateway) -> None:
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    gateway = await gateway_factory(
+        RuntimeConfig(
+            name="everything", mcp_command=(node, str(EVERYTHING_MAIN), "stdio"), startup_timeout=60
+        )
+    )
+    await check_tools(gateway.url)

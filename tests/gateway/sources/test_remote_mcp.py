@@ -1,0 +1,220 @@
+"""Remote MCP servers (`mcp_url`) as runtimes: real Streamable HTTP servers in subprocesses (the
+Python SDK's MCPServer; the official npm server-everything in test_everything_server.py), a gateway
+serving their tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.gateway.conftest import StartGateway, runtime
+from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
+from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
+from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
+from toolmesh.runtime_config import HeaderFromEnv
+
+
+@pytest.fixture(params=["sse", "json", "handshake"])
+def server(request: pytest.FixtureRequest) -> Iterator[ServerProcess]:
+    """The SDK's server answering as event streams or as JSON bodies, in the per-request era
+    (2026-07-28), or refusing it so that the handshake era is spoken (answering as streams)."""
+    flags = {"sse": [], "json": ["--json"], "handshake": ["--legacy"]}[request.param]
+    process = python_server(*flags)
+    process.start()
+    yield process
+    process.kill()
+
+
+async def listing(url: str) -> dict[str, dict[str, Any]]:
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        found = (await http.get("/v1/functions")).json()["functions"]
+    return {f["name"]: f for f in found}
+
+
+async def invoke(url: str, name: str, arguments: dict[str, Any], **headers: str) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        return await http.post(f"/v1/functions/{name}/invoke", json=arguments, headers=headers)
+
+
+async def test_tools_are_functions_called_over_http_and_mcp(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, exclude=("crash",)))
+    functions = await listing(gateway.url)
+    assert set(functions) == {
+        "clock.add",
+        "clock.convert_time",
+        "clock.fail",
+        "clock.whoami",
+        "clock.nap",
+        "clock.count",
+    }
+    assert functions["clock.add"]["parameters"]["required"] == ["a", "b"]
+    assert functions["clock.add"]["description"] == "Add two integers."
+    added = (await invoke(gateway.url, "clock.add", {"a": 2, "b": 3})).json()
+    assert added["is_error"] is False and added["structured"]["total"] == 5
+    # The tool's own name ("convert.time") is what the server is asked for.
+    converted = (await invoke(gateway.url, "clock.convert_time", {"time": "12:00", "zone": "CET"})).json()
+    assert converted["structured"] == {"result": "12:00 in CET"}
+    failed = (await invoke(gateway.url, "clock.fail", {"message": "no luck"})).json()
+    assert failed["is_error"] is True and failed["error"]["code"] == "function_error"
+    assert "no luck" in failed["error"]["message"]
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert "clock__convert_time" in tools
+        result = await client.call_tool("clock__add", {"a": 20, "b": 22})
+    assert not result.is_error
+    assert result.structured_content is not None and result.structured_content["total"] == 42
+
+
+async def test_headers_come_from_the_environment_never_from_the_caller(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    auth = {"Authorization": HeaderFromEnv(env="CLOCK_TOKEN", prefix="Bearer ")}
+    keyed = await gateway_factory(
+        RuntimeConfig(name="clock", mcp_url=server.url, headers=auth),
+        keys=[KeyConfig(name="caller", key_hash=hash_key("caller-key"), scopes=("*",))],
+        environ={"CLOCK_TOKEN": "s3cret"},
+    )
+    answer = (await invoke(keyed.url, "clock.whoami", {}, authorization="Bearer caller-key")).json()
+    assert answer["structured"] == {"result": "Bearer s3cret"}
+    bare = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    answer = (await invoke(bare.url, "clock.whoami", {}, authorization="Bearer caller-key")).json()
+    assert answer["structured"] == {"result": "none"}
+
+
+async def test_a_slow_tool_times_out_after_the_runtimes_limit(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, timeout=0.3))
+    slow = await invoke(gateway.url, "clock.nap", {"seconds": 2})
+    assert slow.status_code == 504
+    assert "did not answer within 0.3 s" in slow.json()["error"]["message"]
+    assert (await invoke(gateway.url, "clock.nap", {"seconds": 0})).json()["structured"] == {
+        "result": "rested"
+    }
+
+
+@pytest.mark.slow
+async def test_calls_after_the_server_comes_back_succeed(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        for round_ in range(4):
+            # Calls racing the kill may fail (503, naming the runtime); none may hang or be a 500.
+            calls = [
+                http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": i}) for i in range(5)
+            ]
+            racing = asyncio.gather(*calls)
+            await asyncio.sleep(0.01 * round_)
+            await asyncio.to_thread(server.kill)
+            for response in await racing:
+                assert response.status_code in (200, 503), response.text
+            down = await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 1})
+            assert down.status_code == 503
+            assert "runtime 'clock': MCP server" in down.json()["error"]["message"]
+            await asyncio.to_thread(server.start)
+            # A new process: the old session is gone (404), so the gateway makes a new one.
+            back = await http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": 1})
+            assert back.status_code == 200, back.text
+            assert back.json()["structured"]["total"] == round_ + 1
+
+
+async def test_an_unreachable_server_names_itself_the_others_serve_and_a_reload_finds_it(
+    gateway_factory: StartGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    later = python_server()
+    gateway = await gateway_factory(
+        runtime("tools"),
+        RuntimeConfig(name="later", mcp_url=later.url, startup_timeout=5),
+        RuntimeConfig(name="nothing", mcp_url=f"http://127.0.0.1:{free_port()}/mcp", startup_timeout=5),
+    )
+    assert f"runtime 'later': MCP server {later.url}" in caplog.text
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        ready = (await http.get("/readyz")).json()["runtimes"]
+        assert ready == {"tools": True, "later": False, "nothing": False}
+        assert (await http.post("/v1/functions/add/invoke", json={"a": 2, "b": 3})).json()["structured"] == 5
+        await asyncio.to_thread(later.start)
+        try:
+            reloaded = await http.post("/v1/admin/reload", json={"runtime": "later"})
+            assert reloaded.status_code == 200, reloaded.text
+            added = await http.post("/v1/functions/later.add/invoke", json={"a": 2, "b": 2})
+            assert added.json()["structured"]["total"] == 4
+        finally:
+            await asyncio.to_thread(later.kill)
+
+
+async def test_the_servers_progress_and_log_messages_reach_a_caller_who_asks(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    sse = {"accept": "text/event-stream"}
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        url = "/v1/functions/clock.count/invoke"
+        asked = await http.post(f"{url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
+        plain = await http.post(url, json={"n": 2}, headers=sse)
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("data: ", 1)[1]))
+        for block in asked.text.strip().split("\n\n")
+    ]
+    if server.command[-1] == "--json":
+        # A server answering with one JSON body has no way to send anything before its answer.
+        assert [name for name, _ in events] == ["result"]
+    else:
+        assert events[:-1] == [
+            ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 1"}}),
+            ("progress", {"progress": 1, "total": 2, "message": "step 1 of 2"}),
+            ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 2"}}),
+            ("progress", {"progress": 2, "total": 2, "message": "step 2 of 2"}),
+        ]
+    assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
+    assert plain.text.count("event: ") == 1
+
+
+async def test_each_server_is_spoken_to_in_its_own_era(server: ServerProcess) -> None:
+    async with httpx.AsyncClient(timeout=10) as http:
+        session = McpHttpSession(http, server.url, {})
+        tools = await session.request("tools/list")
+        assert "add" in {tool["name"] for tool in tools["tools"]}
+        handshake = server.command[-1] == "--legacy"
+        assert session.version == ("2025-11-25" if handshake else "2026-07-28")
+        await session.close()
+
+
+async def test_the_servers_resources_and_prompts_are_the_namespaces(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        resources = {r.name: r for r in (await client.list_resources()).resources}
+        assert str(resources["clock__zones"].uri) == "clock://zones"
+        assert resources["clock__zones"].mime_type == "application/json"
+        zones = (await client.read_resource("clock://zones")).contents[0]
+        assert zones.text == '["UTC", "CET"]'  # type: ignore[union-attr]
+        templates = {t.name: t for t in (await client.list_resource_templates()).resource_templates}
+        assert templates["clock__offset"].uri_template == "clock://zones/{zone}/offset"
+        offset = (await client.read_resource("clock://zones/CET/offset")).contents[0]
+        assert offset.text == "1"  # type: ignore[union-attr]
+        prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+        assert [(a.name, a.required) for a in prompts["clock__ask_time"].arguments or ()] == [
+            ("zone", True),
+            ("polite", False),
+        ]
+        asked = await client.get_prompt("clock__ask_time", {"zone": "CET"})
+    assert asked.messages[0].role == "user"
+    assert asked.messages[0].content.text == "What time is it in CET? Please."  # type: ignore[union-attr]
