@@ -75,7 +75,7 @@ def mcp_body(revision: str) -> bytes:
 def mcp_headers(revision: str) -> tuple[str, ...]:
     headers = (*JSON_HEADERS, MCP_ACCEPT, f"mcp-protocol-version: {revision}")
     if revision == "2026-07-28":
-        headers += ("mcp-method: tools/call", "mcp-name: noop")
+        return (*headers, "mcp-method: tools/call", "mcp-name: noop")
     return headers
 
 
@@ -234,7 +234,8 @@ def main() -> int:
         return 0
     print(f"cpus {os.cpu_count()}, {args.requests} calls per door, {args.clients} in flight\n")
     print(
-        f"{'door':28} {'CPU µs/call':>11} {'pod µs':>7} {'req/s':>7}   {'baseline':16} {'µs':>5} {'ratio':>6} {'goal':>6}"
+        f"{'door':28} {'CPU µs/call':>11} {'pod µs':>7} {'req/s':>7}   "
+        f"{'baseline':16} {'µs':>5} {'ratio':>6} {'goal':>6}"
     )
     for key, label, base, goal in ROWS:
         door, baseline = results[key], results[base]

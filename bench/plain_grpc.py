@@ -36,7 +36,7 @@ class PlainMesh(mesh_pb2_grpc.MeshServicer):
 
 async def serve(port: int) -> None:
     server = grpc.aio.server(options=public_server_options(1024, 10.0))
-    mesh_pb2_grpc.add_MeshServicer_to_server(PlainMesh(), server)
+    mesh_pb2_grpc.add_MeshServicer_to_server(PlainMesh(), server)  # type: ignore[abstract]
     bound = server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     print(json.dumps({"event": "ready", "pid": os.getpid(), "grpc_port": bound}), flush=True)

@@ -80,7 +80,7 @@ class HotRoutes:
         self._handlers = {key: value for key, value in handlers.items() if key is not Exception}
         self._unexpected = handlers.get(Exception)
         # What Starlette's ExceptionMiddleware puts in the scope, for endpoints that read it.
-        self._scope_handlers = (self._handlers, {})
+        self._scope_handlers: tuple[dict[Any, Handler], dict[int, Handler]] = (self._handlers, {})
 
     def _match(self, scope: Scope) -> tuple[ASGIApp, dict[str, str]] | None:
         method, path = scope["method"], scope["path"]
