@@ -286,8 +286,7 @@ class DirectCalls:
             data = message.model_dump_json(by_alias=True, exclude_unset=True)
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             frame = f"event: message\r\ndata: {data}\r\n\r\n".encode()
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await send({"type": "http.response.body", "body": frame})  # one chunk, then the last
             return
         if wire.get("resultType") is None:
             wire["resultType"] = "complete"
