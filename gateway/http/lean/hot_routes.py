@@ -27,6 +27,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolmesh.errors import ToolmeshError
@@ -81,6 +82,11 @@ class HotRoutes:
         self._unexpected = handlers.get(Exception)
         # What Starlette's ExceptionMiddleware puts in the scope, for endpoints that read it.
         self._scope_handlers: tuple[dict[Any, Handler], dict[int, Handler]] = (self._handlers, {})
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """Every route served, hot or not: the Starlette app's."""
+        return self.app.routes
 
     def _match(self, scope: Scope) -> tuple[ASGIApp, dict[str, str]] | None:
         method, path = scope["method"], scope["path"]
