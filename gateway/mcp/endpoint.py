@@ -11,6 +11,11 @@ tool), so any gateway replica can answer any request. Both protocol eras work:
 clients of the initialize handshake (2025 revisions) and of the per-request
 envelope (2026-07-28).
 
+The common tools/call (no progress token, log level, task or requestState) is answered by
+direct_calls.py without the SDK's per-request machinery, with the bytes the SDK would send; a call
+that turns out to need the response stream (it logs, in the handshake era, or asks its caller) is
+handed to the SDK while it runs and finished by `_call_tool`.
+
 Logs and progress: during a tools/call, what the function logs with `ctx.logger` is sent as
 `notifications/message` (at or above the call's level: see notifications.py for how the level
 is found in each era) and its `ctx.report_progress` reports as `notifications/progress` when the
