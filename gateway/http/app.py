@@ -253,7 +253,11 @@ def create_app(
     origins = (*config.allowed_origins, *allowed_origins)
     guard = Middleware(BrowserGuard, allowed_hosts=config.allowed_hosts, allowed_origins=origins)
     app = Starlette(routes=routes, exception_handlers=handlers, middleware=[guard])
-    hot = [HotRoute("/v1/functions/{name}/invoke", "POST", endpoint(invoke)), *hot_routes]
+    hot = [
+        HotRoute("/v1/functions/{name}/invoke", "POST", endpoint(invoke)),
+        HotRoute("/v1/tool_calls", "POST", endpoint(tool_calls)),
+        *hot_routes,
+    ]
     return HotRoutes(app, BrowserGuard(app, config.allowed_hosts, origins), hot, handlers)
 
 
