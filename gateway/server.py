@@ -48,6 +48,7 @@ from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
 from toolmesh.gateway.http.guarded_protocol import guarded_protocol
+from toolmesh.gateway.http.lean.hot_routes import HotRoute
 from toolmesh.gateway.http.request_log import RequestLog
 from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.identity.metadata_routes import metadata_routes
@@ -331,6 +332,7 @@ async def start_gateway(
         allowed_origins=config.mcp.allowed_origins,
         jobs=jobs,
         triggers=triggers,
+        hot_routes=[HotRoute(path, "POST", mcp) for path in ("/mcp", "/mcp/{namespace}")] if mcp else (),
     )
     request_log = RequestLog(app, auth, log=settings.access_log)
     # The header and body timeouts and the connection cap live in the protocol class, on httptools.

@@ -50,6 +50,7 @@ from toolmesh.gateway.http.console import console_routes
 from toolmesh.gateway.http.free_text_routes import free_text_routes
 from toolmesh.gateway.http.invocation_routes import invocation_routes
 from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_async
+from toolmesh.gateway.http.lean.hot_routes import HotRoute, HotRoutes, endpoint
 from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
@@ -90,11 +91,13 @@ def create_app(
     allowed_origins: Sequence[str] = (),
     jobs: JobService | None = None,
     triggers: TriggerHost | None = None,
-) -> Starlette:
-    """The gateway's Starlette app for `mesh`. `ready` reports each runtime's readiness;
-    `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy); `allowed_origins`
-    adds to `[gateway] allowed_origins` (the MCP section's); `jobs` serves asynchronous calls
-    (without it, `Prefer: respond-async` is ignored, as RFC 7240 allows)."""
+    hot_routes: Sequence[HotRoute] = (),
+) -> HotRoutes:
+    """The gateway's Starlette app for `mesh`, its invoke route (and `hot_routes`, some of
+    `extra_routes`) served on the lean path (lean/hot_routes.py). `ready` reports each runtime's
+    readiness; `extra_routes` adds other surfaces (the MCP endpoint, the chat proxy);
+    `allowed_origins` adds to `[gateway] allowed_origins` (the MCP section's); `jobs` serves
+    asynchronous calls (without it, `Prefer: respond-async` is ignored, as RFC 7240 allows)."""
     config = mesh.config
     max_chars = mesh.router.config.max_prompt_chars
 
@@ -253,12 +256,15 @@ def create_app(
         ClientDisconnect: disconnected,
         Exception: unexpected,
     }
-    guard = Middleware(
-        BrowserGuard,
-        allowed_hosts=config.allowed_hosts,
-        allowed_origins=(*config.allowed_origins, *allowed_origins),
-    )
-    return Starlette(routes=routes, exception_handlers=handlers, middleware=[guard])
+    origins = (*config.allowed_origins, *allowed_origins)
+    guard = Middleware(BrowserGuard, allowed_hosts=config.allowed_hosts, allowed_origins=origins)
+    app = Starlette(routes=routes, exception_handlers=handlers, middleware=[guard])
+    hot = [
+        HotRoute("/v1/functions/{name}/invoke", "POST", endpoint(invoke)),
+        HotRoute("/v1/tool_calls", "POST", endpoint(tool_calls)),
+        *hot_routes,
+    ]
+    return HotRoutes(app, BrowserGuard(app, config.allowed_hosts, origins), hot, handlers)
 
 
 def metrics_only_app(mesh: Mesh, allowed_hosts: Sequence[str]) -> Starlette:

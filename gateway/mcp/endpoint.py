@@ -11,6 +11,11 @@ tool), so any gateway replica can answer any request. Both protocol eras work:
 clients of the initialize handshake (2025 revisions) and of the per-request
 envelope (2026-07-28).
 
+The common tools/call (no progress token, log level, task or requestState) is answered by
+direct_calls.py without the SDK's per-request machinery, with the bytes the SDK would send; a call
+that turns out to need the response stream (it logs, in the handshake era, or asks its caller) is
+handed to the SDK while it runs and finished by `_call_tool`.
+
 Logs and progress: during a tools/call, what the function logs with `ctx.logger` is sent as
 `notifications/message` (at or above the call's level: see notifications.py for how the level
 is found in each era) and its `ctx.report_progress` reports as `notifications/progress` when the
@@ -93,8 +98,15 @@ from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespa
 from toolmesh.gateway.mcp.client_requests import ClientRequests
 from toolmesh.gateway.mcp.completion import Completions
 from toolmesh.gateway.mcp.convert import call_result, progress_message, tool
+from toolmesh.gateway.mcp.direct_calls import ADOPTED, Adopted, DirectCalls
 from toolmesh.gateway.mcp.input_requests import Round, input_required, read_round, state_boundary
-from toolmesh.gateway.mcp.notifications import CallNotifier, SessionLevels, python_level, requested_level
+from toolmesh.gateway.mcp.notifications import (
+    DEFAULT_LEVEL,
+    CallNotifier,
+    SessionLevels,
+    python_level,
+    requested_level,
+)
 from toolmesh.gateway.mcp.prompts import Prompts
 from toolmesh.gateway.mcp.resources import Resources
 from toolmesh.gateway.mcp.tasks import McpTasks, TasksServer
@@ -164,6 +176,9 @@ class McpEndpoint:
             self.server,
             stateless=True,
             max_request_body_size=mesh.config.max_body_bytes,
+        )
+        self._direct = DirectCalls(
+            mesh, lambda: self.server.server_info_stamp, self._level_of, mesh.config.max_body_bytes
         )
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -243,11 +258,19 @@ class McpEndpoint:
         forwarded = await self._client_requests.intercept(principal.name, receive, send)
         if forwarded is None:  # a client's answer to a request of the server's
             return
-        token = _CALLER.set(principal)
+        await self._direct.serve(scope, forwarded, send, principal, namespace, self._sdk)
+
+    async def _sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = _CALLER.set(scope["state"][PRINCIPAL])
         try:
-            await self._manager.handle_request(scope, forwarded, send)
+            await self._manager.handle_request(scope, receive, send)
         finally:
             _CALLER.reset(token)
+
+    def _level_of(self, principal: Principal, session: str) -> int:
+        # A handshake-era call's level when its `_meta` names none (`requested_level`).
+        remembered = self._session_levels.get(principal.name, session) if session else None
+        return python_level(remembered or DEFAULT_LEVEL)
 
     async def _refuse_get(self, send: Send) -> None:
         body = b"this MCP endpoint is stateless: it has no stream to GET; POST requests to it"
@@ -307,9 +330,17 @@ class McpEndpoint:
         notifier = self._notifier(ctx, principal, options.session_id, streams)
         events = notifier.listener if notifier is not None else None
         call = InvokeRequest(spec.qualified_name, arguments, asked.apply(options), events)
+        adopted = ctx.request.scope["state"].pop(ADOPTED, None) if ctx.request is not None else None
+        if isinstance(adopted, Adopted):  # started by the fast path (direct_calls.py), finished here
+            for event in adopted.events:
+                if events is not None:
+                    events.deliver(event)
+            adopted.sink = events.deliver if events is not None else None
         try:
             while True:  # once, or once per round of asks in the handshake era (client_requests.py)
-                if streams:
+                if isinstance(adopted, Adopted):
+                    result, adopted = await adopted.outcome, None
+                elif streams:
                     result = await self._stream(ctx, principal, call)
                 else:
                     result = await self.mesh.invoke(principal, call, Surface.MCP)

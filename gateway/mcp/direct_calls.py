@@ -1,0 +1,303 @@
+"""tools/call on a stateless POST, answered without the SDK's per-request machinery when it can be.
+
+For each POST the SDK builds a transport, memory streams, a dispatcher, a server runner and a
+task group, and answers a handshake-era (2025-11-25) call as an event stream: profiled on a
+no-op call (py-spy, h2load c=16), that machinery was most of the ~1.8 ms the gateway spent per
+MCP call, against ~0.24 ms for the same call on `POST /v1/functions/{name}/invoke`.
+
+`DirectCalls` answers the common case itself: a single `tools/call` request whose envelope the
+SDK would accept, from a client that asked for nothing that needs the response stream (no
+progress token, no log level in `_meta`, no task, no requestState). It runs the same checks the
+SDK runs on the way (accept and content type, the SDK's own params validation, and on
+2026-07-28 the SDK's envelope ladder and `Mcp-Param-*` check), makes the same call as
+`McpEndpoint._call_tool`, and writes the bytes the SDK would write: the JSON-RPC response as
+one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28, serialized by the SDK's
+own models.
+
+Anything else goes to the SDK untouched (the body already read is replayed to it). A call that
+turns out to need the stream is handed over mid-way, with no second run: when its function logs
+or reports (handshake era) or asks its caller, the SDK takes the request over and
+`McpEndpoint._call_tool` adopts the call in flight (`Adopted`), receiving its events and result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.inbound import (
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY
+from mcp_types import methods as _methods
+from pydantic import ValidationError
+from starlette.datastructures import Headers
+from starlette.types import Message, Receive, Scope, Send
+
+from toolmesh import tracing
+from toolmesh.errors import ToolmeshError
+from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.mesh import Mesh
+from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
+from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.mcp.convert import call_result
+from toolmesh.gateway.mcp.input_requests import Round
+from toolmesh.runtimes.functions.asking import KINDS, pending_asks
+from toolmesh.runtimes.functions.call_events import CallEvent, Listener
+from toolmesh.runtimes.functions.results import Result
+from toolmesh.runtimes.functions.spec import FunctionSpec
+
+HANDSHAKE = "2025-11-25"
+MODERN = "2026-07-28"
+#: Where the endpoint leaves a call in flight for `_call_tool` to adopt (the scope's state).
+ADOPTED = "toolmesh_adopted_call"
+_CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
+#: What a 2026-07-28 envelope carries that changes nothing on the way (anything else: the SDK).
+_MODERN_META = frozenset(
+    {
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        CLIENT_CAPABILITIES_META_KEY,
+    }
+)
+#: The SDK's event-stream answer (sse-starlette's EventSourceResponse with the transport's headers).
+_SSE_HEADERS = [
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"content-type", b"text/event-stream"),
+    (b"x-accel-buffering", b"no"),
+]
+
+Sdk = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
+
+
+@dataclass
+class Adopted:
+    """A call the fast path started and the SDK's `_call_tool` finishes: the call as made, its
+    outcome, and its events (those delivered before the SDK took over, then `sink`)."""
+
+    call: InvokeRequest
+    outcome: asyncio.Future[Result] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    events: list[CallEvent] = field(default_factory=list)
+    sink: Callable[[CallEvent], None] | None = None
+
+    def deliver(self, event: CallEvent) -> None:
+        if self.sink is not None:
+            self.sink(event)
+        else:
+            self.events.append(event)
+
+
+def _accepts(headers: Headers) -> bool:
+    # The SDK's check_accept_headers, for its event-stream mode: both JSON and SSE.
+    kinds = [part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")]
+    if "*/*" in kinds:
+        return True
+    return any(k in ("application/json", "application/*") for k in kinds) and any(
+        k in ("text/event-stream", "text/*") for k in kinds
+    )
+
+
+def _json_content(headers: Headers) -> bool:
+    # The SDK transport's _check_content_type.
+    value = headers.get("content-type", "")
+    return any(part.strip() == "application/json" for part in value.split(";")[0].split(","))
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = iter(messages)
+
+    async def replayed() -> Message:
+        return next(pending, None) or await receive()
+
+    return replayed
+
+
+class DirectCalls:
+    """The fast path of `McpEndpoint` (see the module's docstring)."""
+
+    def __init__(
+        self,
+        mesh: Mesh,
+        server_info: Callable[[], dict[str, Any]],
+        level_of: Callable[[Principal, str], int],
+        max_body: int,
+    ) -> None:
+        self._mesh = mesh
+        self._server_info = server_info
+        #: The Python level of a handshake-era call's records (the endpoint's session levels).
+        self._level_of = level_of
+        self._max_body = max_body
+
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, principal: Principal, namespace: str, sdk: Sdk
+    ) -> None:
+        """Answer the request, here or by `sdk` (which gets every byte of the body)."""
+        headers = Headers(scope=scope)
+        version = headers.get("mcp-protocol-version")
+        if (
+            version not in (HANDSHAKE, MODERN)
+            or tracing.enabled()  # the SDK's spans nest under the request's: its path makes them
+            or not _accepts(headers)
+            or not _json_content(headers)
+        ):
+            await sdk(scope, receive, send)
+            return
+        messages: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            size += len(message.get("body", b""))
+            if size > self._max_body or not message.get("more_body", False):
+                break
+        replayed = _replay(messages, receive)
+        if messages[-1]["type"] != "http.request" or size > self._max_body:
+            await sdk(scope, replayed, send)
+            return
+        body = b"".join(m.get("body", b"") for m in messages)
+        planned = self._plan(body, headers, version, principal, namespace)
+        if planned is None:
+            await sdk(scope, replayed, send)
+            return
+        request_id, spec, call, modern = planned
+        adopted = Adopted(call)
+        handover: asyncio.Task[None] | None = None
+
+        def take_over() -> None:
+            nonlocal handover
+            if handover is None:
+                scope.setdefault("state", {})[ADOPTED] = adopted
+                handover = asyncio.get_running_loop().create_task(
+                    sdk(scope, _replay(messages, receive), send)
+                )
+
+        def deliver(event: CallEvent) -> None:
+            adopted.deliver(event)
+            take_over()  # the client hears it as the SDK sends it, on the call's stream
+
+        if not modern:
+            level = self._level_of(principal, headers.get("x-session-id", ""))
+            call = adopted.call = InvokeRequest(
+                call.name, call.arguments, call.options, Listener(level, False, deliver)
+            )
+        try:
+            result = await self._mesh.invoke(principal, call, Surface.MCP)
+        except ToolmeshError as exc:
+            adopted.outcome.set_exception(exc)
+            take_over()
+        else:
+            adopted.outcome.set_result(result)
+            if pending_asks(result) is not None:
+                take_over()
+        if handover is not None:
+            await handover
+            return
+        await self._answer(request_id, spec, result, modern, send)
+
+    def _plan(
+        self, body: bytes, headers: Headers, version: str, principal: Principal, namespace: str
+    ) -> tuple[Any, FunctionSpec, InvokeRequest, bool] | None:
+        """The request's id, its function, the call `_call_tool` would make, and its era; None
+        for the SDK."""
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        if (
+            not isinstance(decoded, dict)
+            or decoded.keys() - _CALL_KEYS
+            or decoded.get("method") != "tools/call"
+        ):
+            return None
+        request_id = decoded.get("id")
+        params = decoded.get("params")
+        if (
+            decoded.get("jsonrpc") != "2.0"
+            or type(request_id) not in (int, str)
+            or not isinstance(params, dict)
+        ):
+            return None
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if params.keys() - _PARAM_KEYS or not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None
+        modern = version == MODERN
+        if modern:
+            if (
+                not isinstance(meta, dict)
+                or meta.keys() - _MODERN_META
+                or not self._modern_ok(decoded, headers)
+            ):
+                return None
+        elif meta is not None and meta != {}:
+            return None
+        try:
+            _methods.validate_client_request("tools/call", version, params)
+            spec = self._mesh.function(name, principal)
+            options = CallOptions.from_headers(headers)
+        except (ValidationError, KeyError, ToolmeshError):
+            return None
+        if (namespace and spec.namespace != namespace) or spec.task_support:
+            return None
+        params_headed = modern and (arguments or any(key.startswith("mcp-param-") for key in headers))
+        if (
+            params_headed
+            and validate_mcp_param_headers(spec.input_schema, arguments or {}, headers) is not None
+        ):
+            return None
+        if modern:
+            declared = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+            can = tuple(k for k in KINDS if isinstance(declared, dict) and declared.get(k) is not None)
+            asked = Round(can=can, modern=True)
+        else:
+            asked = Round(can=KINDS)
+        call = InvokeRequest(spec.qualified_name, json.dumps(arguments or {}).encode(), asked.apply(options))
+        return request_id, spec, call, modern
+
+    @staticmethod
+    def _modern_ok(decoded: dict[str, Any], headers: Headers) -> bool:
+        if find_duplicated_routing_header(headers.items()) is not None:
+            return False
+        return not isinstance(
+            classify_inbound_request(decoded, headers=dict(headers)), InboundLadderRejection
+        )
+
+    async def _answer(
+        self, request_id: Any, spec: FunctionSpec, result: Result, modern: bool, send: Send
+    ) -> None:
+        # As the SDK's runner shapes a result (`_serialize`) and its transports frame it.
+        version = MODERN if modern else HANDSHAKE
+        dumped = call_result(spec, result).model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = _methods.serialize_server_result("tools/call", version, dumped)
+        message = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
+        if not modern:
+            data = message.model_dump_json(by_alias=True, exclude_unset=True)
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            frame = f"event: message\r\ndata: {data}\r\n\r\n".encode()
+            await send({"type": "http.response.body", "body": frame})  # one chunk, then the last
+            return
+        if wire.get("resultType") is None:
+            wire["resultType"] = "complete"
+        meta = wire.get("_meta")
+        if meta is None:
+            wire["_meta"] = {SERVER_INFO_META_KEY: self._server_info()}
+        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+            wire["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info()}
+        message = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
+        document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        body = json.dumps(document, separators=(",", ":")).encode()
+        headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
