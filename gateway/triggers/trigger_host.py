@@ -4,10 +4,11 @@ with `[state] url`, else in the jobs' SQLite file) and the schedules' tasks."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from toolmesh.config import ConfigError, settled_value
 from toolmesh.errors import InvalidRequest
@@ -20,14 +21,29 @@ from toolmesh.jobs_config import TriggerConfig
 
 if TYPE_CHECKING:
     from toolmesh.gateway.state.redis_client import RedisAccess
-    from toolmesh.gateway.triggers.redis_streams import StreamReader
+
+
+class Reader(Protocol):
+    """A queue trigger's consumer on this gateway (Redis stream, JetStream, NOTIFY)."""
+
+    trigger: TriggerConfig
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None:
+        """Read no more; what was read is recorded and acknowledged (or left to be delivered again)."""
+        ...
+
+    async def lag(self) -> tuple[int, float | None]:
+        """Messages waiting (not yet acknowledged) and the age in seconds of the oldest, if known."""
+        ...
 
 
 @dataclass
 class TriggerHost:
     service: TriggerService
     scheduler: Scheduler
-    readers: list[StreamReader] = field(default_factory=list)
+    readers: list[Reader] = field(default_factory=list)
     #: Each webhook trigger's signing secret, by trigger name.
     secrets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
@@ -50,17 +66,11 @@ class TriggerHost:
         else:
             ticks = SqliteTicks(settled_value(jobs.config.path, "[jobs] path"), project)
         service = TriggerService(jobs, triggers, ticks)
-        readers = []
-        for trigger in triggers:
-            if trigger.redis_stream is not None:
-                url = trigger.redis_url or state_url
-                if url is None:
-                    raise ConfigError(
-                        f"triggers.{trigger.name}: redis_stream needs redis_url, or [state] url to share"
-                    )
-                from toolmesh.gateway.triggers.redis_streams import StreamReader
-
-                readers.append(StreamReader(service, trigger, url, project))
+        readers = [
+            reader
+            for trigger in triggers
+            if (reader := _reader(service, trigger, project, state_url)) is not None
+        ]
         await service.start()
         scheduler = Scheduler(service)
         scheduler.start()
@@ -88,6 +98,10 @@ class TriggerHost:
             doc["webhook"] = f"/v1/hooks/{trigger.webhook}"
         elif trigger.redis_stream is not None:
             doc["redis_stream"] = trigger.redis_stream
+        elif trigger.nats_subject is not None:
+            doc["nats_subject"] = trigger.nats_subject
+        elif trigger.postgres_channel is not None:
+            doc["postgres_channel"] = trigger.postgres_channel
         doc["paused"] = await self.service.paused(name)
         if trigger.scheduled:
             due = next_tick(trigger, time.time())
@@ -104,3 +118,37 @@ class TriggerHost:
             )
         stamp = round(time.time() * 1000)
         return await self.service.fire(trigger, TriggerMessage(dict(trigger.arguments), f"run:{stamp}"))
+
+
+def _reader(
+    service: TriggerService, trigger: TriggerConfig, project: str, state_url: str | None
+) -> Reader | None:
+    """The consumer of a queue trigger (None for a schedule or a webhook); each source's client
+    library is imported only when a trigger uses it."""
+    if trigger.redis_stream is not None:
+        url = trigger.redis_url or state_url
+        if url is None:
+            raise ConfigError(
+                f"triggers.{trigger.name}: redis_stream needs redis_url, or [state] url to share"
+            )
+        from toolmesh.gateway.triggers.redis_streams import StreamReader
+
+        return StreamReader(service, trigger, url, project)
+    if trigger.nats_subject is not None:
+        _need("nats", "nats-py", trigger)
+        from toolmesh.gateway.triggers.nats_jetstream import NatsReader
+
+        return NatsReader(service, trigger, project)
+    if trigger.postgres_channel is not None:
+        _need("asyncpg", "asyncpg", trigger)
+        from toolmesh.gateway.triggers.postgres_notify import NotifyListener
+
+        return NotifyListener(service, trigger)
+    return None
+
+
+def _need(module: str, package: str, trigger: TriggerConfig) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"triggers.{trigger.name}: needs the {package} package: pip install 'toolmesh[triggers]'"
+        )
