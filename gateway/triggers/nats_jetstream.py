@@ -92,6 +92,9 @@ class NatsReader:
             with contextlib.suppress(Exception):
                 await self._nc.close()
 
+    def stopping(self) -> bool:
+        return self._stopping
+
     async def lag(self) -> tuple[int, float | None]:
         """Messages not yet acknowledged (undelivered and in flight) and the age in seconds of the
         oldest of them (None when there are none, or the server cannot be asked)."""
@@ -106,8 +109,9 @@ class NatsReader:
             raw = await self._nc.jetstream().get_msg(self.stream, oldest, next=True, subject=self.subject)
         except nats.js.errors.NotFoundError:
             return waiting, None
-        stamp = _unix_time(raw.time) if raw.time is not None else None
-        return waiting, None if stamp is None else max(0.0, time.time() - stamp)
+        if raw.time is None:
+            return waiting, None
+        return waiting, max(0.0, time.time() - raw.time.timestamp())
 
     async def _connect(self) -> JetStreamContext.PullSubscription:
         self._nc = await nats.connect(
@@ -162,17 +166,21 @@ class NatsReader:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the server away, the job queue full: the messages come again
-                if self._stopping:
+                if self.stopping():
                     return
                 log.warning(
                     "cannot read a trigger's JetStream consumer",
                     extra={"trigger": self.trigger.name, "why": f"{type(exc).__name__}: {exc}"},
                 )
-                if self._sub is None and self._nc is not None:
-                    with contextlib.suppress(Exception):
-                        await self._nc.close()
-                    self._nc = None
+                await self._drop_unsubscribed()
                 await asyncio.sleep(RETRY)
+
+    async def _drop_unsubscribed(self) -> None:
+        """A connection whose consumer could not be set up is made again at the next turn."""
+        if self._sub is None and self._nc is not None:
+            with contextlib.suppress(Exception):
+                await self._nc.close()
+            self._nc = None
 
     async def _record(self, msgs: list[Msg]) -> None:
         """Record a batch as jobs (the store's writes overlap), then acknowledge each recorded
@@ -197,15 +205,3 @@ class NatsReader:
             await asyncio.shield(asyncio.gather(*replies, return_exceptions=True))
         if problem is not None:
             raise problem
-
-
-def _unix_time(text: str) -> float | None:
-    """JetStream's RFC 3339 time (nanoseconds) as Unix time."""
-    from datetime import datetime
-
-    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", text)
-    if match is None:
-        return None
-    zone = "+00:00" if match[3] == "Z" else match[3]
-    whole = datetime.fromisoformat(match[1] + zone).timestamp()
-    return whole + (float("0." + match[2]) if match[2] else 0.0)

@@ -92,6 +92,27 @@ class StreamReader:
         # Its pending entries (none, unless a write failed) stay for another consumer to claim.
         await self.client.aclose()
 
+    async def lag(self) -> tuple[int, float | None]:
+        """Entries not yet acknowledged in the group (unread and pending) and the age in seconds of
+        the oldest of them, from its id's time (None when there are none)."""
+        groups: Any = await self.client.xinfo_groups(self.stream)
+        found = [g for g in groups if _text(g["name"]) == self.group]
+        if not found:
+            return 0, None
+        unread, pending = int(found[0].get("lag") or 0), int(found[0]["pending"])
+        oldest: str | None = None
+        if pending:
+            summary: Any = await self.client.xpending(self.stream, self.group)
+            oldest = _text(summary["min"]) if summary.get("min") else None
+        elif unread:
+            after: Any = await self.client.xrange(
+                self.stream, min="(" + _text(found[0]["last-delivered-id"]), count=1
+            )
+            oldest = _text(after[0][0]) if after else None
+        if oldest is None:
+            return unread + pending, None
+        return unread + pending, max(0.0, time.time() - int(oldest.split("-")[0]) / 1000)
+
     def stopping(self) -> bool:
         return self._stopping
 
@@ -201,3 +222,7 @@ class StreamReader:
             await asyncio.shield(self.client.xack(self.stream, self.group, *done))
         if problem is not None:
             raise problem
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

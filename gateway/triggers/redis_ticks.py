@@ -14,7 +14,6 @@ import redis.asyncio as redis
 from toolmesh.gateway.state.redis_client import Outage
 from toolmesh.gateway.triggers.ticks import TICK_MEMORY
 
-
 #: Renew the lease when it is the caller's, else take it if nobody has it: 1 when the caller has it.
 _LEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then

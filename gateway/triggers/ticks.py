@@ -115,7 +115,8 @@ class SqliteTicks:
         def take(db: sqlite3.Connection) -> bool:
             db.execute(
                 "INSERT INTO trigger_leases (project, trigger, holder, until) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (project, trigger) DO UPDATE SET holder = excluded.holder, until = excluded.until"
+                " ON CONFLICT (project, trigger)"
+                " DO UPDATE SET holder = excluded.holder, until = excluded.until"
                 " WHERE trigger_leases.holder = excluded.holder OR trigger_leases.until < ?",
                 (self.project, trigger, holder, now + seconds, now),
             )

@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import missing, require_tool
 from tests.gateway.state.conftest import free_port, redis_server
 
-__all__ = ["redis_server", "nats_server", "postgres_server"]
+__all__ = ["nats_server", "postgres_server", "redis_server"]
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -41,7 +41,7 @@ async def js(nats_server: NatsServer) -> AsyncIterator[JetStreamContext]:
 def durable_of(gateway: Gateway, trigger: str) -> str:
     assert gateway.triggers is not None
     (reader,) = [r for r in gateway.triggers.readers if r.trigger.name == trigger]
-    return str(getattr(reader, "durable"))
+    return str(reader.durable)  # type: ignore[attr-defined]
 
 
 async def consumer_ready(js: JetStreamContext, stream: str, durable: str) -> None:
