@@ -48,7 +48,32 @@ def test_a_schedule_and_a_webhook_are_read_into_typed_triggers() -> None:
             "exactly one source",
         ),
         ({"name": "a", "function": "f", "webhook": "x"}, "needs secret_env"),
-        ({"name": "a", "function": "f", "every": "5s", "max_attempts": 3}, "max_attempts"),
+        ({"name": "a", "function": "f", "every": "5s", "max_attempts": 0}, "max_attempts"),
+        ({"name": "a", "function": "f", "nats_subject": "s"}, "nats_subject needs nats_url"),
+        ({"name": "a", "function": "f", "every": "5s", "nats_url": "nats://n:4222"}, "go with nats_subject"),
+        (
+            {"name": "a", "function": "f", "nats_subject": "s", "nats_url": "http://n"},
+            "must start with nats://",
+        ),
+        ({"name": "a", "function": "f", "postgres_channel": "c"}, "postgres_channel needs postgres_url"),
+        (
+            {"name": "a", "function": "f", "every": "5s", "postgres_url": "postgresql://d"},
+            "goes with postgres",
+        ),
+        (
+            {"name": "a", "function": "f", "postgres_channel": "c", "postgres_url": "mysql://d"},
+            "must start with postgresql://",
+        ),
+        (
+            {
+                "name": "a",
+                "function": "f",
+                "redis_stream": "s",
+                "postgres_channel": "c",
+                "postgres_url": "postgresql://d",
+            },
+            "exactly one source",
+        ),
         ({"name": "a", "function": "f", "every": "5s", "redis_url": "redis://r"}, "goes with redis_stream"),
         (
             {"name": "a", "function": "f", "redis_stream": "s", "redis_url": "http://r"},

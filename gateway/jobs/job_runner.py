@@ -68,6 +68,9 @@ class JobRunner:
         #: Callbacks being delivered (an unfinished one is delivered again after a restart).
         self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
+        #: Attempts of the jobs of a trigger whose `[[triggers]]` entry sets `max_attempts`, by
+        #: trigger name (the triggers fill it in); other jobs get `[jobs] max_attempts`.
+        self.trigger_attempts: dict[str, int] = {}
         #: The functions this gateway serves: it claims only their jobs (another gateway of the
         #: project that serves the others runs those). Followed across reloads.
         self._served = mesh.catalog.names()
@@ -203,7 +206,7 @@ class JobRunner:
             job.error = {"code": error.code, "message": error.message}
             if not error.retryable:
                 job.status = JobStatus.FAILED
-            elif job.attempts >= self.config.max_attempts:
+            elif job.attempts >= self.trigger_attempts.get(job.trigger, self.config.max_attempts):
                 job.status = JobStatus.DEAD
                 job.error["message"] = f"{error.message} (after {job.attempts} attempts)"
             else:

@@ -76,6 +76,9 @@ class TriggerService:
                 raise ConfigError(
                     f"triggers.{trigger.name}: function {trigger.function!r} is not served by any runtime"
                 ) from None
+        self.jobs.runner.trigger_attempts.update(
+            {t.name: t.max_attempts for t in self.triggers.values() if t.max_attempts is not None}
+        )
         await self.ticks.open()
 
     async def stop(self) -> None:
