@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from toolmesh.jobs_config import TriggerConfig
 
 if TYPE_CHECKING:
     from toolmesh.gateway.state.redis_client import RedisAccess
+
+log = logging.getLogger("toolmesh.triggers")
 
 
 class Reader(Protocol):
@@ -39,6 +42,10 @@ class Reader(Protocol):
         ...
 
 
+#: Seconds between looks at the queue triggers' lag (for the metrics).
+LAG_EVERY = 5.0
+
+
 @dataclass
 class TriggerHost:
     service: TriggerService
@@ -46,6 +53,8 @@ class TriggerHost:
     readers: list[Reader] = field(default_factory=list)
     #: Each webhook trigger's signing secret, by trigger name.
     secrets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+    lag_every: float = LAG_EVERY
+    _lag_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
     async def start(
@@ -76,14 +85,38 @@ class TriggerHost:
         scheduler.start()
         for reader in readers:
             reader.start()
-        return cls(service, scheduler, readers, secrets)
+        host = cls(service, scheduler, readers, secrets)
+        if readers:
+            host._lag_task = asyncio.create_task(host._watch_lag(), name="trigger-lag")
+        return host
 
     async def stop(self) -> None:
         """Stop firing: schedules and stream reads end; an entry being recorded is acknowledged
         once its job is, or stays pending for another gateway."""
+        if self._lag_task is not None:
+            self._lag_task.cancel()
+            await asyncio.gather(self._lag_task, return_exceptions=True)
         await self.scheduler.stop()
         await asyncio.gather(*(reader.stop() for reader in self.readers))
         await self.service.stop()
+
+    async def measure_lag(self) -> None:
+        """Set each queue trigger's lag metrics (a source that cannot be asked keeps its last)."""
+        metrics = self.service.mesh.metrics
+        for reader in self.readers:
+            try:
+                waiting, oldest = await reader.lag()
+            except Exception as exc:
+                log.debug(
+                    "cannot measure a trigger's lag", extra={"trigger": reader.trigger.name, "why": str(exc)}
+                )
+                continue
+            metrics.trigger_lag(reader.trigger.name, waiting, oldest)
+
+    async def _watch_lag(self) -> None:
+        while True:
+            await self.measure_lag()
+            await asyncio.sleep(self.lag_every)
 
     async def describe(self, name: str) -> dict[str, Any]:
         """A trigger as `toolmesh triggers list` shows it: its source, whether it is paused and,

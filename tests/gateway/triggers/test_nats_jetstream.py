@@ -17,7 +17,7 @@ from nats.js import JetStreamContext
 from tests.gateway.conftest import StartGateway, finished, wait_job
 from tests.gateway.state.conftest import RedisServer
 from tests.gateway.triggers.conftest import NatsServer
-from tests.gateway.triggers.test_redis_streams import trigger_jobs
+from tests.gateway.triggers.test_redis_streams import metric, trigger_jobs
 from toolmesh.config import StateConfig
 from toolmesh.gateway.server import Gateway
 from toolmesh.jobs_config import TriggerConfig
@@ -159,3 +159,31 @@ async def test_the_server_away_then_back_loses_nothing(
         total += 10
         jobs = await trigger_jobs(gateway, total, timeout=30)
         assert len(jobs) == total
+
+
+async def test_lag_and_the_oldest_pending_age_are_metrics(
+    gateway_factory: StartGateway, nats_server: NatsServer, js: JetStreamContext
+) -> None:
+    gateway = await gateway_factory(triggers=[add(nats_server.url)])
+    assert gateway.triggers is not None
+    await consumer_ready(js, "toolmesh_sums", durable_of(gateway, "sums"))
+    await gateway.triggers.service.set_paused("sums", True)
+    await asyncio.sleep(2.5)  # the pull under way is over
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        for round_ in range(2):
+            for n in range(5):
+                await js.publish("sums", json.dumps({"a": n, "b": 1}).encode())
+            await asyncio.sleep(0.2)
+            await gateway.triggers.measure_lag()
+            metrics = (await http.get("/metrics")).text
+            assert metric(metrics, "toolmesh_trigger_lag_messages", "sums") == 5
+            assert 0.1 <= metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") < 30
+            await gateway.triggers.service.set_paused("sums", False)
+            assert len(await trigger_jobs(gateway, 5 * (round_ + 1))) == 5 * (round_ + 1)
+            await asyncio.sleep(0.3)
+            await gateway.triggers.measure_lag()
+            metrics = (await http.get("/metrics")).text
+            assert metric(metrics, "toolmesh_trigger_lag_messages", "sums") == 0
+            assert metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") == 0
+            await gateway.triggers.service.set_paused("sums", True)
+            await asyncio.sleep(2.5)
