@@ -209,7 +209,9 @@ def main() -> None:
     port = free_port()
     with tempfile.TemporaryDirectory() as store:
         server = subprocess.Popen(
-            [binary, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL
+            [binary, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             time.sleep(0.5)

@@ -38,8 +38,6 @@ log = logging.getLogger("toolmesh.triggers")
 #: Messages pulled at once, and how long one pull waits for new ones (s).
 BATCH = 256
 PULL_WAIT = 1.0
-#: Messages recorded at once (each a store write).
-CONCURRENT = 8
 #: Seconds between tries while the server is away or the consumer cannot be made.
 RETRY = 1.0
 
@@ -187,8 +185,8 @@ class NatsReader:
         message (terminate a dead one's); one not recorded is nak'd, to come again."""
         assert self.stream is not None
         problem: BaseException | None = None
-        for first in range(0, len(msgs), CONCURRENT):
-            chunk = msgs[first : first + CONCURRENT]
+        for first in range(0, len(msgs), self.service.at_once):
+            chunk = msgs[first : first + self.service.at_once]
             outcomes = await asyncio.gather(
                 *(self.service.fire(self.trigger, nats_message(self.stream, msg)) for msg in chunk),
                 return_exceptions=True,

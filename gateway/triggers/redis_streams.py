@@ -34,8 +34,6 @@ log = logging.getLogger("toolmesh.triggers")
 #: Entries read at once, and how long one read waits for new ones (ms).
 BATCH = 256
 BLOCK_MS = 1000
-#: Entries recorded at once (each a store write; the shared Redis client has 64 connections).
-CONCURRENT = 8
 #: Seconds the read connection waits past the block before it gives up on Redis.
 SOCKET_MARGIN = 5.0
 #: Seconds between looks for a dead consumer's entries, and between tries while Redis is away.
@@ -200,11 +198,11 @@ class StreamReader:
         acknowledge those recorded; the others are kept to be recorded first at the next turn."""
         calls = [(entry_id, fields) for entry_id, fields in entries if fields is not None]
         outcomes: list[object] = []
-        for first in range(0, len(calls), CONCURRENT):
+        for first in range(0, len(calls), self.service.at_once):
             outcomes += await asyncio.gather(
                 *(
                     self.service.fire(self.trigger, entry_message(entry_id.decode(), fields))
-                    for entry_id, fields in calls[first : first + CONCURRENT]
+                    for entry_id, fields in calls[first : first + self.service.at_once]
                 ),
                 return_exceptions=True,
             )

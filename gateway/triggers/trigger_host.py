@@ -17,7 +17,12 @@ from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.triggers.schedules import Scheduler, next_tick
 from toolmesh.gateway.triggers.ticks import SqliteTicks, TriggerTicks
-from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
+from toolmesh.gateway.triggers.trigger_service import (
+    AT_ONCE_REDIS,
+    AT_ONCE_SQLITE,
+    TriggerMessage,
+    TriggerService,
+)
 from toolmesh.jobs_config import TriggerConfig
 
 if TYPE_CHECKING:
@@ -74,7 +79,7 @@ class TriggerHost:
             ticks = RedisTicks(redis.client, redis.prefix, redis.outage, project)
         else:
             ticks = SqliteTicks(settled_value(jobs.config.path, "[jobs] path"), project)
-        service = TriggerService(jobs, triggers, ticks)
+        service = TriggerService(jobs, triggers, ticks, AT_ONCE_SQLITE if redis is None else AT_ONCE_REDIS)
         readers = [
             reader
             for trigger in triggers
