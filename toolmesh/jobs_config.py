@@ -306,6 +306,20 @@ class TriggerConfig(BaseModel):
     def interval(self) -> float | None:
         return None if self.every is None else parse_every(self.every)
 
+    # The names the gateways use in the queue servers (render's KEDA scalers name them too).
+
+    def redis_group(self, project: str) -> str:
+        """The consumer group the gateways of `project` read `redis_stream` in."""
+        return f"toolmesh:{project}:{self.name}"
+
+    def nats_consumer(self, project: str) -> str:
+        """The durable JetStream consumer of the gateways of `project` (no `.`, `*`, `>`, spaces)."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", f"toolmesh_{project}_{self.name}")
+
+    def nats_stream_made(self) -> str:
+        """The stream made for `nats_subject` when `nats_stream` is unset and none captures it."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", f"toolmesh_{self.name}")
+
 
 def check_triggers(triggers: tuple[TriggerConfig, ...]) -> tuple[TriggerConfig, ...]:
     """Names and webhook paths are each one trigger's."""

@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import time
 from typing import Any
 
@@ -42,11 +41,6 @@ PULL_WAIT = 1.0
 RETRY = 1.0
 
 
-def consumer_name(project: str, trigger: str) -> str:
-    """The durable consumer's name: JetStream names may not hold `.`, `*`, `>` or spaces."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", f"toolmesh_{project}_{trigger}")
-
-
 def nats_message(stream: str, msg: Msg) -> TriggerMessage:
     """A JetStream message as a trigger message (its job's id made from its stream sequence)."""
     key = f"{stream}:{msg.metadata.sequence.stream}"
@@ -66,7 +60,7 @@ class NatsReader:
         self.trigger = trigger
         self.subject = trigger.nats_subject
         self.url = trigger.nats_url
-        self.durable = consumer_name(project, trigger.name)
+        self.durable = trigger.nats_consumer(project)
         self.stream = trigger.nats_stream
         self._nc: Client | None = None
         self._sub: JetStreamContext.PullSubscription | None = None
@@ -125,7 +119,7 @@ class NatsReader:
             try:
                 self.stream = await js.find_stream_name_by_subject(self.subject)
             except nats.js.errors.NotFoundError:
-                self.stream = consumer_name("toolmesh", self.trigger.name)[len("toolmesh_") :]
+                self.stream = self.trigger.nats_stream_made()
                 await js.add_stream(name=self.stream, subjects=[self.subject])
                 log.info(
                     "made a JetStream stream", extra={"trigger": self.trigger.name, "stream": self.stream}

@@ -65,7 +65,7 @@ class StreamReader:
         self.service = service
         self.trigger = trigger
         self.stream = trigger.redis_stream
-        self.group = f"toolmesh:{project}:{trigger.name}"
+        self.group = trigger.redis_group(project)
         self.consumer = uuid.uuid4().hex
         # Its own connections: a blocking read holds one for BLOCK_MS, past `[state] timeout`.
         self.client: redis.Redis = connect(url, BLOCK_MS / 1000 + SOCKET_MARGIN)
