@@ -80,7 +80,7 @@ class GatewayEnvironment:
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
-            trigger_secrets=_trigger_secrets(config, environ),
+            trigger_secrets=trigger_secrets(config, environ),
         )
 
 
@@ -102,7 +102,7 @@ def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, di
     return found
 
 
-def _trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
+def trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
     found = {}
     for trigger in config.triggers:
         if trigger.secret_env is not None:

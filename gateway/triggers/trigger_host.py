@@ -4,10 +4,11 @@ with `[state] url`, else in the jobs' SQLite file) and the schedules' tasks."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -59,6 +60,9 @@ class TriggerHost:
     #: Each webhook trigger's signing secret, by trigger name.
     secrets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
     lag_every: float = LAG_EVERY
+    #: What a reloaded table's new queue triggers are started with.
+    project: str = ""
+    state_url: str | None = None
     _lag_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     @classmethod
@@ -90,7 +94,7 @@ class TriggerHost:
         scheduler.start()
         for reader in readers:
             reader.start()
-        host = cls(service, scheduler, readers, secrets)
+        host = cls(service, scheduler, readers, secrets, project=project, state_url=state_url)
         if readers:
             host._lag_task = asyncio.create_task(host._watch_lag(), name="trigger-lag")
         return host
@@ -104,6 +108,60 @@ class TriggerHost:
         await self.scheduler.stop()
         await asyncio.gather(*(reader.stop() for reader in self.readers))
         await self.service.stop()
+
+    async def reconfigure(self, triggers: Sequence[TriggerConfig], secrets: Mapping[str, bytes]) -> list[str]:
+        """Follow a reloaded `[[triggers]]` table: a trigger added starts, one removed stops, one
+        changed stops and starts again as it now is (its consumer acknowledges what it read
+        first, as at shutdown); the others run on untouched. A table that cannot run (a function
+        no runtime serves, a stream with no Redis) raises ConfigError and changes nothing.
+        Returns the names of the triggers added, removed or changed."""
+        before = dict(self.service.triggers)
+        after = {t.name: t for t in triggers}
+        changed = sorted(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+        if not changed:
+            self.secrets = secrets
+            return []
+        self.service.check(after.values())
+        fresh = [
+            reader
+            for name in changed
+            if name in after
+            and (reader := _reader(self.service, after[name], self.project, self.state_url)) is not None
+        ]
+        await self.scheduler.stop(changed)
+        gone = [reader for reader in self.readers if reader.trigger.name in changed]
+        await asyncio.gather(*(reader.stop() for reader in gone))
+        self.service.use(triggers)
+        self.secrets = secrets
+        self.readers = [reader for reader in self.readers if reader not in gone] + fresh
+        for name in changed:
+            if name in after:
+                self.scheduler.start_one(after[name])
+        for reader in fresh:
+            reader.start()
+        if fresh and self._lag_task is None:
+            self._lag_task = asyncio.create_task(self._watch_lag(), name="trigger-lag")
+        log.info("triggers reloaded", extra={"changed": changed})
+        return changed
+
+    async def reload(
+        self, file: str, environ: Mapping[str, str], after: Awaitable[object] | None = None
+    ) -> list[str]:
+        """Read `file` again and follow its `[[triggers]]` table (SIGHUP; once `after`, the
+        runtimes' reload, is done, so a new trigger may call a new function). A file that does
+        not parse, or a table that cannot run, is logged and leaves the triggers as they were."""
+        from toolmesh.config import load_config
+        from toolmesh.gateway.environment import trigger_secrets
+
+        if after is not None:
+            with contextlib.suppress(Exception):
+                await after
+        try:
+            config = load_config(file)
+            return await self.reconfigure(config.triggers, trigger_secrets(config, environ))
+        except ConfigError as exc:
+            log.error(f"the triggers were not reloaded, they run as they were: {exc}")
+            return []
 
     async def measure_lag(self) -> None:
         """Set each queue trigger's lag metrics (a source that cannot be asked keeps its last)."""

@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,14 +69,28 @@ class TriggerService:
         self.at_once = at_once
         self.mesh = jobs.mesh
         self.ticks = ticks
-        self.triggers: Mapping[str, TriggerConfig] = {t.name: t for t in triggers}
-        self.webhooks: Mapping[str, TriggerConfig] = {t.webhook: t for t in triggers if t.webhook}
+        self.triggers: Mapping[str, TriggerConfig] = {}
+        self.webhooks: Mapping[str, TriggerConfig] = {}
+        self.use(triggers)
+
+    def use(self, triggers: Iterable[TriggerConfig]) -> None:
+        """Serve `triggers` from now on (at start-up, and when the table is reloaded)."""
+        listed = tuple(triggers)
+        self.triggers = {t.name: t for t in listed}
+        self.webhooks = {t.webhook: t for t in listed if t.webhook}
+        attempts = self.jobs.runner.trigger_attempts
+        attempts.clear()
+        attempts.update({t.name: t.max_attempts for t in listed if t.max_attempts is not None})
 
     async def start(self) -> None:
-        """Open the ticks; a trigger naming no function the gateway serves, or (with keys) an
-        owner that is no key, whose `/v1/jobs` would list its jobs to nobody, fails start-up."""
+        self.check(self.triggers.values())
+        await self.ticks.open()
+
+    def check(self, triggers: Iterable[TriggerConfig]) -> None:
+        """ConfigError for a trigger naming no function the gateway serves, or (with keys) an
+        owner that is no key, whose `/v1/jobs` would list its jobs to nobody."""
         keys = self.mesh.auth.key_names()
-        for trigger in self.triggers.values():
+        for trigger in triggers:
             if keys and trigger.owner not in keys:
                 raise ConfigError(
                     f"triggers.{trigger.name}: owner {trigger.owner!r} is no key's name; with [[keys]],"
@@ -88,10 +102,6 @@ class TriggerService:
                 raise ConfigError(
                     f"triggers.{trigger.name}: function {trigger.function!r} is not served by any runtime"
                 ) from None
-        self.jobs.runner.trigger_attempts.update(
-            {t.name: t.max_attempts for t in self.triggers.values() if t.max_attempts is not None}
-        )
-        await self.ticks.open()
 
     async def stop(self) -> None:
         await self.ticks.close()

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import missing, require_tool
+from tests.gateway.reload.conftest import served
 from tests.gateway.state.conftest import free_port, redis_server
 
-__all__ = ["nats_server", "postgres_server", "redis_server"]
+__all__ = ["nats_server", "postgres_server", "redis_server", "served"]
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 
