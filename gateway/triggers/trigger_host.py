@@ -199,6 +199,11 @@ class TriggerHost:
         elif trigger.postgres_channel is not None:
             doc["postgres_channel"] = trigger.postgres_channel
         doc["paused"] = await self.service.paused(name)
+        for reader in self.readers:
+            if reader.trigger.name == name:
+                # Messages not yet acknowledged, and the oldest one's age: a queue's backlog.
+                with contextlib.suppress(Exception):
+                    doc["waiting"], doc["oldest_waiting_seconds"] = await reader.lag()
         if trigger.scheduled:
             due = next_tick(trigger, time.time())
             doc["next_run"] = None if due is None else round(due, 3)

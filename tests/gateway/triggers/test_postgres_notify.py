@@ -20,7 +20,7 @@ from tests.gateway.triggers.conftest import PostgresServer
 from tests.gateway.triggers.test_redis_streams import trigger_jobs
 from toolmesh.config import StateConfig
 from toolmesh.gateway.server import Gateway
-from toolmesh.gateway.triggers.postgres_notify import NotifyListener
+from toolmesh.gateway.triggers.postgres_notify import LEASE, RENEW, NotifyListener
 from toolmesh.jobs_config import TriggerConfig
 
 
@@ -88,7 +88,7 @@ async def test_two_gateways_one_listens_each_notify_once_and_the_other_takes_ove
         for n in range(50):
             await notify(db, json.dumps({"a": n, "b": round_}))
         total += 50
-        jobs = await trigger_jobs(gateways[0], total)
+        await trigger_jobs(gateways[0], total)
         await asyncio.sleep(0.5)
         jobs = await trigger_jobs(gateways[0], total + 1, timeout=0.1)
         assert len(jobs) == total, f"round {round_}: {len(jobs)} jobs for {total} NOTIFYs"
@@ -110,3 +110,28 @@ async def test_a_paused_trigger_listens_to_nothing(
     await until_listening(gateway)
     await notify(db, json.dumps({"a": 1, "b": 1}))
     assert len(await trigger_jobs(gateway, 1)) == 1
+
+
+async def test_when_the_listening_gateway_dies_another_takes_over_after_its_lease(
+    gateway_factory: StartGateway, postgres_server: PostgresServer, redis_server: RedisServer, db: Any
+) -> None:
+    state = StateConfig(url=redis_server.url)
+    gateways = [await gateway_factory(triggers=[rows(postgres_server.url)], state=state) for _ in range(3)]
+    total = 0
+    for round_ in range(2):
+        leader = await until_listening(*gateways)
+        # It dies: no more renewals, no release, its session gone (as when the process is killed).
+        dead = listener(leader)
+        assert dead._task is not None
+        dead._task.cancel()
+        await dead._unlisten()
+        gateways.remove(leader)
+        began = time.monotonic()
+        await until_listening(*gateways, timeout=LEASE + 5)
+        assert time.monotonic() - began <= LEASE + 2 * RENEW + 1
+        for n in range(20):
+            await notify(db, json.dumps({"a": n, "b": round_}))
+        total += 20
+        await trigger_jobs(gateways[0], total)
+        await asyncio.sleep(0.5)
+        assert len(await trigger_jobs(gateways[0], total + 1, timeout=0.1)) == total

@@ -155,6 +155,8 @@ async def test_lag_and_the_oldest_pending_age_are_metrics(
             metrics = (await http.get("/metrics")).text
             assert metric(metrics, "toolmesh_trigger_lag_messages", "sums") == 5
             assert 0.2 <= metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") < 30
+            (listed,) = (await http.get("/v1/admin/triggers")).json()["triggers"]
+            assert listed["waiting"] == 5 and listed["oldest_waiting_seconds"] >= 0.2  # triggers list
             await gateway.triggers.service.set_paused("sums", False)
             assert len(await trigger_jobs(gateway, 5 * (round_ + 1))) == 5 * (round_ + 1)
             await asyncio.sleep(0.3)
