@@ -33,7 +33,6 @@ import yaml
 
 from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
 from toolmesh.deploy.cluster_config import cluster_toml
-from toolmesh.deploy.trigger_scalers import queue_scalers
 from toolmesh.deploy.names import (
     CONFIG_CHECKSUM,
     DEFAULT_CLUSTER_DOMAIN,
@@ -47,6 +46,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
+from toolmesh.deploy.trigger_scalers import queue_scalers
 from toolmesh.runtime_config import cpu_cores
 from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
 

@@ -11,9 +11,10 @@ runtime even before the gateway turns it into calls (a paused trigger resumed, a
                    from the server's monitoring endpoint (port 8222 on the `nats_url` host)
 
 The stream a JetStream scaler watches is `nats_stream`, else the one the gateway makes: set
-`nats_stream` when a stream of your own captures the subject. The runtime is the one whose name is the function's namespace ("orders.on_order" -> runtime
-"orders"), else the only runtime with pods; a trigger matching neither adds no scaler (its
-calls still scale the runtime through the gateway). A NOTIFY trigger has no backlog to scale on.
+`nats_stream` when a stream of your own captures the subject. The runtime is the one whose
+name is the function's namespace ("orders.on_order" -> runtime "orders"), else the only
+runtime with pods; a trigger matching neither adds no scaler (its calls still scale the
+runtime through the gateway). A NOTIFY trigger has no backlog to scale on.
 Credentials are not written: a Redis URL with a password, or a NATS server that needs one,
 needs a TriggerAuthentication added by hand (`authenticationRef`).
 """
