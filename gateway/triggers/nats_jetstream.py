@@ -82,6 +82,8 @@ class NatsReader:
         if self._nc is not None:
             # Not `unsubscribe`: the durable consumer stays, with its place, for the next start.
             with contextlib.suppress(Exception):
+                await self._nc.flush(timeout=2)  # the last acknowledgements reach the server
+            with contextlib.suppress(Exception):
                 await self._nc.close()
 
     def stopping(self) -> bool:

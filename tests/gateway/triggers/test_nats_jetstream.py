@@ -187,3 +187,26 @@ async def test_lag_and_the_oldest_pending_age_are_metrics(
             assert metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") == 0
             await gateway.triggers.service.set_paused("sums", True)
             await asyncio.sleep(2.5)
+
+
+async def test_a_clean_shutdown_leaves_nothing_half_acknowledged(
+    gateway_factory: StartGateway, nats_server: NatsServer, redis_server: RedisServer, js: JetStreamContext
+) -> None:
+    state = StateConfig(url=redis_server.url)
+    total = 0
+    for _round in range(2):
+        first = await gateway_factory(triggers=[echo(nats_server.url)], state=state)
+        durable = durable_of(first, "orders-nats")
+        await consumer_ready(js, "toolmesh_orders-nats", durable)
+        for i in range(300):
+            await js.publish("orders.new", json.dumps({"text": f"order {i}"}).encode())
+        total += 300
+        assert first.triggers is not None
+        await first.triggers.stop()  # as at shutdown, mid-stream
+        info = await js.consumer_info("toolmesh_orders-nats", durable)
+        assert info.num_ack_pending == 0, "a message read but neither recorded nor left to another"
+        # The rest waits for the next gateway: each message once, none lost.
+        second = await gateway_factory(triggers=[echo(nats_server.url)], state=state)
+        jobs = await trigger_jobs(second, total, timeout=30)
+        assert len(jobs) == total and len({j["request_id"] for j in jobs}) == total
+        await second.triggers.stop()  # type: ignore[union-attr]
