@@ -17,6 +17,8 @@ series are in pool/pool_metrics.py.
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from toolmesh.runtimes.functions.results import Result
@@ -67,3 +69,9 @@ class GatewayMetrics:
     def trigger_lag(self, trigger: str, messages: int, oldest_seconds: float | None) -> None:
         self._trigger_lag.labels(trigger).set(messages)
         self._trigger_oldest.labels(trigger).set(oldest_seconds or 0.0)
+
+    def trigger_removed(self, trigger: str) -> None:
+        """A trigger reloaded away has no backlog to report any more."""
+        for gauge in (self._trigger_lag, self._trigger_oldest):
+            with contextlib.suppress(KeyError):
+                gauge.remove(trigger)

@@ -137,6 +137,8 @@ class TriggerHost:
         for name in changed:
             if name in after:
                 self.scheduler.start_one(after[name])
+            else:
+                self.service.mesh.metrics.trigger_removed(name)
         for reader in fresh:
             reader.start()
         if fresh and self._lag_task is None:
