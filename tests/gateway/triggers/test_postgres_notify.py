@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -21,7 +22,7 @@ from tests.gateway.triggers.test_redis_streams import trigger_jobs
 from toolmesh.config import StateConfig
 from toolmesh.gateway.server import Gateway
 from toolmesh.gateway.triggers.postgres_notify import LEASE, RENEW, NotifyListener
-from toolmesh.jobs_config import TriggerConfig
+from toolmesh.jobs_config import JobsConfig, TriggerConfig
 
 
 def rows(url: str, **more: Any) -> TriggerConfig:
@@ -135,3 +136,21 @@ async def test_when_the_listening_gateway_dies_another_takes_over_after_its_leas
         await trigger_jobs(gateways[0], total)
         await asyncio.sleep(0.5)
         assert len(await trigger_jobs(gateways[0], total + 1, timeout=0.1)) == total
+
+
+async def test_gateways_sharing_a_jobs_file_elect_one_listener_there(
+    gateway_factory: StartGateway, postgres_server: PostgresServer, db: Any, tmp_path: Path
+) -> None:
+    jobs = JobsConfig(path=tmp_path / "shared-jobs.sqlite3")
+    gateways = [await gateway_factory(triggers=[rows(postgres_server.url)], jobs=jobs) for _ in range(2)]
+    total = 0
+    for round_ in range(2):
+        leader = await until_listening(*gateways)
+        for n in range(30):
+            await notify(db, json.dumps({"a": n, "b": round_}))
+        total += 30
+        await trigger_jobs(gateways[0], total)
+        await asyncio.sleep(0.5)
+        assert len(await trigger_jobs(gateways[0], total + 1, timeout=0.1)) == total
+        await listener(leader).stop()
+        gateways.remove(leader)
