@@ -7,6 +7,7 @@ instead under TOOLMESH_REQUIRE_E2E=1 (CI).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import shutil
@@ -19,13 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing, require_tool
+from tests.conftest import REQUIRE_E2E, missing, require_tool
 from tests.gateway.reload.conftest import served
 from tests.gateway.state.conftest import free_port, redis_server
 
 __all__ = ["nats_server", "postgres_server", "redis_server", "served"]
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
+
+#: Without the `triggers` extra (an environment made before it existed) these modules are not
+#: collected, rather than failing to import; under TOOLMESH_REQUIRE_E2E=1 they fail instead.
+collect_ignore = [
+    module
+    for module, package in (("test_nats_jetstream.py", "nats"), ("test_postgres_notify.py", "asyncpg"))
+    if importlib.util.find_spec(package) is None and not REQUIRE_E2E
+]
 
 
 def wait_port(port: int, what: str, timeout: float = 20.0) -> None:
