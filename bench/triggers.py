@@ -10,7 +10,9 @@ SQLite file (the trigger's `redis_url` only). This process XADDs with its own cl
     latency      --latency entries one at a time, each carrying its send time; the function returns
                  its start time: p50/p99 of start - sent (the same clock)
     throughput   --messages entries XADDed at once (pipelined); from the first XADD until every job
-                 has succeeded: messages/s; then the jobs are counted: each entry exactly one job
+                 has succeeded: messages/s (recorded/s: until every entry is recorded as a job and
+                 acknowledged, the trigger's part); then the jobs are counted: each entry exactly
+                 one job
     schedule     two gateways sharing the Redis, an `every = "1s"` trigger for --schedule seconds:
                  ticks fired twice (must be 0), ticks missed, and tick-to-function-start p50/max
 """
@@ -36,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toolmesh.config import GatewayConfig, MeshConfig, RouterConfig, RuntimeConfig, StateConfig  # noqa: E402
+from toolmesh.directories import ProjectConfig  # noqa: E402
 from toolmesh.gateway.jobs.job import JobStatus  # noqa: E402
 from toolmesh.gateway.server import Gateway, start_gateway  # noqa: E402
 from toolmesh.gateway.triggers.trigger_service import message_job_id  # noqa: E402
 from toolmesh.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
-from toolmesh.project_config import ProjectConfig  # noqa: E402
 
 
 def free_port() -> int:
@@ -103,18 +105,21 @@ async def run_row(url: str, store: str, data: Path, args: argparse.Namespace) ->
             assert job.status is JobStatus.SUCCEEDED, job
             start = float(json.loads(job.result or b"{}")["structured"])
             delays.append((start - json.loads(job.arguments)["sent"]) * 1000)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         pipe = client.pipeline(transaction=False)
         for n in range(args.messages):
             pipe.xadd(stream, {"n": str(n)})
         last = (await pipe.execute())[-1]
+        recorded = None
         while True:  # every entry read and acknowledged (so recorded), and no job left to run
             (group,) = await client.xinfo_groups(stream)
             drained = group["last-delivered-id"] == last and group["pending"] == 0
+            if drained and recorded is None:
+                recorded = time.perf_counter() - began
             if drained and await gw.jobs.store.count_active() == 0:
                 break
             await asyncio.sleep(0.02)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
         jobs = await results(gw, stream)
         mine = [j for j in jobs if j.request_id.startswith("stream:") and b'"n"' in j.arguments]
         ns = [json.loads(j.arguments)["n"] for j in mine]
@@ -125,6 +130,11 @@ async def run_row(url: str, store: str, data: Path, args: argparse.Namespace) ->
             "latency p99 ms": round(delays[min(len(delays) - 1, int(len(delays) * 0.99))], 2),
             "messages": args.messages,
             "messages/s": round(args.messages / seconds),
+            # Entries read and recorded as jobs per second (the trigger's part, without running them).
+            "recorded/s": round(args.messages / (recorded or seconds)),
+            # CPU time of this process (the gateway, its store threads, the bench's own polling;
+            # not the pod's nor redis-server's) per message: what a shared machine's load moves least.
+            "gateway CPU us/msg": round(cpu / args.messages * 1e6),
             "succeeded": sum(j.status is JobStatus.SUCCEEDED for j in mine),
             "lost": args.messages - len(set(ns)),
             "doubled": len(ns) - len(set(ns)),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from toolmesh import directories
 from toolmesh.config import MeshConfig, RuntimeConfig
 from toolmesh.deploy import toml_writer
 from toolmesh.deploy.names import GATEWAY, GATEWAY_DATA_DIR, IMAGE_WORKDIR, runtime_address, service_host
@@ -84,7 +85,15 @@ def _project(config: MeshConfig) -> dict[str, Any]:
     directory on the data volume."""
     project = config.project.model_dump(mode="json", exclude_defaults=True)
     project["data_dir"] = on_data_volume("project.data_dir", config.project.data_dir)
+    if config.triggers:
+        # Queue triggers' consumer names carry it, and the KEDA scalers name those consumers.
+        project["id"] = cluster_project_id(config)
     return project
+
+
+def cluster_project_id(config: MeshConfig) -> str:
+    """The project id the cluster's gateways use: `[project] id`, else the local project's."""
+    return config.project.id or directories.project_id(config.project_directory())
 
 
 def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared_state: bool) -> str:
@@ -130,6 +139,8 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
     document["router"] = _router(config)
     document["project"] = _project(config)
     document["jobs"] = _cluster_jobs(config, shared_state)
+    if config.triggers:
+        document["triggers"] = [t.model_dump(mode="json", exclude_defaults=True) for t in config.triggers]
     # Functions' state: in Redis with shared state, else in SQLite on the data volume.
     function_state = config.function_state.model_dump(mode="json", exclude_defaults=True)
     function_state["path"] = on_data_volume("function_state.path", config.function_state.path)

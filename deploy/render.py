@@ -46,6 +46,7 @@ from toolmesh.deploy.names import (
     runtime_resource,
     service_host,
 )
+from toolmesh.deploy.trigger_scalers import queue_scalers
 from toolmesh.runtime_config import cpu_cores
 from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
 
@@ -145,6 +146,13 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
                 f"runtimes.{index}: name {runtime.name!r} is too long for Kubernetes "
                 f"(at most {limit} characters, as {runtime_resource('')}<name> names a Service)"
             )
+    shared = config.state.url is not None or options.redis
+    if config.triggers and not shared and "enabled" not in config.jobs.model_fields_set:
+        problems.append(
+            "triggers: each run is a job, and the cluster's gateway replicas share jobs only in Redis:"
+            " set [state] url, or render with --redis (or [jobs] enabled = true for SQLite jobs on"
+            " the one replica's data volume)"
+        )
     if config.kube_scaler.enabled and not any(r.runs_pods for r in config.runtimes):
         problems.append("kube_scaler: enabled, but no runtime has `modules`: there is nothing to scale")
     url = config.state.url
@@ -297,6 +305,8 @@ def _runtime(runtime: RuntimeConfig, config: MeshConfig, options: RenderOptions)
             _template(f"overlays/prod/scaledobject-runtime-{TEMPLATE_RUNTIME}.yaml"), name
         )
         _scaling(scaled["spec"], runtime, options)
+        hosted = [r for r in config.runtimes if r.runs_pods]
+        scaled["spec"]["triggers"].extend(queue_scalers(runtime, config, hosted))
         files[f"scaledobject-runtime-{name}.yaml"] = scaled
         files[f"poddisruptionbudget-runtime-{name}.yaml"] = _retarget(
             _template(f"overlays/prod/poddisruptionbudget-runtime-{TEMPLATE_RUNTIME}.yaml"), name

@@ -88,7 +88,7 @@ class GatewayEnvironment:
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
-            trigger_secrets=_trigger_secrets(config, environ),
+            trigger_secrets=trigger_secrets(config, environ),
         )
 
 
@@ -113,7 +113,7 @@ def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str,
     return headers
 
 
-def _trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
+def trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
     found = {}
     for trigger in config.triggers:
         if trigger.secret_env is not None:

@@ -421,9 +421,11 @@ def welcome(gateway: Gateway) -> str:
     )
 
 
-async def serve(config: MeshConfig, *, watch: bool = False, banner: bool = False) -> int:
-    """Run the gateway until SIGTERM or SIGINT. SIGHUP reloads every runtime (see
-    core/reloading.py); with `watch` (`toolmesh up --reload`), so does an edit to a runtime's
+async def serve(
+    config: MeshConfig, *, watch: bool = False, banner: bool = False, file: str | None = None
+) -> int:
+    """Run the gateway until SIGTERM or SIGINT. SIGHUP reloads every runtime (see core/reloading.py),
+    then `file`'s [[triggers]]; with `watch` (`toolmesh up --reload`), so does an edit to a runtime's
     modules, for that runtime. Once serving it says so on stdout: a JSON line for the program
     that started it, or with `banner` (a person at a terminal) where everything is."""
     gateway = await start_gateway(config)
@@ -443,11 +445,13 @@ async def serve(config: MeshConfig, *, watch: bool = False, banner: bool = False
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    reloads: set[asyncio.Task[object]] = set()
+    reloads: set[asyncio.Future[object]] = set()
 
     def reload_all() -> None:
         log.info("SIGHUP: reloading every runtime")
-        task = asyncio.ensure_future(reloader.reload())
+        task: asyncio.Future[object] = asyncio.ensure_future(reloader.reload())
+        if file is not None and gateway.triggers is not None:  # its [[triggers]] too, after
+            task = asyncio.ensure_future(gateway.triggers.reload(file, os.environ, after=task))
         reloads.add(task)
         task.add_done_callback(reloads.discard)
 

@@ -48,7 +48,32 @@ def test_a_schedule_and_a_webhook_are_read_into_typed_triggers() -> None:
             "exactly one source",
         ),
         ({"name": "a", "function": "f", "webhook": "x"}, "needs secret_env"),
-        ({"name": "a", "function": "f", "every": "5s", "max_attempts": 3}, "max_attempts"),
+        ({"name": "a", "function": "f", "every": "5s", "max_attempts": 0}, "max_attempts"),
+        ({"name": "a", "function": "f", "nats_subject": "s"}, "nats_subject needs nats_url"),
+        ({"name": "a", "function": "f", "every": "5s", "nats_url": "nats://n:4222"}, "go with nats_subject"),
+        (
+            {"name": "a", "function": "f", "nats_subject": "s", "nats_url": "http://n"},
+            "must start with nats://",
+        ),
+        ({"name": "a", "function": "f", "postgres_channel": "c"}, "postgres_channel needs postgres_url"),
+        (
+            {"name": "a", "function": "f", "every": "5s", "postgres_url": "postgresql://d"},
+            "goes with postgres",
+        ),
+        (
+            {"name": "a", "function": "f", "postgres_channel": "c", "postgres_url": "mysql://d"},
+            "must start with postgresql://",
+        ),
+        (
+            {
+                "name": "a",
+                "function": "f",
+                "redis_stream": "s",
+                "postgres_channel": "c",
+                "postgres_url": "postgresql://d",
+            },
+            "exactly one source",
+        ),
         ({"name": "a", "function": "f", "every": "5s", "redis_url": "redis://r"}, "goes with redis_stream"),
         (
             {"name": "a", "function": "f", "redis_stream": "s", "redis_url": "http://r"},
@@ -68,3 +93,17 @@ def test_trigger_names_and_webhooks_are_each_one_triggers() -> None:
         parse_config(triggers(twice, twice))
     with pytest.raises(ConfigError, match="nowhere"):
         parse_config(triggers(twice, jobs={"enabled": False}))
+
+
+def test_the_readmes_triggers_example_is_a_valid_config() -> None:
+    import re
+    import tomllib
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"^```toml\n(.*?)^```$", readme, re.M | re.S) if "orders-nats" in b]
+    config = parse_config(tomllib.loads(block))
+    by_name = {t.name: t for t in config.triggers}
+    assert by_name["orders"].max_attempts == 3
+    assert by_name["orders-nats"].nats_subject == "orders.new"
+    assert by_name["rows"].postgres_channel == "row_events"

@@ -117,7 +117,13 @@ def _up(args: argparse.Namespace) -> int:
     except ImportError:
         run = asyncio.run
     try:
-        code: int = run(serve(config, watch=args.reload, banner=text and sys.stdout.isatty()))
+        from toolmesh.config_sources import find_config
+
+        file = None if args.module else find_config(args.config)
+        banner = text and sys.stdout.isatty()
+        code: int = run(
+            serve(config, watch=args.reload, banner=banner, file=None if file is None else str(file))
+        )
     except (ConfigError, OSError, ToolmeshError) as exc:
         print(f"toolmesh up: {exc}", file=sys.stderr)
         return 2

@@ -48,7 +48,7 @@
     callback_secret_env = "TOOLMESH_CALLBACK_SECRET"   # signs result callbacks
     [function_state]            # ctx.state: SQLite in the data directory, Redis with [state] url
     max_keys = 100000           # per runtime
-    [[triggers]]                # schedules, webhooks, Redis streams that call functions, as jobs
+    [[triggers]]                # schedules, webhooks, Redis/NATS/NOTIFY queues calling functions, as jobs
 
 Module names and relative paths (`catalog`, the router's `model`, `tokenizer`, `cache_dir`,
 `data_dir` and `embeddings_dir`, `[project] data_dir`, `[jobs] path`) resolve against the file's

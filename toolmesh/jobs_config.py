@@ -101,6 +101,8 @@ _WEEKDAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _NAMES = {3: {m: i + 1 for i, m in enumerate(_MONTHS)}, 4: {d: i for i, d in enumerate(_WEEKDAYS)}}
 _EVERY_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _TRIGGER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+#: A trigger's possible sources: it has exactly one.
+SOURCES = ("schedule", "every", "webhook", "redis_stream", "nats_subject", "postgres_channel")
 
 
 class CronSpec(BaseModel):
@@ -177,7 +179,8 @@ def parse_every(text: str) -> float:
 
 class TriggerConfig(BaseModel):
     """One `[[triggers]]` entry: a source whose messages (or ticks) become jobs of `function`.
-    Exactly one source: `schedule` (cron) or `every`, `webhook`, `redis_stream`."""
+    Exactly one source: `schedule` (cron) or `every`, `webhook`, `redis_stream`, `nats_subject`,
+    `postgres_channel`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -207,6 +210,17 @@ class TriggerConfig(BaseModel):
     #: Seconds a stream entry may stay unacknowledged by its gateway before another claims it
     #: (its gateway died mid-entry).
     claim_after: float = Field(defaults.DEFAULT_STREAM_CLAIM_AFTER, gt=0)
+    #: A NATS subject whose JetStream messages are calls, read by a durable consumer named after
+    #: the trigger on the stream `nats_stream` (default: the stream capturing the subject, made
+    #: when none does) of the server at `nats_url`.
+    nats_subject: str | None = Field(None, min_length=1)
+    nats_url: str | None = None
+    nats_stream: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    #: A PostgreSQL channel (LISTEN) whose each NOTIFY payload is a call, on `postgres_url`.
+    postgres_channel: str | None = Field(None, min_length=1, max_length=63)
+    postgres_url: str | None = None
+    #: Attempts of each of this trigger's jobs before it is dead (default: `[jobs] max_attempts`).
+    max_attempts: int | None = Field(None, ge=1, le=100)
     #: Pass the whole payload as this one argument (default: the payload's fields are the arguments).
     argument: str | None = Field(None, min_length=1)
     #: The key (by name) whose `/v1/jobs` lists this trigger's jobs and whose name runs them;
@@ -241,12 +255,10 @@ class TriggerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> TriggerConfig:
-        sources = [
-            k for k in ("schedule", "every", "webhook", "redis_stream") if getattr(self, k) is not None
-        ]
+        sources = [k for k in SOURCES if getattr(self, k) is not None]
         if len(sources) != 1:
             raise ValueError(
-                f"trigger {self.name!r} needs exactly one source (schedule, every, webhook or redis_stream),"
+                f"trigger {self.name!r} needs exactly one source ({', '.join(SOURCES)}),"
                 f" got {', '.join(sources) or 'none'}"
             )
         if self.timezone is not None and self.schedule is None:
@@ -263,9 +275,26 @@ class TriggerConfig(BaseModel):
             raise ValueError(
                 f"trigger {self.name!r}: redis_url must start with redis://, rediss:// or unix://"
             )
+        self._check_nats_and_postgres()
         if self.argument is not None and self.scheduled:
             raise ValueError(f"trigger {self.name!r}: argument goes with a message source, not a schedule")
         return self
+
+    def _check_nats_and_postgres(self) -> None:
+        if self.nats_subject is not None and self.nats_url is None:
+            raise ValueError(f"trigger {self.name!r}: nats_subject needs nats_url (nats://host:4222)")
+        if self.nats_subject is None and (self.nats_url is not None or self.nats_stream is not None):
+            raise ValueError(f"trigger {self.name!r}: nats_url and nats_stream go with nats_subject")
+        if self.nats_url is not None and not self.nats_url.startswith(("nats://", "tls://")):
+            raise ValueError(f"trigger {self.name!r}: nats_url must start with nats:// or tls://")
+        if self.postgres_channel is not None and self.postgres_url is None:
+            raise ValueError(f"trigger {self.name!r}: postgres_channel needs postgres_url")
+        if self.postgres_channel is None and self.postgres_url is not None:
+            raise ValueError(f"trigger {self.name!r}: postgres_url goes with postgres_channel")
+        if self.postgres_url is not None and not self.postgres_url.startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError(f"trigger {self.name!r}: postgres_url must start with postgresql://")
 
     @property
     def scheduled(self) -> bool:
@@ -276,6 +305,20 @@ class TriggerConfig(BaseModel):
 
     def interval(self) -> float | None:
         return None if self.every is None else parse_every(self.every)
+
+    # The names the gateways use in the queue servers (render's KEDA scalers name them too).
+
+    def redis_group(self, project: str) -> str:
+        """The consumer group the gateways of `project` read `redis_stream` in."""
+        return f"toolmesh:{project}:{self.name}"
+
+    def nats_consumer(self, project: str) -> str:
+        """The durable JetStream consumer of the gateways of `project` (no `.`, `*`, `>`, spaces)."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", f"toolmesh_{project}_{self.name}")
+
+    def nats_stream_made(self) -> str:
+        """The stream made for `nats_subject` when `nats_stream` is unset and none captures it."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", f"toolmesh_{self.name}")
 
 
 def check_triggers(triggers: tuple[TriggerConfig, ...]) -> tuple[TriggerConfig, ...]:

@@ -71,6 +71,9 @@ class JobRunner:
         #: Callbacks being delivered (an unfinished one is delivered again after a restart).
         self._sending: set[asyncio.Task[None]] = set()
         self._stopping = False
+        #: Attempts of the jobs of a trigger whose `[[triggers]]` entry sets `max_attempts`, by
+        #: trigger name (the triggers fill it in); other jobs get `[jobs] max_attempts`.
+        self.trigger_attempts: dict[str, int] = {}
         #: The functions this gateway serves: it claims only their jobs (another gateway of the
         #: project that serves the others runs those). Followed across reloads.
         self._served = mesh.catalog.names()
@@ -210,7 +213,7 @@ class JobRunner:
                 # Cut off by the drain, perhaps mid-run: another attempt could repeat its effect.
                 # (`overloaded`, `rate_limited`: it never ran, so it is queued again.)
                 job.status, job.error = JobStatus.FAILED, dict(OUTCOME_UNKNOWN)
-            elif job.attempts >= self.config.max_attempts:
+            elif job.attempts >= self.trigger_attempts.get(job.trigger, self.config.max_attempts):
                 job.status = JobStatus.DEAD
                 job.error["message"] = f"{error.message} (after {job.attempts} attempts)"
             else:

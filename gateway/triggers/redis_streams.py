@@ -34,8 +34,6 @@ log = logging.getLogger("toolmesh.triggers")
 #: Entries read at once, and how long one read waits for new ones (ms).
 BATCH = 256
 BLOCK_MS = 1000
-#: Entries recorded at once (each a store write; the shared Redis client has 64 connections).
-CONCURRENT = 8
 #: Seconds the read connection waits past the block before it gives up on Redis.
 SOCKET_MARGIN = 5.0
 #: Seconds between looks for a dead consumer's entries, and between tries while Redis is away.
@@ -67,7 +65,7 @@ class StreamReader:
         self.service = service
         self.trigger = trigger
         self.stream = trigger.redis_stream
-        self.group = f"toolmesh:{project}:{trigger.name}"
+        self.group = trigger.redis_group(project)
         self.consumer = uuid.uuid4().hex
         # Its own connections: a blocking read holds one for BLOCK_MS, past `[state] timeout`.
         self.client: redis.Redis = connect(url, BLOCK_MS / 1000 + SOCKET_MARGIN)
@@ -91,6 +89,27 @@ class StreamReader:
             await asyncio.gather(self._task, return_exceptions=True)
         # Its pending entries (none, unless a write failed) stay for another consumer to claim.
         await self.client.aclose()
+
+    async def lag(self) -> tuple[int, float | None]:
+        """Entries not yet acknowledged in the group (unread and pending) and the age in seconds of
+        the oldest of them, from its id's time (None when there are none)."""
+        groups: Any = await self.client.xinfo_groups(self.stream)
+        found = [g for g in groups if _text(g["name"]) == self.group]
+        if not found:
+            return 0, None
+        unread, pending = int(found[0].get("lag") or 0), int(found[0]["pending"])
+        oldest: str | None = None
+        if pending:
+            summary: Any = await self.client.xpending(self.stream, self.group)
+            oldest = _text(summary["min"]) if summary.get("min") else None
+        elif unread:
+            after: Any = await self.client.xrange(
+                self.stream, min="(" + _text(found[0]["last-delivered-id"]), count=1
+            )
+            oldest = _text(after[0][0]) if after else None
+        if oldest is None:
+            return unread + pending, None
+        return unread + pending, max(0.0, time.time() - int(oldest.split("-")[0]) / 1000)
 
     def stopping(self) -> bool:
         return self._stopping
@@ -179,11 +198,11 @@ class StreamReader:
         acknowledge those recorded; the others are kept to be recorded first at the next turn."""
         calls = [(entry_id, fields) for entry_id, fields in entries if fields is not None]
         outcomes: list[object] = []
-        for first in range(0, len(calls), CONCURRENT):
+        for first in range(0, len(calls), self.service.at_once):
             outcomes += await asyncio.gather(
                 *(
                     self.service.fire(self.trigger, entry_message(entry_id.decode(), fields))
-                    for entry_id, fields in calls[first : first + CONCURRENT]
+                    for entry_id, fields in calls[first : first + self.service.at_once]
                 ),
                 return_exceptions=True,
             )
@@ -201,3 +220,7 @@ class StreamReader:
             await asyncio.shield(self.client.xack(self.stream, self.group, *done))
         if problem is not None:
             raise problem
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -13,6 +13,7 @@ import datetime as dt
 import logging
 import math
 import time
+from collections.abc import Collection
 from zoneinfo import ZoneInfo
 
 from toolmesh.errors import ToolmeshError
@@ -67,19 +68,24 @@ class Scheduler:
 
     def __init__(self, service: TriggerService) -> None:
         self.service = service
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def start(self) -> None:
-        self._tasks = [
-            asyncio.create_task(self._run(t), name=f"trigger-{t.name}")
-            for t in self.service.triggers.values()
-            if t.scheduled
-        ]
+        for trigger in self.service.triggers.values():
+            self.start_one(trigger)
 
-    async def stop(self) -> None:
-        for task in self._tasks:
+    def start_one(self, trigger: TriggerConfig) -> None:
+        if trigger.scheduled:
+            self._tasks[trigger.name] = asyncio.create_task(
+                self._run(trigger), name=f"trigger-{trigger.name}"
+            )
+
+    async def stop(self, names: Collection[str] | None = None) -> None:
+        """Stop the schedules of `names` (default: all)."""
+        stopping = [self._tasks.pop(n) for n in list(self._tasks) if names is None or n in names]
+        for task in stopping:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*stopping, return_exceptions=True)
 
     async def _run(self, trigger: TriggerConfig) -> None:
         last = time.time()

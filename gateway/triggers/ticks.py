@@ -3,6 +3,7 @@
 A tick of a schedule (a trigger and the Unix time it is due) is fired by whichever gateway
 claims it first: a row inserted or ignored in SQLite (gateways on one machine sharing the jobs
 file), a `SET NX` with an expiry in Redis (redis_ticks.py). A paused trigger is paused for all.
+A lease names the one gateway that listens for a source every gateway would hear (NOTIFY).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trigger_ticks (
     project TEXT NOT NULL, trigger TEXT NOT NULL, tick INTEGER NOT NULL, claimed REAL NOT NULL,
     PRIMARY KEY (project, trigger, tick)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS trigger_leases (
+    project TEXT NOT NULL, trigger TEXT NOT NULL, holder TEXT NOT NULL, until REAL NOT NULL,
+    PRIMARY KEY (project, trigger)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS trigger_paused (
     project TEXT NOT NULL, trigger TEXT NOT NULL, paused INTEGER NOT NULL,
@@ -43,6 +48,15 @@ class TriggerTicks(Protocol):
         ...
 
     async def set_paused(self, trigger: str, paused: bool) -> None: ...
+
+    async def lease(self, trigger: str, holder: str, seconds: float) -> bool:
+        """Take or renew `trigger`'s lease for `holder` for `seconds`: True while `holder` has it
+        (one holder at a time; a lease not renewed is free once its time is up)."""
+        ...
+
+    async def release(self, trigger: str, holder: str) -> None:
+        """Give the lease up now (when `holder` has it), for another gateway to take at once."""
+        ...
 
 
 class SqliteTicks:
@@ -92,5 +106,31 @@ class SqliteTicks:
             lambda db: db.execute(
                 "INSERT OR REPLACE INTO trigger_paused (project, trigger, paused) VALUES (?, ?, ?)",
                 (self.project, trigger, int(paused)),
+            )
+        )
+
+    async def lease(self, trigger: str, holder: str, seconds: float) -> bool:
+        now = time.time()
+
+        def take(db: sqlite3.Connection) -> bool:
+            db.execute(
+                "INSERT INTO trigger_leases (project, trigger, holder, until) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (project, trigger)"
+                " DO UPDATE SET holder = excluded.holder, until = excluded.until"
+                " WHERE trigger_leases.holder = excluded.holder OR trigger_leases.until < ?",
+                (self.project, trigger, holder, now + seconds, now),
+            )
+            row = db.execute(
+                "SELECT holder FROM trigger_leases WHERE project = ? AND trigger = ?", (self.project, trigger)
+            ).fetchone()
+            return row is not None and row[0] == holder
+
+        return await self._run(take)
+
+    async def release(self, trigger: str, holder: str) -> None:
+        await self._run(
+            lambda db: db.execute(
+                "DELETE FROM trigger_leases WHERE project = ? AND trigger = ? AND holder = ?",
+                (self.project, trigger, holder),
             )
         )

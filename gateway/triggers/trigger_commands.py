@@ -36,7 +36,7 @@ def _when(stamp: float | None) -> str:
 
 
 def _source(trigger: dict[str, Any]) -> str:
-    for key in ("schedule", "every", "webhook", "redis_stream"):
+    for key in ("schedule", "every", "webhook", "redis_stream", "nats_subject", "postgres_channel"):
         if key in trigger:
             return f"{key} {trigger[key]}"
     return ""
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         for trigger in document["triggers"]:
             state = "paused" if trigger["paused"] else "active"
             nxt = f"  next {_when(trigger['next_run'])}" if "next_run" in trigger else ""
-            print(f"{trigger['name']:<24} {state:<7} {trigger['function']:<28} {_source(trigger)}{nxt}")
+            lag = f"  waiting {trigger['waiting']}" if "waiting" in trigger else ""
+            print(f"{trigger['name']:<24} {state:<7} {trigger['function']:<28} {_source(trigger)}{nxt}{lag}")
     elif args.action == "run":
         print(f"{document['id']} {document['status']}")
     else:

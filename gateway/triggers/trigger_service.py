@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,11 @@ log = logging.getLogger("toolmesh.triggers")
 
 #: A dead job's `error.code` for a message that cannot be arguments at all.
 NOT_AN_OBJECT = "invalid_message"
+#: Messages a queue source records at once: their store writes overlap. Redis overlaps them on
+#: its connections (the shared client has 64; 32 more than doubled the rate over 8 in
+#: bench/triggers.py); SQLite writes one at a time on its thread, where more only contend.
+AT_ONCE_REDIS = 32
+AT_ONCE_SQLITE = 8
 
 
 @dataclass(frozen=True)
@@ -53,18 +58,39 @@ class TriggerMessage:
 
 
 class TriggerService:
-    def __init__(self, jobs: JobService, triggers: Sequence[TriggerConfig], ticks: TriggerTicks) -> None:
+    def __init__(
+        self,
+        jobs: JobService,
+        triggers: Sequence[TriggerConfig],
+        ticks: TriggerTicks,
+        at_once: int = AT_ONCE_SQLITE,
+    ) -> None:
         self.jobs = jobs
+        self.at_once = at_once
         self.mesh = jobs.mesh
         self.ticks = ticks
-        self.triggers: Mapping[str, TriggerConfig] = {t.name: t for t in triggers}
-        self.webhooks: Mapping[str, TriggerConfig] = {t.webhook: t for t in triggers if t.webhook}
+        self.triggers: Mapping[str, TriggerConfig] = {}
+        self.webhooks: Mapping[str, TriggerConfig] = {}
+        self.use(triggers)
+
+    def use(self, triggers: Iterable[TriggerConfig]) -> None:
+        """Serve `triggers` from now on (at start-up, and when the table is reloaded)."""
+        listed = tuple(triggers)
+        self.triggers = {t.name: t for t in listed}
+        self.webhooks = {t.webhook: t for t in listed if t.webhook}
+        attempts = self.jobs.runner.trigger_attempts
+        attempts.clear()
+        attempts.update({t.name: t.max_attempts for t in listed if t.max_attempts is not None})
 
     async def start(self) -> None:
-        """Open the ticks; a trigger naming no function the gateway serves, or (with keys) an
-        owner that is no key, whose `/v1/jobs` would list its jobs to nobody, fails start-up."""
+        self.check(self.triggers.values())
+        await self.ticks.open()
+
+    def check(self, triggers: Iterable[TriggerConfig]) -> None:
+        """ConfigError for a trigger naming no function the gateway serves, or (with keys) an
+        owner that is no key, whose `/v1/jobs` would list its jobs to nobody."""
         keys = self.mesh.auth.key_names()
-        for trigger in self.triggers.values():
+        for trigger in triggers:
             if keys and trigger.owner not in keys:
                 raise ConfigError(
                     f"triggers.{trigger.name}: owner {trigger.owner!r} is no key's name; with [[keys]],"
@@ -76,7 +102,6 @@ class TriggerService:
                 raise ConfigError(
                     f"triggers.{trigger.name}: function {trigger.function!r} is not served by any runtime"
                 ) from None
-        await self.ticks.open()
 
     async def stop(self) -> None:
         await self.ticks.close()

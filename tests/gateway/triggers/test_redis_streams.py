@@ -131,3 +131,38 @@ async def test_a_stream_with_no_redis_to_read_fails_start_up(gateway_factory: St
 
     with pytest.raises(ConfigError, match="redis_stream needs redis_url"):
         await gateway_factory(triggers=[ECHO])
+
+
+def metric(text: str, name: str, trigger: str) -> float:
+    (line,) = [line for line in text.splitlines() if line.startswith(f'{name}{{trigger="{trigger}"}}')]
+    return float(line.split()[-1])
+
+
+async def test_lag_and_the_oldest_pending_age_are_metrics(
+    gateway_factory: StartGateway, redis_server: RedisServer, client: redis.Redis
+) -> None:
+    gateway = await gateway_factory(triggers=[ADD], state=StateConfig(url=redis_server.url))
+    assert gateway.triggers is not None
+    await asyncio.sleep(0.3)  # its group exists
+    await gateway.triggers.service.set_paused("sums", True)
+    await asyncio.sleep(1.5)
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        for round_ in range(2):
+            for n in range(5):
+                await client.xadd("sums", {"a": str(n), "b": "1"})
+            await asyncio.sleep(0.2)
+            await gateway.triggers.measure_lag()
+            metrics = (await http.get("/metrics")).text
+            assert metric(metrics, "toolmesh_trigger_lag_messages", "sums") == 5
+            assert 0.2 <= metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") < 30
+            (listed,) = (await http.get("/v1/admin/triggers")).json()["triggers"]
+            assert listed["waiting"] == 5 and listed["oldest_waiting_seconds"] >= 0.2  # triggers list
+            await gateway.triggers.service.set_paused("sums", False)
+            assert len(await trigger_jobs(gateway, 5 * (round_ + 1))) == 5 * (round_ + 1)
+            await asyncio.sleep(0.3)
+            await gateway.triggers.measure_lag()
+            metrics = (await http.get("/metrics")).text
+            assert metric(metrics, "toolmesh_trigger_lag_messages", "sums") == 0
+            assert metric(metrics, "toolmesh_trigger_oldest_pending_seconds", "sums") == 0
+            await gateway.triggers.service.set_paused("sums", True)
+            await asyncio.sleep(1.5)
