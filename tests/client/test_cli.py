@@ -113,11 +113,11 @@ async def test_functions_from_a_gateway_match_functions_from_the_module(gateway:
     assert "counter" in remote.stdout
 
 
-async def test_functions_takes_exactly_one_of_module_and_url(gateway: Gateway) -> None:
+async def test_functions_takes_exactly_one_of_module_url_and_config(gateway: Gateway) -> None:
     both = await toolmesh("functions", "--module", "sample_tools", "--url", gateway.url)
     assert both.returncode == 2 and "not allowed with" in both.stderr
     neither = await toolmesh("functions")
-    assert neither.returncode == 2 and "one of the arguments --module/-m --url is required" in neither.stderr
+    assert neither.returncode == 2 and "one of the arguments --module/-m --url --config is required" in neither.stderr
 
 
 async def test_an_unreachable_gateway_exits_2() -> None:
