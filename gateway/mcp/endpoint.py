@@ -93,6 +93,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.mcp import tool_search
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
 from toolmesh.gateway.mcp.client_requests import ClientRequests
@@ -243,6 +244,7 @@ class McpEndpoint:
             namespace = str(scope.get("path_params", {}).get("namespace", ""))
             if namespace and not any(ns.name == namespace for ns in self.mesh.namespaces(principal)):
                 raise FunctionNotFound(f"no namespace {namespace!r} with functions this key may call")
+            searching = tool_search.search_mode(scope)
         except ToolmeshError as exc:
             await self._refuse(exc, send)
             return
@@ -255,6 +257,7 @@ class McpEndpoint:
         state = scope.setdefault("state", {})
         state[PRINCIPAL] = principal
         state[NAMESPACE] = namespace
+        state[tool_search.SEARCHING] = searching
         forwarded = await self._client_requests.intercept(principal.name, receive, send)
         if forwarded is None:  # a client's answer to a request of the server's
             return
@@ -298,10 +301,24 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         principal, namespace = caller(ctx)
+        try:
+            query = tool_search.list_query(ctx.params)
+            if query is not None:  # the draft SEP-1821 query: the best page, no cursor
+                found, _ = await tool_search.search(
+                    self.mesh, principal, namespace, query, self.config.page_size
+                )
+                return self._tools_page([tool(spec) for spec in found], None)
+        except ToolmeshError as exc:
+            raise refusal(exc) from None
+        if ctx.request is not None and tool_search.searching(ctx.request.scope):
+            return self._tools_page(tool_search.meta_tools(self.mesh), None)
         specs = in_namespace(self.mesh.functions(principal), namespace)
         chunk, cursor = paged(specs, params, self.config.page_size)
+        return self._tools_page([tool(spec) for spec in chunk], cursor)
+
+    def _tools_page(self, tools: list[types.Tool], cursor: str | None) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[tool(spec) for spec in chunk],
+            tools=tools,
             next_cursor=cursor,
             ttl_ms=LIST_TTL_MS,
             cache_scope=cache_scope(self.mesh.auth.open),
@@ -311,10 +328,23 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         principal, namespace = caller(ctx)
+        meta = ctx.request is not None and tool_search.searching(ctx.request.scope)
+        meta = meta and params.name in tool_search.META_TOOLS
+        if meta and params.name == tool_search.SEARCH_TOOLS:
+            return await self._search_tools(principal, namespace, params.arguments)
+        if meta:  # call_tool: the call of the tool it names, as if made directly
+            target = tool_search.call_arguments(params.arguments)
+            if isinstance(target, types.CallToolResult):
+                return target
+            params = types.CallToolRequestParams(name=target[0], arguments=target[1])
         try:
             spec = self.mesh.function(params.name, principal)
             if namespace and spec.namespace != namespace:
                 raise FunctionNotFound(f"no function {params.name!r} in namespace {namespace!r}")
+        except FunctionNotFound as exc:
+            if meta:
+                return tool_search.not_found(exc)
+            raise refusal(exc) from None
         except ToolmeshError as exc:
             raise refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
@@ -363,6 +393,18 @@ class McpEndpoint:
                 return answered
             result = answered
         return call_result(spec, result)
+
+    async def _search_tools(
+        self, principal: Principal, namespace: str, arguments: Mapping[str, Any] | None
+    ) -> types.CallToolResult:
+        wanted = tool_search.search_arguments(arguments)
+        if isinstance(wanted, types.CallToolResult):
+            return wanted
+        try:
+            found, ranking = await tool_search.search(self.mesh, principal, namespace, *wanted)
+        except ToolmeshError as exc:
+            raise refusal(exc) from None
+        return tool_search.found(found, ranking)
 
     async def _answer(
         self, ctx: ServerRequestContext[Any, Any], asked: Round, asks: list[Ask], unable: list[str]
