@@ -18,15 +18,24 @@ from mcp.shared.exceptions import MCPError
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.idempotency.test_keyed_calls import KEYED, runs
+from tests.gateway.mcp.test_direct_calls import call, reached_sdk
 from tests.gateway.mcp.test_endpoint import ERAS, all_tools, connect
 from toolmesh.config import KeyConfig, RouterConfig
 from toolmesh.gateway.server import Gateway
+
+__all__ = ["reached_sdk"]  # a fixture, used here
 
 TOOLS = runtime("tools", "router_tools", "sample_tools")
 KEYS = [
     KeyConfig(name="weather", key_env="WEATHER_KEY", scopes=("get_weather", "add", "counter.*")),
     KeyConfig(name="all", key_env="ALL_KEY"),
 ]
+#: A 2026-07-28 request's `_meta` envelope.
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 ENVIRON = {"WEATHER_KEY": "weather-secret", "ALL_KEY": "all-secret"}
 
 
@@ -182,32 +191,36 @@ async def test_another_value_of_the_tools_parameter_is_a_clear_400(gateway_facto
             assert "'tools'" in answer.json()["error"]["message"]
 
 
-async def list_with_query(url: str, params: dict[str, Any], key: str) -> dict[str, Any]:
-    """A raw handshake-era tools/list with `params` (the SDK client has no way to send `query`)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+async def list_with_query(url: str, params: dict[str, Any], key: str, era: str) -> dict[str, Any]:
+    """A raw tools/list with `params` (the SDK client has no way to send `query`)."""
     headers = {
         "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-11-25",
+        "mcp-protocol-version": era,
         "authorization": f"Bearer {key}",
     }
+    if era != "2025-11-25":  # the per-request envelope
+        params = params | {"_meta": ENVELOPE}
+        headers["mcp-method"] = "tools/list"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
     async with httpx2.AsyncClient(timeout=30) as http:
         answer = await http.post(url, json=body, headers=headers)
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code in (200, 400), answer.text
     data = answer.text.split("data: ", 1)[1] if answer.text.startswith("event:") else answer.text
     reply: dict[str, Any] = json.loads(data)
     return reply
 
 
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 async def test_the_draft_tools_list_query_returns_ranked_real_tools(
-    gateway_factory: StartGateway, router_cache: Path, tmp_path: Path
+    gateway_factory: StartGateway, router_cache: Path, tmp_path: Path, era: str
 ) -> None:
     gateway = await routed(gateway_factory, router_cache, tmp_path)
     for path in ("/mcp", "/mcp?tools=search"):
-        reply = await list_with_query(gateway.url + path, {"query": "send an email"}, "all-secret")
+        reply = await list_with_query(gateway.url + path, {"query": "send an email"}, "all-secret", era)
         tools = reply["result"]["tools"]
         assert tools[0]["name"] == "send_email" and "inputSchema" in tools[0]
         assert "nextCursor" not in reply["result"]
-        scoped = await list_with_query(gateway.url + path, {"query": "send an email"}, "weather-secret")
+        scoped = await list_with_query(gateway.url + path, {"query": "send an email"}, "weather-secret", era)
         assert {t["name"] for t in scoped["result"]["tools"]} <= {
             "get_weather",
             "add",
@@ -215,5 +228,22 @@ async def test_the_draft_tools_list_query_returns_ranked_real_tools(
             "counter__current",
         }
         for bad in ("", 5, None):
-            refused = await list_with_query(gateway.url + path, {"query": bad}, "all-secret")
+            refused = await list_with_query(gateway.url + path, {"query": bad}, "all-secret", era)
             assert refused["error"]["code"] == types.INVALID_PARAMS, bad
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_real_tools_keep_the_fast_path_and_meta_tools_reach_the_sdk(
+    gateway_factory: StartGateway, reached_sdk: list[bytearray], era: str
+) -> None:
+    gateway = await gateway_factory(TOOLS)
+    url = f"{gateway.url}/mcp?tools=search"
+    for number in range(3):
+        reached_sdk.clear()
+        direct = await call(url, era, number, "echo", {"text": "hi"}, inert=False)
+        assert reached_sdk == [] and direct.status_code == 200
+        via = await call(url, era, number, "call_tool", {"name": "echo", "arguments": {"text": "hi"}}, False)
+        assert len(reached_sdk) == 1 and via.status_code == 200
+        data = [r.text if era == "2026-07-28" else r.text.split("data: ", 1)[1] for r in (direct, via)]
+        results = [json.loads(d)["result"] for d in data]
+        assert results[0]["content"] == results[1]["content"] == [{"type": "text", "text": "hi"}]
