@@ -167,6 +167,8 @@ class McpEndpoint:
                 on_completion=Completions(mesh).complete,
                 get_tool_input_schema=self._input_schema,
             )
+        # Outside what follows: an unwrapped call_tool is, for them, the call of its tool.
+        self.server.middleware.append(tool_search.CallToolUnwrap(mesh))
         # Seals the requestState of calls that ask their caller (input_requests.py).
         self.server.middleware.append(
             state_boundary(state_secret, config.state_ttl, SERVER_NAME, self._principal_name)
@@ -328,11 +330,10 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         principal, namespace = caller(ctx)
-        meta = ctx.request is not None and tool_search.searching(ctx.request.scope)
-        meta = meta and params.name in tool_search.META_TOOLS
+        meta = tool_search.meta_call(ctx, params.name)
         if meta and params.name == tool_search.SEARCH_TOOLS:
             return await self._search_tools(principal, namespace, params.arguments)
-        if meta:  # call_tool: the call of the tool it names, as if made directly
+        if meta:  # call_tool that CallToolUnwrap left: bad arguments, or a name not found
             target = tool_search.call_arguments(params.arguments)
             if isinstance(target, types.CallToolResult):
                 return target

@@ -13,7 +13,13 @@ model's context on them. A client that connects to `/mcp?tools=search` (or
   client, not free text, so the free-text policy does not apply. A name the caller cannot call
   is an error result (the model reads it and searches again), not a protocol error.
 
-A `tools/call` of a real tool name still works in this mode, for clients that learned a name.
+`call_tool` of a name the caller may call is unwrapped by `CallToolUnwrap`, an SDK middleware
+in front of the others, into the `tools/call` of that tool: from there on (the requestState
+boundary, tasks, the handler) it is that call. What cannot be unwrapped reaches the handler as
+`call_tool`, which answers the error result.
+
+A `tools/call` of a real tool name still works in this mode, for clients that learned a name; a
+real tool named like a meta-tool is reached through `call_tool` there.
 The catalog a caller searches is the one it would list: its scopes, and the path's namespace.
 
 `tools/list` also takes SEP-1821's draft `query` parameter (modelcontextprotocol issue #1821,
@@ -23,6 +29,7 @@ tools ranked for it, at most a page of them, without a cursor.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -30,6 +37,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from starlette.types import Scope
 
 from toolmesh.errors import (
@@ -44,7 +53,7 @@ from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import RouteRequest
-from toolmesh.gateway.mcp.caller import in_namespace
+from toolmesh.gateway.mcp.caller import caller, in_namespace
 from toolmesh.gateway.mcp.convert import tool
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name
@@ -52,8 +61,10 @@ from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name
 #: The query parameter a client opts in with, and its one value.
 MODE_PARAM = "tools"
 SEARCH_MODE = "search"
-#: Where the endpoint notes, in the ASGI scope's state, that the request is in search mode.
+#: Where the endpoint notes, in the ASGI scope's state, that the request is in search mode, and
+#: where `CallToolUnwrap` notes that the call it hands on is no longer a meta-tool's.
 SEARCHING = "toolmesh_tool_search"
+UNWRAPPED = "toolmesh_call_tool_unwrapped"
 SEARCH_TOOLS = "search_tools"
 CALL_TOOL = "call_tool"
 META_TOOLS = frozenset({SEARCH_TOOLS, CALL_TOOL})
@@ -80,6 +91,47 @@ def search_mode(scope: Scope) -> bool:
 
 def searching(scope: Scope) -> bool:
     return bool(scope.get("state", {}).get(SEARCHING))
+
+
+def meta_call(ctx: ServerRequestContext[Any, Any], name: str) -> bool:
+    """Whether a tools/call of `name` is a call of one of search mode's meta-tools."""
+    if ctx.request is None or name not in META_TOOLS:
+        return False
+    scope = ctx.request.scope
+    return searching(scope) and not scope["state"].get(UNWRAPPED)
+
+
+class CallToolUnwrap:
+    """SDK middleware: `call_tool` of a tool the caller may call becomes the tools/call of it."""
+
+    def __init__(self, mesh: Mesh) -> None:
+        self._mesh = mesh
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        params = ctx.params
+        if (
+            ctx.method != "tools/call"
+            or not isinstance(params, Mapping)
+            or params.get("name") != CALL_TOOL
+            or not meta_call(ctx, CALL_TOOL)
+        ):
+            return await call_next(ctx)
+        target = call_arguments(params.get("arguments"))
+        if isinstance(target, types.CallToolResult):
+            return await call_next(ctx)
+        name, arguments = target
+        principal, namespace = caller(ctx)
+        try:
+            spec = self._mesh.function(name, principal)
+        except ToolmeshError:
+            return await call_next(ctx)
+        if namespace and spec.namespace != namespace:
+            return await call_next(ctx)
+        assert ctx.request is not None  # meta_call
+        ctx.request.scope["state"][UNWRAPPED] = True
+        return await call_next(
+            dataclasses.replace(ctx, params={**params, "name": name, "arguments": arguments})
+        )
 
 
 def _ranking(mesh: Mesh) -> str:

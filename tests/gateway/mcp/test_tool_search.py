@@ -20,6 +20,8 @@ from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.idempotency.test_keyed_calls import KEYED, runs
 from tests.gateway.mcp.test_direct_calls import call, reached_sdk
 from tests.gateway.mcp.test_endpoint import ERAS, all_tools, connect
+from tests.gateway.mcp.test_input_requests import Answers
+from tests.gateway.mcp.test_tasks import connect as tasks_connect
 from toolmesh.config import KeyConfig, RouterConfig
 from toolmesh.gateway.server import Gateway
 
@@ -247,3 +249,36 @@ async def test_real_tools_keep_the_fast_path_and_meta_tools_reach_the_sdk(
         data = [r.text if era == "2026-07-28" else r.text.split("data: ", 1)[1] for r in (direct, via)]
         results = [json.loads(d)["result"] for d in data]
         assert results[0]["content"] == results[1]["content"] == [{"type": "text", "text": "hi"}]
+
+
+async def test_call_tool_of_a_task_tool_is_what_its_direct_call_is(gateway_factory: StartGateway) -> None:
+    gateway = await gateway_factory(runtime("tools", "task_tools"))
+    url = f"{gateway.url}/mcp?tools=search"
+    async with tasks_connect(url) as client:  # with the tasks extension: a task, polled
+        done = await client.call_tool("call_tool", {"name": "crunch", "arguments": {"word": "polled"}})
+        assert done.structured_content == {"word": "polled"}
+    async with tasks_connect(url, tasks=False) as client:
+        for name in ("only_as_task", "call_tool"):
+            arguments = {"name": "only_as_task"} if name == "call_tool" else {}
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool(name, arguments)
+            assert refused.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY, name
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_call_tool_of_a_tool_that_asks_its_caller_is_answered(
+    gateway_factory: StartGateway, mode: str
+) -> None:
+    gateway = await gateway_factory(runtime("tools", "asking_tools"))
+    answers = Answers(content={"city": "Lyon", "days": 3})
+    callbacks: dict[str, Any] = {"elicitation_callback": answers.elicit}
+    url = f"{gateway.url}/mcp?tools=search"
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode, **callbacks) as client,
+    ):
+        for _ in range(2):
+            result = await client.call_tool("call_tool", {"name": "plan", "arguments": {}})
+            assert not result.is_error, result
+            assert text(result) == "3 days in Lyon"
+    assert answers.asked == ["Where to?", "Where to?"]
