@@ -30,6 +30,7 @@ tools ranked for it, at most a page of them, without a cursor.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -257,24 +258,24 @@ def not_found(error: FunctionNotFound) -> types.CallToolResult:
     return _failed(error)
 
 
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> str:
+    # " word word ...": `" " + w in _words(t)` is whether a word of `t` starts with `w`. Cached:
+    # a catalog's names and descriptions are few and searched again and again.
+    return " " + " ".join(_WORD.findall(text.lower()))
+
+
 def _keyword_rank(query: str, specs: list[FunctionSpec], limit: int) -> list[FunctionSpec]:
     """Specs whose name or description holds the query's words (a word matches the start of one
     of theirs: "email" finds "emails"), most words first, a word in the name counting more."""
-    phrase = query.strip().lower()
-    asked = set(_WORD.findall(phrase))
+    asked = set(_WORD.findall(query.lower()))
     # Short words ("a", "to", "it") would match nearly everything, unless they are all there is.
-    words = {w for w in asked if len(w) > 2} or asked
+    words = [" " + w for w in asked if len(w) > 2] or [" " + w for w in asked]
     scored: list[tuple[float, str, FunctionSpec]] = []
     for spec in specs:
-        name = tool_name(spec.qualified_name).lower()
-        named = set(_WORD.findall(f"{name} {spec.qualified_name.lower()}"))
-        described = set(_WORD.findall(spec.description.lower()))
-        score = 0.0
-        for word in words:
-            if any(w.startswith(word) for w in named):
-                score += 1.5
-            elif any(w.startswith(word) for w in described):
-                score += 1.0
+        name = tool_name(spec.qualified_name)
+        named, described = _words(f"{name} {spec.qualified_name}"), _words(spec.description)
+        score = sum(1.5 if w in named else 1.0 if w in described else 0.0 for w in words)
         if score > 0:
             scored.append((-score, name, spec))
     scored.sort(key=lambda row: (row[0], row[1]))
