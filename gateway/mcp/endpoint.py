@@ -34,6 +34,9 @@ from its pod and sends each as `notifications/progress` (progress = items so far
 the item in short) on the call's response stream; the result holds every item, as without a
 token. Without a token the call runs like any other.
 
+Tool-search mode (tool_search.py): a client that connects to `/mcp?tools=search` lists two
+meta-tools, `search_tools` and `call_tool`, instead of the whole catalog.
+
 Resources, prompts and completion are served by resources.py, prompts.py and completion.py
 over functions marked `@toolmesh.resource`, `@toolmesh.prompt` and `@toolmesh.completion`;
 list results carry the 2026 caching hints (cache_hints.py). A function's
@@ -332,7 +335,7 @@ class McpEndpoint:
         principal, namespace = caller(ctx)
         meta = tool_search.meta_call(ctx, params.name)
         if meta and params.name == tool_search.SEARCH_TOOLS:
-            return await self._search_tools(principal, namespace, params.arguments)
+            return await tool_search.answer_search(self.mesh, principal, namespace, params.arguments)
         if meta:  # call_tool that CallToolUnwrap left: bad arguments, or a name not found
             target = tool_search.call_arguments(params.arguments)
             if isinstance(target, types.CallToolResult):
@@ -394,18 +397,6 @@ class McpEndpoint:
                 return answered
             result = answered
         return call_result(spec, result)
-
-    async def _search_tools(
-        self, principal: Principal, namespace: str, arguments: Mapping[str, Any] | None
-    ) -> types.CallToolResult:
-        wanted = tool_search.search_arguments(arguments)
-        if isinstance(wanted, types.CallToolResult):
-            return wanted
-        try:
-            found, ranking = await tool_search.search(self.mesh, principal, namespace, *wanted)
-        except ToolmeshError as exc:
-            raise refusal(exc) from None
-        return tool_search.found(found, ranking)
 
     async def _answer(
         self, ctx: ServerRequestContext[Any, Any], asked: Round, asks: list[Ask], unable: list[str]

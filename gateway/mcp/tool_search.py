@@ -54,7 +54,7 @@ from toolmesh.gateway.core import free_text
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import RouteRequest
-from toolmesh.gateway.mcp.caller import caller, in_namespace
+from toolmesh.gateway.mcp.caller import caller, in_namespace, refusal
 from toolmesh.gateway.mcp.convert import tool
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name
@@ -299,6 +299,20 @@ async def search(
     except Unavailable:  # off, or still loading: words still find tools
         return _keyword_rank(query, specs, limit), "keyword"
     return [offered[c.key] for c in ranked.candidates if c.key in offered][:limit], "router"
+
+
+async def answer_search(
+    mesh: Mesh, principal: Principal, namespace: str, arguments: Mapping[str, Any] | None
+) -> types.CallToolResult:
+    """The result of a `search_tools` call; a refusal (rate limit) is the JSON-RPC error."""
+    wanted = search_arguments(arguments)
+    if isinstance(wanted, types.CallToolResult):
+        return wanted
+    try:
+        specs, ranking = await search(mesh, principal, namespace, *wanted)
+    except ToolmeshError as exc:
+        raise refusal(exc) from None
+    return found(specs, ranking)
 
 
 def found(specs: list[FunctionSpec], ranking: str) -> types.CallToolResult:
