@@ -49,6 +49,7 @@ from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import call_result
 from toolmesh.gateway.mcp.input_requests import Round
+from toolmesh.gateway.mcp.tool_search import META_TOOLS, searching
 from toolmesh.runtimes.functions.asking import KINDS, pending_asks
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener
 from toolmesh.runtimes.functions.results import Result
@@ -168,7 +169,7 @@ class DirectCalls:
             await sdk(scope, replayed, send)
             return
         body = b"".join(m.get("body", b"") for m in messages)
-        planned = self._plan(body, headers, version, principal, namespace)
+        planned = self._plan(body, headers, version, principal, namespace, searching(scope))
         if planned is None:
             await sdk(scope, replayed, send)
             return
@@ -208,10 +209,16 @@ class DirectCalls:
         await self._answer(request_id, spec, result, modern, send)
 
     def _plan(
-        self, body: bytes, headers: Headers, version: str, principal: Principal, namespace: str
+        self,
+        body: bytes,
+        headers: Headers,
+        version: str,
+        principal: Principal,
+        namespace: str,
+        search: bool,
     ) -> tuple[Any, FunctionSpec, InvokeRequest, bool] | None:
         """The request's id, its function, the call `_call_tool` would make, and its era; None
-        for the SDK."""
+        for the SDK (which also serves tool-search mode's meta-tools, when `search`)."""
         try:
             decoded = json.loads(body)
         except (ValueError, RecursionError):
@@ -232,6 +239,8 @@ class DirectCalls:
             return None
         name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
         if params.keys() - _PARAM_KEYS or not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None
+        if search and name in META_TOOLS:
             return None
         modern = version == MODERN
         if modern:

@@ -34,6 +34,9 @@ from its pod and sends each as `notifications/progress` (progress = items so far
 the item in short) on the call's response stream; the result holds every item, as without a
 token. Without a token the call runs like any other.
 
+Tool-search mode (tool_search.py): a client that connects to `/mcp?tools=search` lists two
+meta-tools, `search_tools` and `call_tool`, instead of the whole catalog.
+
 Resources, prompts and completion are served by resources.py, prompts.py and completion.py
 over functions marked `@toolmesh.resource`, `@toolmesh.prompt` and `@toolmesh.completion`;
 list results carry the 2026 caching hints (cache_hints.py). A function's
@@ -93,6 +96,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.jobs.job_service import JobService
+from toolmesh.gateway.mcp import tool_search
 from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import NAMESPACE, PRINCIPAL, caller, in_namespace, paged, refusal
 from toolmesh.gateway.mcp.client_requests import ClientRequests
@@ -166,6 +170,8 @@ class McpEndpoint:
                 on_completion=Completions(mesh).complete,
                 get_tool_input_schema=self._input_schema,
             )
+        # Outside what follows: an unwrapped call_tool is, for them, the call of its tool.
+        self.server.middleware.append(tool_search.CallToolUnwrap(mesh))
         # Seals the requestState of calls that ask their caller (input_requests.py).
         self.server.middleware.append(
             state_boundary(state_secret, config.state_ttl, SERVER_NAME, self._principal_name)
@@ -243,6 +249,7 @@ class McpEndpoint:
             namespace = str(scope.get("path_params", {}).get("namespace", ""))
             if namespace and not any(ns.name == namespace for ns in self.mesh.namespaces(principal)):
                 raise FunctionNotFound(f"no namespace {namespace!r} with functions this key may call")
+            searching = tool_search.search_mode(scope)
         except ToolmeshError as exc:
             await self._refuse(exc, send)
             return
@@ -255,6 +262,7 @@ class McpEndpoint:
         state = scope.setdefault("state", {})
         state[PRINCIPAL] = principal
         state[NAMESPACE] = namespace
+        state[tool_search.SEARCHING] = searching
         forwarded = await self._client_requests.intercept(principal.name, receive, send)
         if forwarded is None:  # a client's answer to a request of the server's
             return
@@ -298,10 +306,24 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         principal, namespace = caller(ctx)
+        try:
+            query = tool_search.list_query(ctx.params)
+            if query is not None:  # the draft SEP-1821 query: the best page, no cursor
+                found, _ = await tool_search.search(
+                    self.mesh, principal, namespace, query, self.config.page_size
+                )
+                return self._tools_page([tool(spec) for spec in found], None)
+        except ToolmeshError as exc:
+            raise refusal(exc) from None
+        if ctx.request is not None and tool_search.searching(ctx.request.scope):
+            return self._tools_page(tool_search.meta_tools(self.mesh), None)
         specs = in_namespace(self.mesh.functions(principal), namespace)
         chunk, cursor = paged(specs, params, self.config.page_size)
+        return self._tools_page([tool(spec) for spec in chunk], cursor)
+
+    def _tools_page(self, tools: list[types.Tool], cursor: str | None) -> types.ListToolsResult:
         return types.ListToolsResult(
-            tools=[tool(spec) for spec in chunk],
+            tools=tools,
             next_cursor=cursor,
             ttl_ms=LIST_TTL_MS,
             cache_scope=cache_scope(self.mesh.auth.open),
@@ -311,10 +333,22 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         principal, namespace = caller(ctx)
+        meta = tool_search.meta_call(ctx, params.name)
+        if meta and params.name == tool_search.SEARCH_TOOLS:
+            return await tool_search.answer_search(self.mesh, principal, namespace, params.arguments)
+        if meta:  # call_tool that CallToolUnwrap left: bad arguments, or a name not found
+            target = tool_search.call_arguments(params.arguments)
+            if isinstance(target, types.CallToolResult):
+                return target
+            params = types.CallToolRequestParams(name=target[0], arguments=target[1])
         try:
             spec = self.mesh.function(params.name, principal)
             if namespace and spec.namespace != namespace:
                 raise FunctionNotFound(f"no function {params.name!r} in namespace {namespace!r}")
+        except FunctionNotFound as exc:
+            if meta:
+                return tool_search.not_found(exc)
+            raise refusal(exc) from None
         except ToolmeshError as exc:
             raise refusal(exc) from None
         headers = ctx.request.headers if ctx.request is not None else {}
