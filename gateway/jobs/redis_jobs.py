@@ -50,6 +50,7 @@ from toolmesh.gateway.jobs.redis_job_scripts import (
     PURGE,
     RECORD,
     RECOVER,
+    RELEASE,
     RENEW,
     REQUEUE,
     SETTLE,
@@ -134,6 +135,7 @@ class RedisJobStore:
         self._record = script(RECORD)
         self._claim = script(CLAIM)
         self._renew = script(RENEW)
+        self._release = script(RELEASE)
         self._settle = script(SETTLE)
         self._recover = script(RECOVER)
         self._requeue = script(REQUEUE)
@@ -233,10 +235,16 @@ class RedisJobStore:
         return found[:limit]
 
     async def claim(self, worker: str, lease: float, functions: Collection[str]) -> Job | None:
-        if not functions:
-            return None
+        jobs = await self.claim_many(worker, lease, functions, 1)
+        return jobs[0] if jobs else None
+
+    async def claim_many(
+        self, worker: str, lease: float, functions: Collection[str], limit: int
+    ) -> Sequence[Job]:
+        if not functions or limit < 1:
+            return []
         now = time.time()
-        flat = await self._run(
+        claimed = await self._run(
             self._claim,
             worker,
             repr(now),
@@ -245,32 +253,47 @@ class RedisJobStore:
             LOST,
             self._expiry,
             max(1, round(lease * 1000)),
+            limit,
             *functions,
         )
-        return None if not flat else _job(flat)
+        return [_job(flat) for flat in claimed]
+
+    async def release(self, worker: str, job_ids: Sequence[str]) -> None:
+        if job_ids:
+            await self._run(self._release, worker, *job_ids)
 
     async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
         if job_ids:
             await self._run(self._renew, worker, repr(time.time() + lease), *job_ids)
 
     async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
+        return (await self.settle_many([(job, run_after)], worker))[0]
+
+    async def settle_many(self, settles: Sequence[tuple[Job, float]], worker: str) -> Sequence[bool]:
+        if not settles:
+            return []
         now = time.time()
-        job.updated = now
-        if job.status.finished:
-            job.finished = now
-        error = "" if job.error is None else json.dumps(job.error)
-        args = (job.id, worker, repr(now), job.status.value, job.result or b"", error, repr(run_after))
+        args: list[Any] = [worker, repr(now), self._expiry]
+        for job, run_after in settles:
+            job.updated = now
+            if job.status.finished:
+                job.finished = now
+            error = "" if job.error is None else json.dumps(job.error)
+            args += [
+                job.id, job.status.value, job.result or b"", error, repr(run_after), job.callback_state.value
+            ]  # fmt: skip
         # A lost settle costs a whole run of the function (after the lease): worth a few tries
-        # across a blip (a pooled connection to a Redis that restarted fails once).
+        # across a blip (a pooled connection to a Redis that restarted fails once). The script
+        # settles nothing twice: a job already settled is no longer this worker's.
         for attempt in range(SETTLE_TRIES):
             try:
-                settled = await self._run(self._settle, *args, job.callback_state.value, self._expiry)
+                settled = await self._run(self._settle, *args)
                 break
             except StateUnavailable:
                 if attempt == SETTLE_TRIES - 1:
                     raise
                 await asyncio.sleep(0.1 * 2**attempt)
-        return int(settled) == 1
+        return [int(flag) == 1 for flag in settled]
 
     async def recover(self, max_attempts: int) -> int:
         self._max_attempts = max_attempts
