@@ -80,7 +80,7 @@ return 0
 
 #: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms),
 #: limit, then the functions this gateway serves. Returns up to `limit` claimed jobs (each its
-#: hash as HGETALL's flat list), oldest first. A job of another function is parked (off the
+#: hash `packed`), oldest first. A job of another function is parked (off the
 #: stream, on `parked:<function>`) until a gateway that serves it finds the stream empty and
 #: takes it.
 CLAIM = """
@@ -93,6 +93,16 @@ local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', ARGV[3], 'LIMIT'
 for _, id in ipairs(due) do
   redis.call('XADD', stream, '*', 'id', id)
   redis.call('ZREM', P .. 'delayed', id)
+end
+-- A job's hash as one string, per field `<len(name)>:<len(value)>:<name><value>`: a claim's
+-- reply is then one string per job to parse, not two per field (redis_jobs.py unpacks it).
+local function packed(job)
+  local flat = redis.call('HGETALL', job)
+  local parts = {}
+  for i = 1, #flat, 2 do
+    parts[#parts + 1] = #flat[i] .. ':' .. #flat[i + 1] .. ':' .. flat[i] .. flat[i + 1]
+  end
+  return table.concat(parts)
 end
 local function drop(entry)
   redis.call('XACK', stream, GROUP, entry)
@@ -143,7 +153,7 @@ local function take(entry, id, reclaimed)
     'updated', ARGV[3], 'entry', entry)
   redis.call('HINCRBY', job, 'attempts', 1)
   redis.call('ZADD', P .. 'running', lease_until, id)
-  return redis.call('HGETALL', job)
+  return packed(job)
 end
 local got = {}
 local cursor = '0-0'

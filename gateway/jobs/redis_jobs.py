@@ -79,6 +79,20 @@ def _job(flat: Sequence[bytes]) -> Job:
     return _from_hash(dict(zip(flat[::2], flat[1::2], strict=True)))
 
 
+def _unpack(data: bytes) -> dict[bytes, bytes]:
+    """A hash the scripts' `packed` made: `<len(name)>:<len(value)>:<name><value>` per field."""
+    h: dict[bytes, bytes] = {}
+    at = 0
+    while at < len(data):
+        one = data.index(b":", at)
+        two = data.index(b":", one + 1)
+        name = two + 1
+        value = name + int(data[at:one])
+        at = value + int(data[one + 1 : two])
+        h[data[name:value]] = data[value:at]
+    return h
+
+
 def _from_hash(h: dict[bytes, bytes]) -> Job:
     def text(name: bytes) -> str:
         return h.get(name, b"").decode()
@@ -256,7 +270,7 @@ class RedisJobStore:
             limit,
             *functions,
         )
-        return [_job(flat) for flat in claimed]
+        return [_from_hash(_unpack(packed)) for packed in claimed]
 
     async def release(self, worker: str, job_ids: Sequence[str]) -> None:
         if job_ids:
