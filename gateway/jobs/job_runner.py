@@ -44,6 +44,8 @@ log = logging.getLogger("toolmesh.jobs")
 
 #: Seconds an idle worker waits before looking for due jobs (retries, another gateway's).
 POLL = 0.5
+#: Seconds a stop waits for a claim on its way to end (and give back what it took).
+CLAIM_END = 2.0
 #: Jobs settled in one round trip at most.
 SETTLE_BATCH = 64
 #: Callbacks being delivered at once.
@@ -126,6 +128,9 @@ class JobRunner:
         which queues them again), then everything is cancelled."""
         self.stop_claiming()
         self._unsubscribe()
+        if self._tasks:
+            # A claim on its way ends first, so that what it took is given back, not left leased.
+            await asyncio.wait(self._tasks[:1], timeout=CLAIM_END)
         if self._busy:
             await asyncio.wait(set(self._busy), timeout=grace)
         for task in (*self._tasks, *self._sending):
