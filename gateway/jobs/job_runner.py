@@ -33,6 +33,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -67,9 +68,10 @@ class JobRunner:
         self.worker = uuid.uuid4().hex
         #: Set by `wake` (a job was queued) and when a worker becomes free: the claimer looks.
         self._wakeup = asyncio.Event()
-        #: Settles waiting for the next round trip, and the task making it (None: none on the way).
-        self._settles: list[tuple[Job, float, asyncio.Future[bool]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        #: Settles made while one is on its way go together in the next.
+        self._settles: Batcher[tuple[Job, float], bool] = Batcher(
+            lambda settles: store.settle_many(settles, self.worker), SETTLE_BATCH
+        )
         self._callbacks_due = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
@@ -195,40 +197,6 @@ class JobRunner:
         except Exception:
             log.exception("cannot give back claimed jobs; they run when their lease lapses")
 
-    async def _settle(self, job: Job, run_after: float) -> bool:
-        """`store.settle`, in a batch: one round trip at a time carries every settle made
-        meanwhile (those of the same loop iteration, those made while the last was on its way)."""
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._settles.append((job, run_after, done))
-        if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush())
-        return await done
-
-    async def _flush(self) -> None:
-        try:
-            await asyncio.sleep(0)  # the settles of this loop iteration join the first batch
-            while self._settles:
-                batch, self._settles = self._settles[:SETTLE_BATCH], self._settles[SETTLE_BATCH:]
-                try:
-                    settled = await self.store.settle_many([(j, after) for j, after, _ in batch], self.worker)
-                except asyncio.CancelledError:
-                    for _, _, done in batch:
-                        done.cancel()
-                    raise
-                except Exception as exc:
-                    for _, _, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                    continue
-                for (_, _, done), ok in zip(batch, settled, strict=True):
-                    if not done.done():
-                        done.set_result(ok)
-        finally:
-            self._flusher = None
-            for _, _, done in self._settles:  # only when cancelled: none is left otherwise
-                done.cancel()
-            self._settles = []
-
     async def _run(self, job: Job) -> None:
         # The submit checked the key's scope and spent its rate; the attempt runs as a principal
         # allowed exactly this function, with no rate limit of its own.
@@ -278,7 +246,7 @@ class JobRunner:
                 run_after = time.time() + backoff(self.config.backoff, self.config.backoff_max, job.attempts)
         if job.status.finished and job.callback_url is not None:
             job.callback_state = CallbackState.PENDING
-        if not await self._settle(job, run_after):
+        if not await self._settles.submit((job, run_after)):
             # Or it was cancelled while another gateway ran it: then nothing runs again.
             log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
             return

@@ -38,6 +38,7 @@ import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
 from toolmesh.errors import Overloaded, StateUnavailable
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.redis_job_scripts import (
     ADD,
@@ -160,9 +161,8 @@ class RedisJobStore:
         self._take_callbacks = script(TAKE_CALLBACKS)
         self._callback_done = script(CALLBACK_DONE)
         self._purge = script(PURGE)
-        #: Adds waiting for the next pipeline, and the task sending it (None: none on its way).
-        self._adds: list[tuple[list[Any], asyncio.Future[Any]]] = []
-        self._adder: asyncio.Task[None] | None = None
+        #: Adds made while one pipeline is on its way go together in the next.
+        self._adds: Batcher[list[Any], Any] = Batcher(self._send_adds, ADD_BATCH)
 
     async def _run(self, script: Any, *args: Any) -> Any:
         with self.outage.translated():
@@ -214,7 +214,7 @@ class RedisJobStore:
                 self._record, job.id, repr(finished), job.owner, repr(job.created), self._expiry, *fields
             )
             return
-        active = int(await self._pipelined([job.id, max_queued, job.owner, repr(job.created), *fields]))
+        active = int(await self._adds.submit([job.id, max_queued, job.owner, repr(job.created), *fields]))
         if active >= 0:
             raise Overloaded(
                 f"the job queue is full: {active} jobs are queued or running,"
@@ -222,47 +222,14 @@ class RedisJobStore:
                 retry_after=1.0,
             )
 
-    async def _pipelined(self, args: list[Any]) -> Any:
-        """The ADD script with `args`: adds made at once (a trigger records a batch of messages
-        together) go in one pipeline, one write and one read for all, each its own reply."""
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._adds.append((args, done))
-        if self._adder is None:
-            self._adder = asyncio.create_task(self._send_adds())
-        return await done
-
-    async def _send_adds(self) -> None:
-        try:
-            await asyncio.sleep(0)  # the adds of this loop iteration join the first pipeline
-            while self._adds:
-                batch, self._adds = self._adds[:ADD_BATCH], self._adds[ADD_BATCH:]
-                try:
-                    with self.outage.translated():
-                        async with self.client.pipeline(transaction=False) as pipe:
-                            for args, _ in batch:
-                                await self._add(args=[self.prefix, *args], client=pipe)
-                            replies = await pipe.execute(raise_on_error=False)
-                except asyncio.CancelledError:
-                    for _, done in batch:
-                        done.cancel()
-                    raise
-                except Exception as exc:
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                    continue
-                for (_, done), reply in zip(batch, replies, strict=True):
-                    if done.done():
-                        continue
-                    if isinstance(reply, BaseException):
-                        done.set_exception(reply)
-                    else:
-                        done.set_result(reply)
-        finally:
-            self._adder = None
-            for _, done in self._adds:  # only when cancelled: none is left otherwise
-                done.cancel()
-            self._adds = []
+    async def _send_adds(self, adds: list[list[Any]]) -> list[Any]:
+        """ADD scripts in one pipeline: one write and one read for a trigger's batch of messages,
+        each add its own reply (or error)."""
+        with self.outage.translated():
+            async with self.client.pipeline(transaction=False) as pipe:
+                for args in adds:
+                    await self._add(args=[self.prefix, *args], client=pipe)
+                return await pipe.execute(raise_on_error=False)
 
     async def get(self, job_id: str) -> Job | None:
         with self.outage.translated():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 
@@ -74,6 +75,8 @@ _ADDED = {
     "idempotent": "INTEGER NOT NULL DEFAULT 0",
 }
 _ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+#: Jobs added in one transaction at most.
+ADD_BATCH = 128
 
 
 def _job(row: Sequence[Any]) -> Job:
@@ -97,6 +100,35 @@ def _job(row: Sequence[Any]) -> Job:
         answers=_answers(row[16]),
         trigger=row[17],
         idempotent=bool(row[18]),
+    )
+
+
+_INSERT = (
+    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id, status,"
+    " callback_url, callback_state, created, updated, project, trigger, error, finished, idempotent)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(job: Job, project: str) -> tuple[Any, ...]:
+    """The values of `_INSERT` for `job`."""
+    return (
+        job.id,
+        job.owner,
+        job.function,
+        job.arguments,
+        job.request_id,
+        job.session_id,
+        job.status.value,
+        job.callback_url,
+        job.callback_state.value,
+        job.created,
+        job.created,
+        project,
+        job.trigger,
+        None if job.error is None else json.dumps(job.error),
+        job.finished,
+        int(job.idempotent),
     )
 
 
@@ -128,6 +160,8 @@ class SqliteJobStore:
         #: The functions in this connection's `temp.served` (those the gateway serves).
         self._served: frozenset[str] = frozenset()
         self._run = self._sqlite.run
+        #: Adds made while one transaction is on its way go together in the next.
+        self._adds: Batcher[tuple[Job, int], None] = Batcher(self._add_many, ADD_BATCH)
 
     async def open(self) -> None:
         def setup(db: sqlite3.Connection) -> None:
@@ -148,49 +182,41 @@ class SqliteJobStore:
         await self._sqlite.close()
 
     async def add(self, job: Job, max_queued: int) -> None:
-        def add(db: sqlite3.Connection) -> None:
+        await self._adds.submit((job, max_queued))
+
+    async def _add_many(self, adds: list[tuple[Job, int]]) -> list[BaseException | None]:
+        """Adds made at once (a trigger records its batch of messages together) in one
+        transaction, the queue counted once; each its own outcome: None, or `Overloaded`."""
+
+        def add(db: sqlite3.Connection) -> list[BaseException | None]:
             db.execute("BEGIN IMMEDIATE")
             try:
                 (active,) = db.execute(
                     "SELECT COUNT(*) FROM jobs WHERE project = ? AND status IN (?, ?)",
                     (self.project, *_ACTIVE),
                 ).fetchone()
-                if active >= max_queued and not job.status.finished:
-                    raise Overloaded(
-                        f"the job queue is full: {active} jobs are queued or running,"
-                        f" the limit ([jobs] max_queued) is {max_queued}; try again later",
-                        retry_after=1.0,
-                    )
-                db.execute(
-                    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id,"
-                    " status, callback_url, callback_state, created, updated, project, trigger, error,"
-                    " finished, idempotent)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        job.id,
-                        job.owner,
-                        job.function,
-                        job.arguments,
-                        job.request_id,
-                        job.session_id,
-                        job.status.value,
-                        job.callback_url,
-                        job.callback_state.value,
-                        job.created,
-                        job.created,
-                        self.project,
-                        job.trigger,
-                        None if job.error is None else json.dumps(job.error),
-                        job.finished,
-                        int(job.idempotent),
-                    ),
-                )
+                outcomes: list[BaseException | None] = []
+                for job, max_queued in adds:
+                    if active >= max_queued and not job.status.finished:
+                        outcomes.append(
+                            Overloaded(
+                                f"the job queue is full: {active} jobs are queued or running,"
+                                f" the limit ([jobs] max_queued) is {max_queued}; try again later",
+                                retry_after=1.0,
+                            )
+                        )
+                        continue
+                    inserted = db.execute(_INSERT, _row(job, self.project)).rowcount == 1
+                    if inserted and not job.status.finished:
+                        active += 1
+                    outcomes.append(None)
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            return outcomes
 
-        await self._run(add)
+        return await self._run(add)
 
     async def get(self, job_id: str) -> Job | None:
         row = await self._run(

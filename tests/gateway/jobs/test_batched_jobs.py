@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.gateway.jobs.conftest import PROJECT, SERVED, OpenStore, make_job
+from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, JobStatus
 from toolmesh.gateway.jobs.job_service import CANCELLABLE
 
@@ -184,3 +185,25 @@ async def test_a_gateway_killed_with_a_batch_claimed_leaves_it_to_the_lease_roun
                 assert stored.status is JobStatus.FAILED and stored.attempts == 1, (round_, stored)
                 assert stored.error == OUTCOME_UNKNOWN, stored.error
         assert await survivor.count_active() == 0, round_
+
+
+async def test_adds_made_at_once_each_meet_the_bound_and_a_repeat_is_added_once(
+    open_store: OpenStore,
+) -> None:
+    """Adds made at once go to the store together (one pipeline, one transaction), each with its
+    own outcome: the bound counts those of the same batch, and a message delivered twice in one
+    batch (the same job id) is one job."""
+    store = await open_store()
+    for round_ in range(3):
+        jobs = [make_job() for _ in range(5)]
+        twice = make_job()
+        twice.id = jobs[0].id
+        made = [jobs[0], twice, *jobs[1:]]
+        outcomes = await asyncio.gather(
+            *(store.add(job, 3 * (round_ + 1)) for job in made), return_exceptions=True
+        )
+        assert outcomes[:4] == [None] * 4, (round_, outcomes)
+        assert all(isinstance(outcome, Overloaded) for outcome in outcomes[4:]), (round_, outcomes)
+        assert await store.count_active() == 3 * (round_ + 1)
+        for job in jobs[3:]:
+            assert await store.get(job.id) is None, "a refused add leaves nothing"
