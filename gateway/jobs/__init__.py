@@ -10,7 +10,9 @@
     argument_check.py what can be checked of the arguments at submit, before any pod runs
     callbacks.py      signed result callbacks (HMAC-SHA256) and their delivery
     destinations.py   where callbacks may go: public addresses and `[jobs] callback_hosts`
-    job_runner.py     the workers: claim, call through the core, retry, dead-letter, purge
+    job_runner.py     the workers: claim (in batches), call through the core, retry,
+                      dead-letter, purge
+    batcher.py        Batcher: calls made at once sent to the store together (settles, adds)
     job_service.py    JobService: submit, get, list, retry, cancel for a principal
 
 Like the core, nothing here knows a transport: HTTP, gRPC and MCP (gateway/mcp/tasks.py, where

@@ -10,6 +10,12 @@ under a lease; once the lease lapses the job is queued again when its function i
 (so it runs at least once), and otherwise ends `failed`, `outcome_unknown` (job.OUTCOME_UNKNOWN):
 it may have had its effect, which only its caller can check. A drain that cuts off a job's
 call ends a job that is not idempotent the same way.
+
+The round trips to the store are batched, so that a store a millisecond away still runs
+thousands of short jobs a second: one claim at a time takes as many due jobs as there are free
+workers (`claim_many`), and the settles of jobs that end while another settle is on its way go
+together in the next (`settle_many`). A claimed job holds its lease, renewed, from its claim;
+jobs claimed as the gateway stops are given back to the queue at once (`release`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -38,6 +45,10 @@ log = logging.getLogger("toolmesh.jobs")
 
 #: Seconds an idle worker waits before looking for due jobs (retries, another gateway's).
 POLL = 0.5
+#: Seconds a stop waits for a claim on its way to end (and give back what it took).
+CLAIM_END = 2.0
+#: Jobs settled in one round trip at most.
+SETTLE_BATCH = 64
 #: Callbacks being delivered at once.
 CALLBACK_BATCH = 16
 
@@ -55,11 +66,12 @@ class JobRunner:
         self.sender = sender
         #: This gateway's name on the leases it holds.
         self.worker = uuid.uuid4().hex
-        #: Idle workers, each waiting on its future; `wake` rouses one (not a thundering herd of
-        #: claims that all but one find empty).
-        self._idle: list[asyncio.Future[None]] = []
-        #: Wakes that found no idle worker: a worker about to sleep claims again instead.
-        self._missed = 0
+        #: Set by `wake` (a job was queued) and when a worker becomes free: the claimer looks.
+        self._wakeup = asyncio.Event()
+        #: Settles made while one is on its way go together in the next.
+        self._settles: Batcher[tuple[Job, float], bool] = Batcher(
+            lambda settles: store.settle_many(settles, self.worker), SETTLE_BATCH
+        )
         self._callbacks_due = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._busy: set[asyncio.Task[None]] = set()
@@ -84,23 +96,15 @@ class JobRunner:
         self.wake()  # jobs of a function served from now on may be waiting
 
     def wake(self) -> None:
-        """A job was queued: one idle worker should look now rather than at its next poll."""
-        while self._idle:
-            waiter = self._idle.pop()
-            if not waiter.done():
-                waiter.set_result(None)
-                return
-        self._missed += 1
+        """A job was queued: the claimer should look now rather than at its next poll."""
+        self._wakeup.set()
 
     async def start(self) -> None:
         recovered = await self.store.recover(self.config.max_attempts)
         if recovered:
             log.info("queued again the jobs of a gateway that stopped", extra={"jobs": recovered})
         self._tasks = [
-            asyncio.create_task(self._work(polls=i == 0), name=f"job-worker-{i}")
-            for i in range(self.config.workers)
-        ]
-        self._tasks += [
+            asyncio.create_task(self._feed(), name="job-claims"),
             asyncio.create_task(self._deliver(), name="job-callbacks"),
             asyncio.create_task(self._maintain(), name="job-maintenance"),
         ]
@@ -111,18 +115,24 @@ class JobRunner:
         if call is not None:
             call.cancel()
 
+    @property
+    def stopping(self) -> bool:
+        """No new job is taken: the gateway is stopping."""
+        return self._stopping
+
     def stop_claiming(self) -> None:
         """Take no new jobs (the gateway is stopping); those running finish or are cut off."""
         self._stopping = True
-        for waiter in self._idle:
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wakeup.set()
 
     async def stop(self, grace: float) -> None:
         """Stop: running jobs get `grace` seconds (the gateway's drain cuts their calls off,
         which queues them again), then everything is cancelled."""
         self.stop_claiming()
         self._unsubscribe()
+        if self._tasks:
+            # A claim on its way ends first, so that what it took is given back, not left leased.
+            await asyncio.wait(self._tasks[:1], timeout=CLAIM_END)
         if self._busy:
             await asyncio.wait(set(self._busy), timeout=grace)
         for task in (*self._tasks, *self._sending):
@@ -131,46 +141,61 @@ class JobRunner:
 
     # -- workers ------------------------------------------------------------------------------
 
-    async def _work(self, polls: bool) -> None:
-        """Claim and run jobs. Idle, only the worker that `polls` looks for due jobs (retries
-        after their backoff, jobs queued by another gateway) every POLL seconds; the others
-        sleep until a submit, or a worker that found a job, wakes them."""
+    async def _feed(self) -> None:
+        """Claim jobs for the free workers, one claim at a time, and start them. Idle, it looks
+        again every POLL seconds (retries after their backoff, jobs queued by another gateway),
+        or at once when woken (a submit, a trigger's message, a worker free again)."""
         while not self._stopping:
-            job = await self._claim()
-            if job is None:
-                if self._missed:
-                    self._missed = 0  # a job came while this claim ran: look again
-                    continue
-                waiter = asyncio.get_running_loop().create_future()
-                self._idle.append(waiter)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter, POLL if polls else None)
-                if waiter in self._idle:
-                    self._idle.remove(waiter)
-                continue
-            self.wake()  # there may be more: another idle worker looks too
-            # Shielded from the stop's cancel so that a job is always settled or left leased.
-            self._held.add(job.id)
-            task = asyncio.create_task(self._run(job))
-            self._busy.add(task)
-            task.add_done_callback(self._busy.discard)
-            try:
-                await asyncio.shield(task)
-            except Exception:
-                log.exception(
-                    "cannot settle a job; it runs again when its lease lapses", extra={"job": job.id}
-                )
-            finally:
-                self._held.discard(job.id)
+            room = self.config.workers - len(self._busy)
+            self._wakeup.clear()  # a wake from now on is seen after this claim
+            jobs = await self._claim(room) if room > 0 else []
+            if self.stopping:  # it stopped during the claim
+                await self._release(jobs)
+                return
+            for job in jobs:
+                self._start(job)
+            # Fewer than `room`: nothing more is due; as many: every worker is busy. Either way
+            # the next claim waits for a wake (set meanwhile: at once), a free worker or the poll.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), POLL)
 
-    async def _claim(self) -> Job | None:
+    def _start(self, job: Job) -> None:
+        # Held (its lease renewed) from its claim; the task is not the claimer's, so that a
+        # stop's cancel leaves it to settle, or to stay leased.
+        self._held.add(job.id)
+        task = asyncio.create_task(self._attempt(job))
+        self._busy.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._busy.discard(task)
+        self._wakeup.set()  # a worker is free
+
+    async def _attempt(self, job: Job) -> None:
         try:
-            return await self.store.claim(self.worker, self.config.lease, self._served)
-        except StateUnavailable:
-            return None  # Redis is away: its outage is logged once, not at every poll
+            await self._run(job)
         except Exception:
-            log.exception("cannot claim a job")
-            return None
+            log.exception("cannot settle a job; it runs again when its lease lapses", extra={"job": job.id})
+        finally:
+            self._held.discard(job.id)
+
+    async def _claim(self, limit: int) -> list[Job]:
+        try:
+            return list(await self.store.claim_many(self.worker, self.config.lease, self._served, limit))
+        except StateUnavailable:
+            return []  # Redis is away: its outage is logged once, not at every poll
+        except Exception:
+            log.exception("cannot claim jobs")
+            return []
+
+    async def _release(self, jobs: list[Job]) -> None:
+        """Give back jobs claimed as the gateway stopped: queued again now, not after the lease."""
+        if not jobs:
+            return
+        try:
+            await self.store.release(self.worker, [job.id for job in jobs])
+        except Exception:
+            log.exception("cannot give back claimed jobs; they run when their lease lapses")
 
     async def _run(self, job: Job) -> None:
         # The submit checked the key's scope and spent its rate; the attempt runs as a principal
@@ -221,7 +246,7 @@ class JobRunner:
                 run_after = time.time() + backoff(self.config.backoff, self.config.backoff_max, job.attempts)
         if job.status.finished and job.callback_url is not None:
             job.callback_state = CallbackState.PENDING
-        if not await self.store.settle(job, self.worker, run_after):
+        if not await self._settles.submit((job, run_after)):
             # Or it was cancelled while another gateway ran it: then nothing runs again.
             log.warning("a job's lease lapsed while it ran; it runs again", extra={"job": job.id})
             return

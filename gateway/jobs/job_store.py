@@ -45,6 +45,18 @@ class JobStore(Protocol):
         gateway serves): it is running, one attempt more, held by `worker` for `lease` seconds."""
         ...
 
+    async def claim_many(
+        self, worker: str, lease: float, functions: Collection[str], limit: int
+    ) -> Sequence[Job]:
+        """Up to `limit` jobs as `claim` takes one, in one round trip to the store, oldest first.
+        Each holds its lease from now, whether or not its worker has started it yet."""
+        ...
+
+    async def release(self, worker: str, job_ids: Sequence[str]) -> None:
+        """Queue again, due now, jobs `worker` claimed but never started (it is stopping): the
+        attempt their claim counted is given back."""
+        ...
+
     async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
         """Extend the lease of these jobs, if `worker` still holds them."""
         ...
@@ -52,6 +64,10 @@ class JobStore(Protocol):
     async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
         """Write back a job `worker` ran: finished, or queued again to run after `run_after`
         (a Unix time). False if the worker no longer held it (its lease had lapsed)."""
+        ...
+
+    async def settle_many(self, settles: Sequence[tuple[Job, float]], worker: str) -> Sequence[bool]:
+        """`settle` for each (job, run_after), in one round trip; a flag per job, in order."""
         ...
 
     async def recover(self, max_attempts: int) -> int:

@@ -79,17 +79,30 @@ return 0
 """
 
 #: ARGV prefix, worker, now, lease_until, max_attempts, lost error, finished ttl, lease (ms),
-#: then the functions this gateway serves. A job of another function is parked (off the stream,
-#: on `parked:<function>`) until a gateway that serves it finds the stream empty and takes it.
+#: limit, then the functions this gateway serves. Returns up to `limit` claimed jobs (each its
+#: hash `packed`), oldest first. A job of another function is parked (off the
+#: stream, on `parked:<function>`) until a gateway that serves it finds the stream empty and
+#: takes it.
 CLAIM = """
 local worker, now, lease_until = ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local max_attempts, lost, ttl = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local limit = tonumber(ARGV[9])
 local serves = {}
-for i = 9, #ARGV do serves[ARGV[i]] = true end
+for i = 10, #ARGV do serves[ARGV[i]] = true end
 local due = redis.call('ZRANGEBYSCORE', P .. 'delayed', '-inf', ARGV[3], 'LIMIT', 0, 100)
 for _, id in ipairs(due) do
   redis.call('XADD', stream, '*', 'id', id)
   redis.call('ZREM', P .. 'delayed', id)
+end
+-- A job's hash as one string, per field `<len(name)>:<len(value)>:<name><value>`: a claim's
+-- reply is then one string per job to parse, not two per field (redis_jobs.py unpacks it).
+local function packed(job)
+  local flat = redis.call('HGETALL', job)
+  local parts = {}
+  for i = 1, #flat, 2 do
+    parts[#parts + 1] = #flat[i] .. ':' .. #flat[i + 1] .. ':' .. flat[i] .. flat[i + 1]
+  end
+  return table.concat(parts)
 end
 local function drop(entry)
   redis.call('XACK', stream, GROUP, entry)
@@ -140,31 +153,39 @@ local function take(entry, id, reclaimed)
     'updated', ARGV[3], 'entry', entry)
   redis.call('HINCRBY', job, 'attempts', 1)
   redis.call('ZADD', P .. 'running', lease_until, id)
-  return redis.call('HGETALL', job)
+  return packed(job)
 end
+local got = {}
 local cursor = '0-0'
 repeat
   local r = redis.call('XAUTOCLAIM', stream, GROUP, worker, ARGV[8], cursor, 'COUNT', 1)
   cursor = r[1]
   local e = r[2][1]
   if e then
-    local got = take(e[1], e[2][2], true)
-    if got then return got end
+    local job = take(e[1], e[2][2], true)
+    if job then
+      got[#got + 1] = job
+      if #got >= limit then return got end
+    end
   end
 until cursor == '0-0'
 local drained = false
-for _ = 1, 100 do
+-- At most 100 entries dropped (a script holds Redis: the next claim reads on).
+for _ = 1, 100 + limit do
   local r = redis.call('XREADGROUP', 'GROUP', GROUP, worker, 'COUNT', 1, 'STREAMS', stream, '>')
   if not r or not r[1] then
     drained = true
     break
   end
   local e = r[1][2][1]
-  local got = take(e[1], e[2][2], false)
-  if got then return got end
+  local job = take(e[1], e[2][2], false)
+  if job then
+    got[#got + 1] = job
+    if #got >= limit then return got end
+  end
 end
-if not drained then return nil end
--- Nothing new on the stream: a parked job of a function this gateway serves, back through it.
+if not drained then return got end
+-- Nothing new on the stream: parked jobs of functions this gateway serves, back through it.
 for _, fn in ipairs(redis.call('SMEMBERS', P .. 'parked')) do
   if serves[fn] then
     local parked = P .. 'parked:' .. fn
@@ -173,16 +194,36 @@ for _, fn in ipairs(redis.call('SMEMBERS', P .. 'parked')) do
       if not id then break end
       redis.call('XADD', stream, '*', 'id', id)
       local e = redis.call('XREADGROUP', 'GROUP', GROUP, worker, 'COUNT', 1, 'STREAMS', stream, '>')[1][2][1]
-      local got = take(e[1], e[2][2], false)
-      if got then
-        if redis.call('LLEN', parked) == 0 then redis.call('SREM', P .. 'parked', fn) end
-        return got
+      local job = take(e[1], e[2][2], false)
+      if job then
+        got[#got + 1] = job
+        if #got >= limit then
+          if redis.call('LLEN', parked) == 0 then redis.call('SREM', P .. 'parked', fn) end
+          return got
+        end
       end
     end
     redis.call('SREM', P .. 'parked', fn)
   end
 end
-return nil
+return got
+"""
+
+#: ARGV prefix, worker, ids...: jobs claimed and never started, queued again (at the stream's
+#: end), the attempt their claim counted given back.
+RELEASE = """
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'status', 'worker')
+  if f[1] == 'running' and f[2] == ARGV[2] then
+    release(job, id)
+    redis.call('HSET', job, 'status', 'queued')
+    redis.call('HINCRBY', job, 'attempts', -1)
+    redis.call('XADD', stream, '*', 'id', id)
+  end
+end
+return 0
 """
 
 #: ARGV prefix, worker, lease_until, ids...
@@ -199,23 +240,37 @@ end
 return 0
 """
 
-#: ARGV prefix, id, worker, now, status, result, error ('' for none), run_after,
-#: callback_state, finished ttl. Returns 1 if settled, 0 if the worker no longer held it.
+#: ARGV prefix, worker, now, finished ttl, then per job: id, status, result, error ('' for
+#: none), run_after, callback_state. Returns per job 1 if settled, 0 if the worker no longer
+#: held it.
 SETTLE = """
-local id, now, status = ARGV[2], ARGV[4], ARGV[5]
-local job = P .. 'job:' .. id
-local f = redis.call('HMGET', job, 'status', 'worker')
-if f[1] ~= 'running' or f[2] ~= ARGV[3] then return 0 end
-redis.call('HSET', job, 'status', status, 'result', ARGV[6], 'updated', now, 'callback_state', ARGV[9])
-if ARGV[7] == '' then redis.call('HDEL', job, 'error') else redis.call('HSET', job, 'error', ARGV[7]) end
-release(job, id)
-if status == 'queued' then
-  redis.call('ZADD', P .. 'delayed', ARGV[8], id)
-else
-  redis.call('HSET', job, 'finished', now)
-  finish(job, id, now, ARGV[10])
+local worker, now, ttl = ARGV[2], ARGV[3], ARGV[4]
+local settled = {}
+for i = 5, #ARGV, 6 do
+  local id, status = ARGV[i], ARGV[i + 1]
+  local job = P .. 'job:' .. id
+  local f = redis.call('HMGET', job, 'status', 'worker')
+  if f[1] ~= 'running' or f[2] ~= worker then
+    settled[#settled + 1] = 0
+  else
+    redis.call('HSET', job, 'status', status, 'result', ARGV[i + 2], 'updated', now,
+      'callback_state', ARGV[i + 5])
+    if ARGV[i + 3] == '' then
+      redis.call('HDEL', job, 'error')
+    else
+      redis.call('HSET', job, 'error', ARGV[i + 3])
+    end
+    release(job, id)
+    if status == 'queued' then
+      redis.call('ZADD', P .. 'delayed', ARGV[i + 4], id)
+    else
+      redis.call('HSET', job, 'finished', now)
+      finish(job, id, now, ttl)
+    end
+    settled[#settled + 1] = 1
+  end
 end
-return 1
+return settled
 """
 
 #: ARGV prefix, now, max_attempts, lost error, finished ttl. Returns the lapsed jobs.

@@ -38,6 +38,7 @@ import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
 from toolmesh.errors import Overloaded, StateUnavailable
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.redis_job_scripts import (
     ADD,
@@ -50,6 +51,7 @@ from toolmesh.gateway.jobs.redis_job_scripts import (
     PURGE,
     RECORD,
     RECOVER,
+    RELEASE,
     RENEW,
     REQUEUE,
     SETTLE,
@@ -60,6 +62,8 @@ from toolmesh.gateway.state.redis_client import Outage
 #: A finished job's hash expires after this many TTLs: `purge` deletes it (and its index
 #: entries) at one TTL; the expiry only cleans up when no gateway runs any more.
 FINISHED_EXPIRY = 2
+#: Adds sent in one pipeline at most.
+ADD_BATCH = 128
 #: Tries of a settle while Redis is unreachable (0.1 s, 0.2 s, ... apart).
 SETTLE_TRIES = 4
 LOST = json.dumps({"code": "unavailable", "message": "the gateway running it stopped"})
@@ -76,6 +80,20 @@ def _float(value: bytes | None) -> float | None:
 def _job(flat: Sequence[bytes]) -> Job:
     """A job from its hash as scripts return it (HGETALL's flat list)."""
     return _from_hash(dict(zip(flat[::2], flat[1::2], strict=True)))
+
+
+def _unpack(data: bytes) -> dict[bytes, bytes]:
+    """A hash the scripts' `packed` made: `<len(name)>:<len(value)>:<name><value>` per field."""
+    h: dict[bytes, bytes] = {}
+    at = 0
+    while at < len(data):
+        one = data.index(b":", at)
+        two = data.index(b":", one + 1)
+        name = two + 1
+        value = name + int(data[at:one])
+        at = value + int(data[one + 1 : two])
+        h[data[name:value]] = data[value:at]
+    return h
 
 
 def _from_hash(h: dict[bytes, bytes]) -> Job:
@@ -134,6 +152,7 @@ class RedisJobStore:
         self._record = script(RECORD)
         self._claim = script(CLAIM)
         self._renew = script(RENEW)
+        self._release = script(RELEASE)
         self._settle = script(SETTLE)
         self._recover = script(RECOVER)
         self._requeue = script(REQUEUE)
@@ -142,6 +161,8 @@ class RedisJobStore:
         self._take_callbacks = script(TAKE_CALLBACKS)
         self._callback_done = script(CALLBACK_DONE)
         self._purge = script(PURGE)
+        #: Adds made while one pipeline is on its way go together in the next.
+        self._adds: Batcher[list[Any], Any] = Batcher(self._send_adds, ADD_BATCH)
 
     async def _run(self, script: Any, *args: Any) -> Any:
         with self.outage.translated():
@@ -193,13 +214,22 @@ class RedisJobStore:
                 self._record, job.id, repr(finished), job.owner, repr(job.created), self._expiry, *fields
             )
             return
-        active = int(await self._run(self._add, job.id, max_queued, job.owner, repr(job.created), *fields))
+        active = int(await self._adds.submit([job.id, max_queued, job.owner, repr(job.created), *fields]))
         if active >= 0:
             raise Overloaded(
                 f"the job queue is full: {active} jobs are queued or running,"
                 f" the limit ([jobs] max_queued) is {max_queued}; try again later",
                 retry_after=1.0,
             )
+
+    async def _send_adds(self, adds: list[list[Any]]) -> list[Any]:
+        """ADD scripts in one pipeline: one write and one read for a trigger's batch of messages,
+        each add its own reply (or error)."""
+        with self.outage.translated():
+            async with self.client.pipeline(transaction=False) as pipe:
+                for args in adds:
+                    await self._add(args=[self.prefix, *args], client=pipe)
+                return await pipe.execute(raise_on_error=False)
 
     async def get(self, job_id: str) -> Job | None:
         with self.outage.translated():
@@ -233,10 +263,16 @@ class RedisJobStore:
         return found[:limit]
 
     async def claim(self, worker: str, lease: float, functions: Collection[str]) -> Job | None:
-        if not functions:
-            return None
+        jobs = await self.claim_many(worker, lease, functions, 1)
+        return jobs[0] if jobs else None
+
+    async def claim_many(
+        self, worker: str, lease: float, functions: Collection[str], limit: int
+    ) -> Sequence[Job]:
+        if not functions or limit < 1:
+            return []
         now = time.time()
-        flat = await self._run(
+        claimed = await self._run(
             self._claim,
             worker,
             repr(now),
@@ -245,32 +281,47 @@ class RedisJobStore:
             LOST,
             self._expiry,
             max(1, round(lease * 1000)),
+            limit,
             *functions,
         )
-        return None if not flat else _job(flat)
+        return [_from_hash(_unpack(packed)) for packed in claimed]
+
+    async def release(self, worker: str, job_ids: Sequence[str]) -> None:
+        if job_ids:
+            await self._run(self._release, worker, *job_ids)
 
     async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
         if job_ids:
             await self._run(self._renew, worker, repr(time.time() + lease), *job_ids)
 
     async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
+        return (await self.settle_many([(job, run_after)], worker))[0]
+
+    async def settle_many(self, settles: Sequence[tuple[Job, float]], worker: str) -> Sequence[bool]:
+        if not settles:
+            return []
         now = time.time()
-        job.updated = now
-        if job.status.finished:
-            job.finished = now
-        error = "" if job.error is None else json.dumps(job.error)
-        args = (job.id, worker, repr(now), job.status.value, job.result or b"", error, repr(run_after))
+        args: list[Any] = [worker, repr(now), self._expiry]
+        for job, run_after in settles:
+            job.updated = now
+            if job.status.finished:
+                job.finished = now
+            error = "" if job.error is None else json.dumps(job.error)
+            args += [
+                job.id, job.status.value, job.result or b"", error, repr(run_after), job.callback_state.value
+            ]  # fmt: skip
         # A lost settle costs a whole run of the function (after the lease): worth a few tries
-        # across a blip (a pooled connection to a Redis that restarted fails once).
+        # across a blip (a pooled connection to a Redis that restarted fails once). The script
+        # settles nothing twice: a job already settled is no longer this worker's.
         for attempt in range(SETTLE_TRIES):
             try:
-                settled = await self._run(self._settle, *args, job.callback_state.value, self._expiry)
+                settled = await self._run(self._settle, *args)
                 break
             except StateUnavailable:
                 if attempt == SETTLE_TRIES - 1:
                     raise
                 await asyncio.sleep(0.1 * 2**attempt)
-        return int(settled) == 1
+        return [int(flag) == 1 for flag in settled]
 
     async def recover(self, max_attempts: int) -> int:
         self._max_attempts = max_attempts

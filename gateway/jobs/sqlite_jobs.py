@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolmesh.errors import Overloaded
+from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 
@@ -74,6 +75,8 @@ _ADDED = {
     "idempotent": "INTEGER NOT NULL DEFAULT 0",
 }
 _ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+#: Jobs added in one transaction at most.
+ADD_BATCH = 128
 
 
 def _job(row: Sequence[Any]) -> Job:
@@ -100,6 +103,45 @@ def _job(row: Sequence[Any]) -> Job:
     )
 
 
+_INSERT = (
+    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id, status,"
+    " callback_url, callback_state, created, updated, project, trigger, error, finished, idempotent)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(job: Job, project: str) -> tuple[Any, ...]:
+    """The values of `_INSERT` for `job`."""
+    return (
+        job.id,
+        job.owner,
+        job.function,
+        job.arguments,
+        job.request_id,
+        job.session_id,
+        job.status.value,
+        job.callback_url,
+        job.callback_state.value,
+        job.created,
+        job.created,
+        project,
+        job.trigger,
+        None if job.error is None else json.dumps(job.error),
+        job.finished,
+        int(job.idempotent),
+    )
+
+
+def _settle_one(db: sqlite3.Connection, row: tuple[Any, ...]) -> bool:
+    cursor = db.execute(
+        "UPDATE jobs SET status = ?, result = ?, error = ?, updated = ?, finished = ?, run_after = ?,"
+        " callback_state = ?, callback_due = ?, worker = NULL, lease_until = 0"
+        " WHERE id = ? AND project = ? AND status = 'running' AND worker = ?",
+        row,
+    )
+    return cursor.rowcount == 1
+
+
 def _answers(value: str | bytes | None) -> bytes | None:
     # TEXT once json_patch has written it.
     return value.encode() if isinstance(value, str) else value
@@ -118,6 +160,8 @@ class SqliteJobStore:
         #: The functions in this connection's `temp.served` (those the gateway serves).
         self._served: frozenset[str] = frozenset()
         self._run = self._sqlite.run
+        #: Adds made while one transaction is on its way go together in the next.
+        self._adds: Batcher[tuple[Job, int], None] = Batcher(self._add_many, ADD_BATCH)
 
     async def open(self) -> None:
         def setup(db: sqlite3.Connection) -> None:
@@ -138,49 +182,41 @@ class SqliteJobStore:
         await self._sqlite.close()
 
     async def add(self, job: Job, max_queued: int) -> None:
-        def add(db: sqlite3.Connection) -> None:
+        await self._adds.submit((job, max_queued))
+
+    async def _add_many(self, adds: list[tuple[Job, int]]) -> list[BaseException | None]:
+        """Adds made at once (a trigger records its batch of messages together) in one
+        transaction, the queue counted once; each its own outcome: None, or `Overloaded`."""
+
+        def add(db: sqlite3.Connection) -> list[BaseException | None]:
             db.execute("BEGIN IMMEDIATE")
             try:
                 (active,) = db.execute(
                     "SELECT COUNT(*) FROM jobs WHERE project = ? AND status IN (?, ?)",
                     (self.project, *_ACTIVE),
                 ).fetchone()
-                if active >= max_queued and not job.status.finished:
-                    raise Overloaded(
-                        f"the job queue is full: {active} jobs are queued or running,"
-                        f" the limit ([jobs] max_queued) is {max_queued}; try again later",
-                        retry_after=1.0,
-                    )
-                db.execute(
-                    "INSERT OR IGNORE INTO jobs (id, owner, function, arguments, request_id, session_id,"
-                    " status, callback_url, callback_state, created, updated, project, trigger, error,"
-                    " finished, idempotent)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        job.id,
-                        job.owner,
-                        job.function,
-                        job.arguments,
-                        job.request_id,
-                        job.session_id,
-                        job.status.value,
-                        job.callback_url,
-                        job.callback_state.value,
-                        job.created,
-                        job.created,
-                        self.project,
-                        job.trigger,
-                        None if job.error is None else json.dumps(job.error),
-                        job.finished,
-                        int(job.idempotent),
-                    ),
-                )
+                outcomes: list[BaseException | None] = []
+                for job, max_queued in adds:
+                    if active >= max_queued and not job.status.finished:
+                        outcomes.append(
+                            Overloaded(
+                                f"the job queue is full: {active} jobs are queued or running,"
+                                f" the limit ([jobs] max_queued) is {max_queued}; try again later",
+                                retry_after=1.0,
+                            )
+                        )
+                        continue
+                    inserted = db.execute(_INSERT, _row(job, self.project)).rowcount == 1
+                    if inserted and not job.status.finished:
+                        active += 1
+                    outcomes.append(None)
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
             db.execute("COMMIT")
+            return outcomes
 
-        await self._run(add)
+        return await self._run(add)
 
     async def get(self, job_id: str) -> Job | None:
         row = await self._run(
@@ -202,8 +238,14 @@ class SqliteJobStore:
         return [_job(row) for row in rows]
 
     async def claim(self, worker: str, lease: float, functions: Collection[str]) -> Job | None:
-        if not functions:
-            return None
+        jobs = await self.claim_many(worker, lease, functions, 1)
+        return jobs[0] if jobs else None
+
+    async def claim_many(
+        self, worker: str, lease: float, functions: Collection[str], limit: int
+    ) -> Sequence[Job]:
+        if not functions or limit < 1:
+            return []
         now = time.time()
         served = frozenset(functions)  # the same object when given one: the runner's, per catalog
         changed = served is not self._served and served != self._served
@@ -216,16 +258,30 @@ class SqliteJobStore:
                 # again at every claim: 5 ms for 10,000 functions, bench/job_claims.py).
                 db.execute("DELETE FROM temp.served")
                 db.executemany("INSERT OR IGNORE INTO temp.served VALUES (?)", [(f,) for f in served])
+            # One statement: the jobs are claimed together or not at all.
             return db.execute(
                 f"UPDATE jobs SET status = 'running', attempts = attempts + 1, worker = ?,"
-                f" lease_until = ?, updated = ? WHERE id = (SELECT id FROM jobs WHERE project = ?"
+                f" lease_until = ?, updated = ? WHERE id IN (SELECT id FROM jobs WHERE project = ?"
                 f" AND status = 'queued' AND run_after <= ? AND function IN temp.served"
-                f" ORDER BY run_after, created LIMIT 1) RETURNING {_COLUMNS}",
-                (worker, now + lease, now, self.project, now),
-            ).fetchone()
+                f" ORDER BY run_after, created LIMIT ?) RETURNING {_COLUMNS}, run_after",
+                (worker, now + lease, now, self.project, now, limit),
+            ).fetchall()
 
-        row = await self._run(claim)
-        return None if row is None else _job(row)
+        rows = await self._run(claim)
+        # RETURNING comes in no promised order: the oldest first, as claimed.
+        rows.sort(key=lambda row: (row[-1], row[13]))  # run_after, created
+        return [_job(row[:-1]) for row in rows]
+
+    async def release(self, worker: str, job_ids: Sequence[str]) -> None:
+        if not job_ids:
+            return
+        await self._run(
+            lambda db: db.executemany(
+                "UPDATE jobs SET status = 'queued', attempts = attempts - 1, worker = NULL, lease_until = 0"
+                " WHERE id = ? AND project = ? AND status = 'running' AND worker = ?",
+                [(job_id, self.project, worker) for job_id in job_ids],
+            )
+        )
 
     async def renew(self, worker: str, job_ids: Sequence[str], lease: float) -> None:
         if not job_ids:
@@ -240,16 +296,19 @@ class SqliteJobStore:
         )
 
     async def settle(self, job: Job, worker: str, run_after: float = 0.0) -> bool:
+        return (await self.settle_many([(job, run_after)], worker))[0]
+
+    async def settle_many(self, settles: Sequence[tuple[Job, float]], worker: str) -> Sequence[bool]:
+        if not settles:
+            return []
         now = time.time()
-        job.updated = now
-        if job.status.finished:
-            job.finished = now
-        error = None if job.error is None else json.dumps(job.error)
-        cursor = await self._run(
-            lambda db: db.execute(
-                "UPDATE jobs SET status = ?, result = ?, error = ?, updated = ?, finished = ?, run_after = ?,"
-                " callback_state = ?, callback_due = ?, worker = NULL, lease_until = 0"
-                " WHERE id = ? AND project = ? AND status = 'running' AND worker = ?",
+        rows = []
+        for job, run_after in settles:
+            job.updated = now
+            if job.status.finished:
+                job.finished = now
+            error = None if job.error is None else json.dumps(job.error)
+            rows.append(
                 (
                     job.status.value,
                     job.result,
@@ -262,10 +321,22 @@ class SqliteJobStore:
                     job.id,
                     self.project,
                     worker,
-                ),
+                )
             )
-        )
-        return cursor.rowcount == 1
+
+        def settle(db: sqlite3.Connection) -> list[bool]:
+            if len(rows) == 1:
+                return [_settle_one(db, rows[0])]
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                done = [_settle_one(db, row) for row in rows]
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+            return done
+
+        return await self._run(settle)
 
     async def recover(self, max_attempts: int) -> int:
         now = time.time()
