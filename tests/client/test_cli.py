@@ -117,7 +117,10 @@ async def test_functions_takes_exactly_one_of_module_url_and_config(gateway: Gat
     both = await toolmesh("functions", "--module", "sample_tools", "--url", gateway.url)
     assert both.returncode == 2 and "not allowed with" in both.stderr
     neither = await toolmesh("functions")
-    assert neither.returncode == 2 and "one of the arguments --module/-m --url --config is required" in neither.stderr
+    assert (
+        neither.returncode == 2
+        and "one of the arguments --module/-m --url --config is required" in neither.stderr
+    )
 
 
 async def test_an_unreachable_gateway_exits_2() -> None:
