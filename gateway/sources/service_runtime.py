@@ -42,6 +42,35 @@ class ServiceRuntime(Protocol):
     def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
 
 
+class GatewaySource:
+    """What every `ServiceRuntime` keeps alike: its functions, why they could not be read, its
+    calls in flight, and no queue (a call goes to the service at once). `ready` is its own."""
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self._inflight = 0
+        self.specs: list[FunctionSpec] = []
+        self.namespaces: list[NamespaceSpec] = []
+        #: Why its functions could not be read at start, when they could not.
+        self.error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def pending(self) -> int:
+        return 0
+
+    def replica_counts(self) -> Mapping[str, int]:
+        return {"ready": int(self.ready)}
+
+
 def service_runtime(
     config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
 ) -> ServiceRuntime:

@@ -27,9 +27,10 @@ from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_sch
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
 from toolmesh.gateway.sources.openapi.operations import function_name
 from toolmesh.gateway.sources.remote_mcp.mcp_results import selected
+from toolmesh.gateway.sources.service_runtime import GatewaySource
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
-from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec
 from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
@@ -52,37 +53,20 @@ class Method:
     streams: bool
 
 
-class GrpcReflectionRuntime:
+class GrpcReflectionRuntime(GatewaySource):
     """A runtime whose functions are the unary and server-streaming methods of a gRPC server."""
 
     def __init__(self, config: RuntimeConfig, headers: Mapping[str, str]) -> None:
         """`headers` go with every call as metadata (their names lowercased), never a caller's."""
         assert config.grpc_reflection is not None
-        self.config = config
-        self.name = config.name
+        super().__init__(config)
         self._metadata = tuple((name.lower(), value) for name, value in headers.items())
         self._methods: dict[str, Method] = {}
         self._channel: grpc.aio.Channel | None = None
-        self._inflight = 0
-        self.specs: list[FunctionSpec] = []
-        self.namespaces: list[NamespaceSpec] = []
-        #: Why the server's services could not be read, when they could not.
-        self.error: str | None = None
 
     @property
     def ready(self) -> bool:
         return self._channel is not None
-
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
-    @property
-    def pending(self) -> int:
-        return 0
-
-    def replica_counts(self) -> Mapping[str, int]:
-        return {"ready": int(self.ready)}
 
     async def start(self, *, strict: bool = False) -> None:
         """Read the server's services and serve their methods. When that fails, log why and

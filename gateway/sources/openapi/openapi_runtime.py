@@ -28,9 +28,9 @@ from toolmesh.errors import (
 from toolmesh.gateway.sources.openapi.document import read_document, server_url
 from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
+from toolmesh.gateway.sources.service_runtime import GatewaySource
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
@@ -41,7 +41,7 @@ MAX_ERROR_BODY = 500
 MAX_CONNECTIONS = 100
 
 
-class OpenApiRuntime:
+class OpenApiRuntime(GatewaySource):
     """A runtime whose functions are the operations of an OpenAPI document."""
 
     def __init__(
@@ -49,32 +49,15 @@ class OpenApiRuntime:
     ) -> None:
         """`headers` go with every call: the runtime's `headers`, their values read at start-up."""
         assert config.openapi is not None
-        self.config = config
-        self.name = config.name
+        super().__init__(config)
         self._directory = directory
         self._headers = dict(headers)
         self._operations: dict[str, Operation] = {}
         self._client: httpx.AsyncClient | None = None
-        self._inflight = 0
-        self.specs: list[FunctionSpec] = []
-        self.namespaces: list[NamespaceSpec] = []
-        #: Why the document could not be read, when it could not.
-        self.error: str | None = None
 
     @property
     def ready(self) -> bool:
         return self._client is not None
-
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
-    @property
-    def pending(self) -> int:
-        return 0
-
-    def replica_counts(self) -> Mapping[str, int]:
-        return {"ready": int(self.ready)}
 
     async def start(self, *, strict: bool = False) -> None:
         """Read the document and serve its operations. When that fails, log why and serve nothing

@@ -31,9 +31,10 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     resource_specs,
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
+from toolmesh.gateway.sources.service_runtime import GatewaySource
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
-from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
+from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
@@ -46,39 +47,22 @@ MAX_PAGES = 100
 INVALID_PARAMS = -32602
 
 
-class RemoteMcpRuntime:
+class RemoteMcpRuntime(GatewaySource):
     """A runtime whose functions are the tools of a remote MCP server."""
 
     def __init__(self, config: RuntimeConfig, headers: Mapping[str, str]) -> None:
         """`headers` go with every request: the runtime's `headers`, their values read at start-up
         (never a caller's)."""
         assert config.mcp_url is not None
-        self.config = config
-        self.name = config.name
+        super().__init__(config)
         self._headers = dict(headers)
         self._targets: dict[str, McpTarget] = {}
         self._session: McpHttpSession | None = None
         self._client: httpx.AsyncClient | None = None
-        self._inflight = 0
-        self.specs: list[FunctionSpec] = []
-        self.namespaces: list[NamespaceSpec] = []
-        #: Why the server's tools could not be listed, when they could not.
-        self.error: str | None = None
 
     @property
     def ready(self) -> bool:
         return self._session is not None
-
-    @property
-    def inflight(self) -> int:
-        return self._inflight
-
-    @property
-    def pending(self) -> int:
-        return 0
-
-    def replica_counts(self) -> Mapping[str, int]:
-        return {"ready": int(self.ready)}
 
     async def start(self, *, strict: bool = False) -> None:
         """Connect and list the tools. When that fails, log why and serve nothing (or with
