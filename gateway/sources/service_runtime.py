@@ -3,10 +3,12 @@ one place that picks the source for a runtime's config."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from toolmesh.errors import InvalidRequest
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -40,6 +42,19 @@ class ServiceRuntime(Protocol):
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result: ...
 
     def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]: ...
+
+
+def call_arguments(raw: bytes) -> dict[str, Any]:
+    """A call's arguments as the object a service is sent; InvalidRequest when they are not one."""
+    if not raw:
+        return {}
+    try:
+        arguments = json.loads(raw)
+    except ValueError:
+        raise InvalidRequest("the arguments are not JSON") from None
+    if not isinstance(arguments, dict):
+        raise InvalidRequest("the arguments must be a JSON object")
+    return arguments
 
 
 class GatewaySource:

@@ -21,14 +21,13 @@ from toolmesh.errors import (
     FunctionNotFound,
     FunctionTimeout,
     InvalidArguments,
-    InvalidRequest,
     Unavailable,
     Violation,
 )
 from toolmesh.gateway.sources.openapi.document import read_document, server_url
 from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
-from toolmesh.gateway.sources.service_runtime import GatewaySource
+from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.pod.executor import Call
@@ -103,7 +102,7 @@ class OpenApiRuntime(GatewaySource):
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         # The runtime's own limit, or less when the caller's deadline is nearer.
         limit = min(timeout, self.config.timeout)
-        request = _request(self._client, operation, _arguments(call.arguments), limit)
+        request = _request(self._client, operation, call_arguments(call.arguments), limit)
         self._inflight += 1
         try:
             response = await self._client.send(request)
@@ -120,18 +119,6 @@ class OpenApiRuntime(GatewaySource):
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         yield await self.invoke(call, timeout)
-
-
-def _arguments(raw: bytes) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        arguments = json.loads(raw)
-    except ValueError:
-        raise InvalidRequest("the arguments are not JSON") from None
-    if not isinstance(arguments, dict):
-        raise InvalidRequest("the arguments must be a JSON object")
-    return arguments
 
 
 def _request(

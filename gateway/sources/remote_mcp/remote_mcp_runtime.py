@@ -8,7 +8,6 @@ the runtime logs why, serves nothing and is not ready, and a reload tries again.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -16,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
@@ -31,7 +30,7 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     resource_specs,
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
-from toolmesh.gateway.sources.service_runtime import GatewaySource
+from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
@@ -120,7 +119,7 @@ class RemoteMcpRuntime(GatewaySource):
         if target is None or session is None:
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         limit = min(timeout, self.config.timeout)
-        params = request_of(target, _arguments(call.arguments))
+        params = request_of(target, call_arguments(call.arguments))
         listener = call.events
         heard, log_level = None, None
         if listener is not None and listener.wants_anything:
@@ -195,15 +194,3 @@ async def _pages(session: McpHttpSession, method: str, key: str) -> list[dict[st
         if not cursor:
             break
     return items
-
-
-def _arguments(raw: bytes) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        arguments = json.loads(raw)
-    except ValueError:
-        raise InvalidRequest("the arguments are not JSON") from None
-    if not isinstance(arguments, dict):
-        raise InvalidRequest("the arguments must be a JSON object")
-    return arguments
