@@ -114,8 +114,11 @@ class _Section(BaseModel):
 class GatewayConfig(_Section):
     """The front door: where it listens and the limits it applies to every request."""
 
+    #: Address the HTTP and gRPC servers bind; with no [[keys]] the gateway is open, so keep it on loopback.
     host: str = defaults.DEFAULT_HOST
+    #: HTTP port (the REST API, MCP at /mcp, the console at /ui); 0 picks a free one.
     http_port: int = Field(defaults.DEFAULT_HTTP_PORT, ge=0, le=65535)
+    #: gRPC port (the native `Mesh` service); 0 picks a free one.
     grpc_port: int = Field(defaults.DEFAULT_GRPC_PORT, ge=0, le=65535)
     #: Largest request body; bigger ones get 413.
     max_body_bytes: int = Field(defaults.DEFAULT_MAX_BODY_BYTES, ge=1024)
@@ -166,6 +169,7 @@ class GatewayConfig(_Section):
 class KeyConfig(_Section):
     """An API key: who holds it, what it may call, how fast."""
 
+    #: The key's name, as the audit trail, metrics and job ownership show it.
     name: str
     #: The key itself is read from this environment variable and kept only hashed.
     key_env: str | None = None
@@ -175,6 +179,7 @@ class KeyConfig(_Section):
     scopes: tuple[str, ...] = ("*",)
     #: Sustained calls per second (None: unlimited) and the burst allowed above it.
     rate: float | None = Field(None, gt=0)
+    #: Calls allowed at once above `rate` (a token bucket's size); None: `rate`, at least 1.
     burst: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
@@ -220,6 +225,7 @@ class ChatConfig(_Section):
     timeout: float = Field(defaults.DEFAULT_CHAT_TIMEOUT, gt=0)
     #: With more visible tools than this, only the tool selector's `top_k` are offered to the model.
     narrow_above: int = Field(defaults.DEFAULT_CHAT_NARROW_ABOVE, ge=1)
+    #: How many tools are offered when `narrow_above` is passed.
     top_k: int = Field(defaults.DEFAULT_CHAT_TOP_K, ge=1)
 
     @model_validator(mode="after")
@@ -241,6 +247,7 @@ class KubeScalerConfig(_Section):
     from 0 to 1 itself (scale subresource), instead of waiting for KEDA's next look at the
     metrics. Needs the RBAC that `toolmesh deploy render` adds when this is enabled."""
 
+    #: Wake sleeping runtimes through the Kubernetes API.
     enabled: bool = False
     #: The runtimes' namespace; empty means the gateway pod's own (the `namespace` file
     #: beside `token_path`, as the kubelet mounts it).
@@ -249,6 +256,7 @@ class KubeScalerConfig(_Section):
     api_url: str = ""
     #: The service account's token (re-read on every request: the kubelet rotates it) and CA.
     token_path: str = f"{SERVICE_ACCOUNT_DIR}/token"
+    #: The CA bundle that signs the API server's certificate.
     ca_path: str = f"{SERVICE_ACCOUNT_DIR}/ca.crt"
     #: Seconds between two scale requests for one runtime.
     min_interval: float = Field(defaults.DEFAULT_WAKE_INTERVAL, ge=0)
@@ -259,10 +267,13 @@ class KubeScalerConfig(_Section):
 class LlmConfig(_Section):
     """An OpenAI-compatible chat endpoint that extracts arguments when the rules cannot."""
 
+    #: The OpenAI-compatible endpoint, e.g. "http://127.0.0.1:11434/v1".
     base_url: str
+    #: The model asked to extract arguments.
     model: str
     #: Environment variable holding the API key (read once at start-up); none for open endpoints.
     api_key_env: str | None = None
+    #: Seconds one extraction request may take.
     timeout: float = Field(defaults.DEFAULT_LLM_TIMEOUT, gt=0)
 
 
@@ -283,9 +294,13 @@ class RouterConfig(_Section):
     quantized: bool = True
     #: Your own ONNX sentence-embedding model and its tokenizer.json, instead of the built one.
     model: Path | None = None
+    #: With `model`: its Hugging Face tokenizer.json.
     tokenizer: Path | None = None
+    #: Tokens per text; longer texts are truncated.
     max_tokens: int = Field(defaults.DEFAULT_ROUTER_MAX_TOKENS, ge=8, le=8192)
+    #: onnxruntime threads per prompt (1 on a one-core machine).
     threads: int = Field(defaults.DEFAULT_ROUTER_THREADS, ge=1, le=64)
+    #: Fused score the best candidate needs to be the match; below it, no function fits.
     threshold: float = defaults.DEFAULT_ROUTER_THRESHOLD
     #: Longest prompt accepted, in characters (longer ones get 400 invalid_request).
     max_prompt_chars: int = Field(defaults.DEFAULT_MAX_PROMPT_CHARS, ge=1, le=defaults.MAX_PROMPT_CHARS_LIMIT)
@@ -295,6 +310,7 @@ class RouterConfig(_Section):
     k: int = Field(defaults.DEFAULT_ROUTER_K, ge=1, le=100)
     #: Seconds a session lives after its last use, and how many are kept at most.
     session_ttl: float = Field(defaults.DEFAULT_SESSION_TTL, gt=0)
+    #: Most sessions kept; the least recently used go first.
     max_sessions: int = Field(defaults.DEFAULT_MAX_SESSIONS, ge=1)
     #: Turns remembered per session (older ones are dropped).
     session_turns: int = Field(defaults.DEFAULT_SESSION_TURNS, ge=1)

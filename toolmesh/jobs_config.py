@@ -51,6 +51,7 @@ class JobsConfig(BaseModel):
     max_attempts: int = Field(defaults.DEFAULT_JOB_MAX_ATTEMPTS, ge=1, le=100)
     #: Seconds before a job's first retry, doubled each time up to `backoff_max`.
     backoff: float = Field(defaults.DEFAULT_JOB_BACKOFF, ge=0)
+    #: Longest delay between two retries of a job, in seconds.
     backoff_max: float = Field(defaults.DEFAULT_JOB_BACKOFF_MAX, ge=0)
     #: Seconds a finished job (succeeded, failed or dead) is kept; then it is purged.
     ttl: float = Field(defaults.DEFAULT_JOB_TTL, gt=0)
@@ -65,7 +66,9 @@ class JobsConfig(BaseModel):
     #: Deliveries of a callback before it is given up, the first retry's delay in seconds
     #: (doubled each time) and each POST's timeout.
     callback_attempts: int = Field(defaults.DEFAULT_CALLBACK_ATTEMPTS, ge=1, le=100)
+    #: Seconds before a callback's first retry, doubled each time.
     callback_backoff: float = Field(defaults.DEFAULT_CALLBACK_BACKOFF, ge=0)
+    #: Seconds one callback POST may take.
     callback_timeout: float = Field(defaults.DEFAULT_CALLBACK_TIMEOUT, gt=0)
     #: Hosts (globs: "hooks.internal.example", "*.svc.cluster.local") and networks
     #: ("10.0.0.0/8", "127.0.0.1") callbacks may reach besides public addresses; loopback,
@@ -184,11 +187,13 @@ class TriggerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The trigger's name (`toolmesh triggers pause NAME`); its jobs carry it.
     name: str = Field(pattern=_TRIGGER_NAME)
     #: The qualified function each message calls (checked against the catalog at start-up).
     function: str = Field(min_length=1)
     #: 5-field cron, in `timezone` (default: the gateway's local time zone).
     schedule: str | None = None
+    #: The time zone of `schedule` (an IANA name, "Europe/Oslo"); None: the gateway's local one.
     timezone: str | None = None
     #: A fixed interval ("30s", "5m"), ticks aligned to the Unix epoch so every replica agrees.
     every: str | None = None
@@ -206,6 +211,7 @@ class TriggerConfig(BaseModel):
     #: A Redis stream whose entries are calls (its fields, or one field `json` holding the object),
     #: read in a consumer group of this trigger's on `redis_url` (default: `[state] url`).
     redis_stream: str | None = Field(None, min_length=1)
+    #: With `redis_stream`: the Redis holding it; None: `[state] url`.
     redis_url: str | None = None
     #: Seconds a stream entry may stay unacknowledged by its gateway before another claims it
     #: (its gateway died mid-entry).
@@ -214,10 +220,13 @@ class TriggerConfig(BaseModel):
     #: the trigger on the stream `nats_stream` (default: the stream capturing the subject, made
     #: when none does) of the server at `nats_url`.
     nats_subject: str | None = Field(None, min_length=1)
+    #: With `nats_subject`: the NATS server, e.g. "nats://127.0.0.1:4222".
     nats_url: str | None = None
+    #: With `nats_subject`: the JetStream stream to read; None: the one capturing the subject.
     nats_stream: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
     #: A PostgreSQL channel (LISTEN) whose each NOTIFY payload is a call, on `postgres_url`.
     postgres_channel: str | None = Field(None, min_length=1, max_length=63)
+    #: With `postgres_channel`: the PostgreSQL server to LISTEN on (a libpq URL).
     postgres_url: str | None = None
     #: Attempts of each of this trigger's jobs before it is dead (default: `[jobs] max_attempts`).
     max_attempts: int | None = Field(None, ge=1, le=100)

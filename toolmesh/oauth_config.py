@@ -68,6 +68,7 @@ class OAuthConfig(BaseModel):
     client_claim: str = "client_id"
     #: Calls per second each subject may make (None: unlimited) and the burst above it, as `[[keys]]`.
     rate: float | None = Field(None, gt=0)
+    #: Calls allowed at once above `rate`, per subject, as `[[keys]] burst`.
     burst: int | None = Field(None, ge=1)
     #: Seconds of leeway on `exp`, `nbf` and `iat`.
     clock_skew: float = Field(defaults.DEFAULT_OAUTH_CLOCK_SKEW, ge=0, le=600)

@@ -54,6 +54,7 @@ class RuntimeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The runtime's name: its functions' namespace and its pods' name.
     name: str
     #: The modules the runtime serves. Without `address` the gateway runs pods for them; with
     #: one, it only reads their functions (in a child process, never serving them itself),
@@ -85,6 +86,7 @@ class RuntimeConfig(BaseModel):
     #: (empty: all), less those matching `exclude`. With `mcp_url`: globs over tool names; with
     #: `grpc_reflection`: over methods' full names ("package.Service/Method").
     include: tuple[str, ...] = ()
+    #: Globs removed from what `include` selects.
     exclude: tuple[str, ...] = ()
     #: A stdio MCP server (its command line) whose tools are the runtime's functions: each of the
     #: runtime's pods runs one server process (see runtimes/mcp/), scaled like any pod.
@@ -114,7 +116,9 @@ class RuntimeConfig(BaseModel):
     #: requested, 1 core at most). Pods on one machine take what they need; the memory limit
     #: there is `max_memory_mb`.
     cpu: str | None = None
+    #: See `cpu`: each pod's CPU limit on Kubernetes.
     max_cpu: str | None = None
+    #: See `cpu`: each pod's memory request on Kubernetes, in MiB.
     memory_mb: int | None = Field(None, ge=1)
 
     @field_validator("cpu", "max_cpu", mode="before")
