@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import sys
 import textwrap
 import types
 import typing
@@ -22,6 +23,11 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
+
+# The checkout being built, not whatever toolmesh the environment has installed.
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 CONFIG_MARKER = "<!-- reference:config -->"
 ERRORS_MARKER = "<!-- reference:errors -->"
