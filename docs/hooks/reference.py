@@ -208,10 +208,11 @@ def errors_reference() -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for cls in ERROR_CLASSES:
-        doc = " ".join((inspect.getdoc(cls) or "").split())
+        doc = _cell(" ".join((inspect.getdoc(cls) or "").split()))
+        retry = "yes" if cls.retryable else "no"
         out.append(
             f"| `{cls.__name__}` | `{cls.code}` | {cls.http_status} | `{cls.grpc_status.name}` "
-            f"| `{cls.openai_type}` | {cls.jsonrpc_code} | {'yes' if cls.retryable else 'no'} | {_cell(doc)} |"
+            f"| `{cls.openai_type}` | {cls.jsonrpc_code} | {retry} | {doc} |"
         )
     return "\n".join(out) + "\n"
 
