@@ -6,12 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMPS := .make
 
-.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel bench fuzz conformance clean
+.PHONY: help up router-model bench-router runtime test lint format protos protos-check check-wheel docs bench fuzz conformance clean
 
 help:
 	@echo "make up           start the gateway (HTTP :8080, gRPC :50051) with the functions in examples/"
 	@echo "make test         create .venv, install dev extras, check generated code, lint, run the suite"
 	@echo "make lint         ruff + mypy --strict on the package"
+	@echo "make docs         build the docs site (mkdocs.yml, docs/) into site/"
 	@echo "make protos       regenerate protos/toolmesh/v1/*_pb2*.py from the .proto files"
 	@echo "make router-model build the router's ONNX model into its cache (make up does it first)"
 	@echo "make bench        run the benchmarks in bench/ (chaos and adversarial included)"
@@ -61,7 +62,12 @@ format: $(STAMPS)/dev
 	$(BIN)/ruff check --fix .
 
 test: $(STAMPS)/dev $(STAMPS)/model protos-check lint
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(STAMPS)/site
 	$(BIN)/python -m pytest
+
+# The docs site: pages in docs/, the config and errors references generated from the code at build time.
+docs: $(STAMPS)/dev
+	$(BIN)/mkdocs build --strict
 
 bench: $(STAMPS)/dev $(STAMPS)/model
 	$(BIN)/python bench/runtime_invoke.py
@@ -118,4 +124,4 @@ bench-router: $(STAMPS)/dev $(STAMPS)/model router-model | $(BENCH_VENV)/bin/pyt
 	$(BIN)/python bench/router_gateway.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(STAMPS) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(STAMPS) build dist site *.egg-info .mypy_cache .ruff_cache .pytest_cache

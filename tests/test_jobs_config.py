@@ -95,13 +95,13 @@ def test_trigger_names_and_webhooks_are_each_one_triggers() -> None:
         parse_config(triggers(twice, jobs={"enabled": False}))
 
 
-def test_the_readmes_triggers_example_is_a_valid_config() -> None:
+def test_the_docs_triggers_example_is_a_valid_config() -> None:
     import re
     import tomllib
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"^```toml\n(.*?)^```$", readme, re.M | re.S) if "orders-nats" in b]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "jobs.md").read_text()
+    (block,) = [b for b in re.findall(r"^```toml\n(.*?)^```$", page, re.M | re.S) if "orders-nats" in b]
     config = parse_config(tomllib.loads(block))
     by_name = {t.name: t for t in config.triggers}
     assert by_name["orders"].max_attempts == 3

@@ -1,5 +1,5 @@
 """`toolmesh up` as a user runs it: config file, ready line, SIGTERM, no orphans, config errors,
-`--module`, and the README's opening example from an empty directory."""
+`--module`, and the getting-started page's example (the README's too) from an empty directory."""
 
 from __future__ import annotations
 
@@ -186,6 +186,7 @@ def test_a_gateway_killed_outright_leaves_no_orphans(tmp_path: Path) -> None:
 
 # ---- `toolmesh up --module`, and configs run from elsewhere, as a user runs them ----
 
+GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 README = ROOT / "README.md"
 
 
@@ -242,9 +243,9 @@ def invoke(http_port: int, function: str, arguments: dict[str, object]) -> objec
     return result["structured"] if result["structured"] is not None else result["content"][0]["text"]
 
 
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, text) of each fenced block of the README, in order."""
-    return re.findall(r"^```(\w*)\n(.*?)^```$", README.read_text(), flags=re.MULTILINE | re.DOTALL)
+def fenced_blocks(page: Path) -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of a page, in order (fence attributes left out)."""
+    return re.findall(r"^```(\w*)[^\n]*\n(.*?)^```$", page.read_text(), flags=re.MULTILINE | re.DOTALL)
 
 
 def commands(block: str) -> list[list[str]]:
@@ -252,10 +253,11 @@ def commands(block: str) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_readme_opening_example_works_as_written(tmp_path: Path, router_cache: Path) -> None:
-    """The README's first example, from an empty directory outside the checkout, with the venv's
-    `toolmesh` on PATH: only the ports are changed (to free ones) for the test."""
-    blocks = readme_blocks()
+def test_the_getting_started_example_works_as_written(tmp_path: Path, router_cache: Path) -> None:
+    """The getting-started page's example, from an empty directory outside the checkout, with the
+    venv's `toolmesh` on PATH: only the ports are changed (to free ones) for the test. The README
+    opens with the same function, serve and call blocks."""
+    blocks = fenced_blocks(GETTING_STARTED)
     languages = [language for language, _ in blocks]
     tools = next(i for i, (language, text) in enumerate(blocks) if text.startswith("# my_tools.py"))
     serve = languages.index("console", tools)
