@@ -449,7 +449,7 @@ def test_a_stdio_mcp_runtime_is_refused_not_rendered_without_its_server() -> Non
 
 
 def test_the_gateway_is_set_up_to_lose_a_replica_without_losing_callers() -> None:
-    # README "When a gateway replica dies": readiness on /readyz, a preStop before the drain,
+    # docs/operations.md, "When a gateway replica dies": readiness on /readyz, a preStop before the drain,
     # a grace past both, rolling updates that never lower the count, and (prod, two replicas
     # at least) a budget that keeps one up through a node drain.
     config = parse_config(

@@ -187,7 +187,6 @@ def test_a_gateway_killed_outright_leaves_no_orphans(tmp_path: Path) -> None:
 # ---- `toolmesh up --module`, and configs run from elsewhere, as a user runs them ----
 
 GETTING_STARTED = ROOT / "docs" / "getting-started.md"
-README = ROOT / "README.md"
 
 
 def user_env(tmp_path: Path, router_cache: Path) -> dict[str, str]:

@@ -4,7 +4,7 @@ The fake server follows the API's rules that the scaler relies on: bearer-token
 auth, `application/merge-patch+json`, a `metadata.resourceVersion` in a patch is a
 precondition (409 when stale), Status objects with a `message` on errors. What it
 can't show is a real API server's RBAC decisions and a real kubelet's token files;
-see the README's "Run on Kubernetes".
+see docs/kubernetes.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ the functions it may call.
 Chromium is Debian's (`apt-get install chromium`), driven by the `playwright` package with
 `executable_path`; `playwright install` is never run. Skipped when either is missing, unless
 TOOLMESH_REQUIRE_E2E=1. With TOOLMESH_SCREENSHOTS=<folder> the run saves screenshots there
-(the README's come from `TOOLMESH_SCREENSHOTS=docs/console`).
+(the docs' come from `TOOLMESH_SCREENSHOTS=docs/console`).
 """
 
 from __future__ import annotations
