@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import re
 import sys
 import textwrap
 import types
@@ -106,8 +107,10 @@ def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is typing.Literal:
         return " | ".join(json.dumps(a) for a in typing.get_args(hint))
     text = hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else str(hint)
-    for noise in ("typing.", "pathlib.", "ipaddress.", "toolmesh.", "collections.abc."):
-        text = text.replace(noise, "")
+    # Module paths say where a type lives today, which is no business of the reader's: keep the name.
+    text = re.sub(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*)", r"\1", text)
+    # TOML has arrays, not tuples.
+    text = re.sub(r"tuple\[(.*), \.\.\.\]", r"list[\1]", text)
     return text.replace("NoneType", "None")
 
 
