@@ -47,7 +47,7 @@ from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.idempotency.local_outcomes import LocalOutcomes
 from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
-from toolmesh.router.extraction.execution import Execution, FunctionCaller
+from toolmesh.router.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.features import match_uri

@@ -21,7 +21,7 @@ from toolmesh.gateway.idempotency.keyed_calls import REPLAYED_METADATA
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.state.function_state import FunctionStateService
-from toolmesh.router.extraction.execution import Execution
+from toolmesh.router.execution import Execution
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.durable_state import Operation, StateAnswer, StateOp
 from toolmesh.runtimes.functions.spec import NamespaceSpec
