@@ -39,6 +39,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import FunctionNotFound, InternalError, InvalidRequest, ToolmeshError
+from toolmesh.gateway.core.keyed_calls import REPLAYED
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
 from toolmesh.gateway.core.result_json import result_json
@@ -55,7 +56,6 @@ from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
-from toolmesh.gateway.idempotency.keyed_calls import REPLAYED
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
