@@ -33,7 +33,8 @@ from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.reload.standby import Standbys
-from toolmesh.gateway.sources.service_runtime import ServiceRuntime, service_runtime
+from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
+from toolmesh.gateway.sources.factory import service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
