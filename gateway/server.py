@@ -46,8 +46,8 @@ from toolmesh.gateway.grpc.rpc_log import RpcLog
 from toolmesh.gateway.grpc.server_limits import public_server_options
 from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
-from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
-from toolmesh.gateway.http.guarded_protocol import guarded_protocol
+from toolmesh.gateway.http.guards.connection_guard import ConnectionGuard, connection_cap
+from toolmesh.gateway.http.guards.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.lean.hot_routes import HotRoute
 from toolmesh.gateway.http.request_log import RequestLog
 from toolmesh.gateway.identity.metadata_routes import metadata_routes
