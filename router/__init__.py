@@ -8,6 +8,8 @@
     Router(index, threshold=0.3).route("is it raining in Oslo?").match   # "get_weather"
 
 Transport-free: the gateway's core calls it (gateway/core/mesh.py), and its front doors adapt that.
+Its layers, bottom up: embedding/ < search/ (the index) < safety/, extraction/ < this folder
+(routing, learning, sessions, execution, service).
 """
 
 from __future__ import annotations
