@@ -41,11 +41,11 @@ from bench.router_examples import MemoEmbedder, _make_up_docs  # noqa: E402
 from toolmesh.config import RouterConfig  # noqa: E402
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD  # noqa: E402
 from toolmesh.router.evaluate import Query, load_pool, load_queries  # noqa: E402
-from toolmesh.router.index import Candidate, FunctionIndex  # noqa: E402
 from toolmesh.router.routing import Router, RouteResult  # noqa: E402
 from toolmesh.router.safety.effects import effect  # noqa: E402
+from toolmesh.router.search.index import Candidate, FunctionIndex  # noqa: E402
+from toolmesh.router.search.text import Document  # noqa: E402
 from toolmesh.router.service import open_embedder  # noqa: E402
-from toolmesh.router.text import Document  # noqa: E402
 
 # How BFCL's read-style prompts were picked: they open as a question, or as a request to
 # find, show, tell ... Not any "can you ...?", nor a question mark alone: BFCL writes most

@@ -26,9 +26,9 @@ import numpy as np
 
 from toolmesh.router.embedding.embedder import Embedder, Vectors
 from toolmesh.router.evaluate import Query, evaluate, load_pool, load_queries, with_examples
-from toolmesh.router.index import FunctionIndex, Fusion
+from toolmesh.router.search.index import FunctionIndex, Fusion
+from toolmesh.router.search.text import Document
 from toolmesh.router.service import open_embedder
-from toolmesh.router.text import Document
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data" / "routing"
@@ -302,7 +302,7 @@ def sessions(embedder: MemoEmbedder) -> list[dict[str, object]]:
     import tempfile
 
     from toolmesh.errors import ToolmeshError
-    from toolmesh.router.extraction.execution import PromptExecutor
+    from toolmesh.router.execution import PromptExecutor
     from toolmesh.router.routing import Router
     from toolmesh.router.sessions import SessionStore
 
@@ -343,7 +343,7 @@ def make_up(embedder: MemoEmbedder) -> list[dict[str, object]]:
     import datetime as dt
 
     from toolmesh.errors import InvalidArguments
-    from toolmesh.router.extraction.execution import PromptExecutor
+    from toolmesh.router.execution import PromptExecutor
     from toolmesh.router.routing import Router
 
     docs = _make_up_docs()

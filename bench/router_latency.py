@@ -68,8 +68,8 @@ def route_side(args: argparse.Namespace) -> tuple[dict[str, Callable[[str], obje
     from toolmesh.config import RouterConfig
     from toolmesh.router.embedding.cache import EmbeddingCache
     from toolmesh.router.evaluate import load_pool
-    from toolmesh.router.index import FunctionIndex
     from toolmesh.router.routing import Router
+    from toolmesh.router.search.index import FunctionIndex
     from toolmesh.router.service import open_embedder
 
     settings: dict[str, object] = {"cache_dir": Path(args.cache_dir)} if args.cache_dir else {}

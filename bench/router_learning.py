@@ -38,10 +38,10 @@ from router_examples import (  # bench/ is on the path when run as a script
 )
 
 from toolmesh.router.evaluate import load_queries
-from toolmesh.router.index import FunctionIndex
 from toolmesh.router.learning import LearnedExamples
 from toolmesh.router.routing import Router
-from toolmesh.router.text import Document
+from toolmesh.router.search.index import FunctionIndex
+from toolmesh.router.search.text import Document
 
 Step = Callable[[int], bool]
 

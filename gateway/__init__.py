@@ -9,7 +9,13 @@
     jobs/     asynchronous calls: jobs in a store (SQLite), workers, retries, dead letters, callbacks
     pool/     the serverless pool: template processes, replica sets, the activator, remote
               runtimes, the Kubernetes scaler, the clients that reach pods
-    server.py runs it all on one event loop (`toolmesh up`); listeners.py binds its ports
+    state/, idempotency/  stores shared with other replicas (Redis) or kept in this process
+    sources/  services the gateway calls itself (OpenAPI, remote MCP, gRPC reflection)
+    server.py runs it all on one event loop (`toolmesh up`); listeners.py binds its ports;
+              environment.py reads what it needs of the environment; shared_state.py opens the stores
+
+Layers, bottom up: state, identity < idempotency < core < jobs, openai < triggers < the front
+doors (http, grpc, mcp); sources, reload < pool; the server on top (tests/test_layering.py).
 
 Front doors convert their wire form to `core.requests` and delegate to `core.mesh.Mesh`;
 errors are rendered by `toolmesh.error_shapes`.

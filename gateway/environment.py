@@ -29,11 +29,12 @@ from toolmesh.config import (
     ConfigError,
     KeyConfig,
     MeshConfig,
-    RuntimeConfig,
     check_state_url,
     hash_key,
 )
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
+from toolmesh.gateway.sources.factory import runtime_headers
+from toolmesh.gateway.triggers.trigger_host import trigger_secrets
 from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
 
@@ -88,42 +89,13 @@ class GatewayEnvironment:
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),
             mcp_state_secret=_mcp_state_secret(config, environ),
-            trigger_secrets=trigger_secrets(config, environ),
+            trigger_secrets=trigger_secrets(config.triggers, environ),
         )
 
 
 def _runtime_headers(config: MeshConfig, env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """The headers each runtime with `headers` sends, their `{ env = ... }` values read."""
     return {runtime.name: runtime_headers(runtime, env) for runtime in config.runtimes if runtime.headers}
-
-
-def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str, str]:
-    """The headers `runtime` sends its service, `{ env = ... }` values read from `env`."""
-    headers = {}
-    for name, value in runtime.headers.items():
-        if isinstance(value, str):
-            headers[name] = value
-            continue
-        text = env.get(value.env)
-        if not text:
-            raise ConfigError(
-                f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
-            )
-        headers[name] = value.prefix + text
-    return headers
-
-
-def trigger_secrets(config: MeshConfig, env: Mapping[str, str]) -> dict[str, bytes]:
-    found = {}
-    for trigger in config.triggers:
-        if trigger.secret_env is not None:
-            value = env.get(trigger.secret_env)
-            if not value:
-                raise ConfigError(
-                    f"triggers.{trigger.name}: environment variable {trigger.secret_env} is not set"
-                )
-            found[trigger.name] = value.encode()
-    return found
 
 
 #: Fewest characters of `[mcp] state_secret_env`'s secret (the SDK's AES-256-GCM key derivation).

@@ -36,9 +36,9 @@ from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog
 from toolmesh.gateway.core.free_text import spec_documents
+from toolmesh.gateway.core.keyed_calls import KeyedCalls
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.metrics import GatewayMetrics
-from toolmesh.gateway.core.tool_selection import RouterToolSelector, ToolSelector
 from toolmesh.gateway.environment import GatewayEnvironment
 from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
@@ -46,11 +46,10 @@ from toolmesh.gateway.grpc.rpc_log import RpcLog
 from toolmesh.gateway.grpc.server_limits import public_server_options
 from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
-from toolmesh.gateway.http.connection_guard import ConnectionGuard, connection_cap
-from toolmesh.gateway.http.guarded_protocol import guarded_protocol
+from toolmesh.gateway.http.guards.connection_guard import ConnectionGuard, connection_cap
+from toolmesh.gateway.http.guards.guarded_protocol import guarded_protocol
 from toolmesh.gateway.http.lean.hot_routes import HotRoute
 from toolmesh.gateway.http.request_log import RequestLog
-from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.identity.metadata_routes import metadata_routes
 from toolmesh.gateway.identity.protected_resource import ProtectedResource
 from toolmesh.gateway.identity.tokens import TokenValidator
@@ -58,13 +57,14 @@ from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.listeners import EmbeddedServer, bind_listener, is_loopback, serve_http
 from toolmesh.gateway.mcp.endpoint import McpEndpoint
 from toolmesh.gateway.openai.chat import ChatProxy
+from toolmesh.gateway.openai.tool_selection import RouterToolSelector, ToolSelector
 from toolmesh.gateway.openai.upstream import Upstream
 from toolmesh.gateway.pool.kube_scaler import KubeScaler
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_pool import MeshAccess, Pool
 from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
-from toolmesh.gateway.state.shared import SharedState, open_state
+from toolmesh.gateway.shared_state import SharedState, open_state
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.pod.serving import server_options

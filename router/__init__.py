@@ -8,6 +8,8 @@
     Router(index, threshold=0.3).route("is it raining in Oslo?").match   # "get_weather"
 
 Transport-free: the gateway's core calls it (gateway/core/mesh.py), and its front doors adapt that.
+Its layers, bottom up: embedding/ < search/ (the index) < safety/, extraction/ < this folder
+(routing, learning, sessions, execution, service).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from toolmesh._lazy import lazy_attributes
 if TYPE_CHECKING:
     from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder
     from toolmesh.router.embedding.model import BuiltModel, ModelUnavailable, ensure_model
-    from toolmesh.router.extraction.execution import Execution, FunctionCaller, PromptExecutor
+    from toolmesh.router.execution import Execution, FunctionCaller, PromptExecutor
     from toolmesh.router.extraction.extract import Extraction, extract_arguments
-    from toolmesh.router.index import Candidate, FunctionIndex
     from toolmesh.router.routing import Router, RouteResult
+    from toolmesh.router.search.index import Candidate, FunctionIndex
+    from toolmesh.router.search.text import Document
     from toolmesh.router.service import RouterService
     from toolmesh.router.sessions import SessionStore, Turn
-    from toolmesh.router.text import Document
 
 # Loaded on first use: `toolmesh router ...` is registered in every `toolmesh` command
 # line, pods included, which must not pay for numpy and onnxruntime.
@@ -34,13 +36,13 @@ __getattr__, __dir__ = lazy_attributes(
     {
         "Embedder": "toolmesh.router.embedding.embedder",
         "OnnxEmbedder": "toolmesh.router.embedding.embedder",
-        "Execution": "toolmesh.router.extraction.execution",
-        "PromptExecutor": "toolmesh.router.extraction.execution",
-        "FunctionCaller": "toolmesh.router.extraction.execution",
+        "Execution": "toolmesh.router.execution",
+        "PromptExecutor": "toolmesh.router.execution",
+        "FunctionCaller": "toolmesh.router.execution",
         "Extraction": "toolmesh.router.extraction.extract",
         "extract_arguments": "toolmesh.router.extraction.extract",
-        "Candidate": "toolmesh.router.index",
-        "FunctionIndex": "toolmesh.router.index",
+        "Candidate": "toolmesh.router.search.index",
+        "FunctionIndex": "toolmesh.router.search.index",
         "BuiltModel": "toolmesh.router.embedding.model",
         "ModelUnavailable": "toolmesh.router.embedding.model",
         "ensure_model": "toolmesh.router.embedding.model",
@@ -49,7 +51,7 @@ __getattr__, __dir__ = lazy_attributes(
         "RouterService": "toolmesh.router.service",
         "SessionStore": "toolmesh.router.sessions",
         "Turn": "toolmesh.router.sessions",
-        "Document": "toolmesh.router.text",
+        "Document": "toolmesh.router.search.text",
     },
     globals(),
 )

@@ -25,8 +25,8 @@ import numpy as np
 
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.embedder import Embedder
-from toolmesh.router.index import Candidate, FunctionIndex
-from toolmesh.router.text import Document
+from toolmesh.router.search.index import Candidate, FunctionIndex
+from toolmesh.router.search.text import Document
 
 Match = Literal["id", "name"]
 

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.router import safety
-from toolmesh.router.index import Candidate, FunctionIndex, SyncReport
 from toolmesh.router.learning import (
     ExampleStore,
     RecentRoutings,
@@ -19,9 +18,10 @@ from toolmesh.router.learning import (
     learnable,
     near_duplicates,
 )
+from toolmesh.router.search.index import Candidate, FunctionIndex, SyncReport
+from toolmesh.router.search.text import Document, text_hash
+from toolmesh.router.search.whitening import Fitted, Snapshot
 from toolmesh.router.sessions import Sessions, Turn
-from toolmesh.router.text import Document, text_hash
-from toolmesh.router.whitening import Fitted, Snapshot
 
 log = logging.getLogger("toolmesh.router")
 

@@ -24,13 +24,13 @@ from toolmesh.errors import Unavailable
 from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder
 from toolmesh.router.embedding.model import cached_model, ensure_model
-from toolmesh.router.extraction.execution import PromptExecutor
+from toolmesh.router.execution import PromptExecutor
 from toolmesh.router.extraction.llm import LlmExtractor
-from toolmesh.router.index import FunctionIndex
 from toolmesh.router.learning import ExampleStore, LearnedExamples, Routings
 from toolmesh.router.routing import Router
+from toolmesh.router.search.index import FunctionIndex
+from toolmesh.router.search.text import Document
 from toolmesh.router.sessions import Sessions, SessionStore
-from toolmesh.router.text import Document
 
 log = logging.getLogger("toolmesh.router")
 

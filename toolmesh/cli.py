@@ -10,7 +10,7 @@
     toolmesh hash-key [KEY]
     toolmesh triggers list | pause NAME | resume NAME | run NAME [--url URL] [--api-key KEY] [--json]
     toolmesh deploy render [--config FILE] [--image IMAGE] [--namespace NS] [--output DIR]
-    toolmesh router build | eval ...   (see toolmesh/router/commands.py)
+    toolmesh router build | eval ...   (see toolmesh/commands/router_commands.py)
 
 Imports happen inside each command so that starting a pod loads only what a pod needs, and
 so that the commands of the slim install (functions, invoke, tools, runtime, hash-key) run
@@ -440,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(tools, default_url)
     tools.set_defaults(handler=_tools)
 
-    from toolmesh.router.commands import add_router_commands
+    from toolmesh.commands.router_commands import add_router_commands
 
     _add_trigger_commands(commands, default_url)
     add_router_commands(commands)

@@ -7,7 +7,7 @@
     catalog.py       every function in the mesh, by name
     free_text.py     the router's view of the catalog; ranking off the event loop
     tool_formats.py  specs as OpenAI / Responses / Cloudflare / MCP tool definitions
-    tool_selection.py  which tools the chat proxy offers a model
+    keyed_calls.py   `Idempotency-Key`: claim the key, wait for a running one, replay, settle
     result_json.py   a Result as the JSON document HTTP callers read
     metrics.py       the gateway's call metrics
 

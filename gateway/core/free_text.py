@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from toolmesh.gateway.core.requests import RouteRequest
 from toolmesh.router.routing import RouteResult
+from toolmesh.router.search.text import Document
 from toolmesh.router.service import RouterService
-from toolmesh.router.text import Document
 from toolmesh.runtimes.functions.spec import (
     FREE_TEXT_CONFIRM,
     FREE_TEXT_NEVER,

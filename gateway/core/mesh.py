@@ -29,6 +29,7 @@ from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.gateway.core.catalog import Catalog, Namespace
 from toolmesh.gateway.core.drain import Drain
 from toolmesh.gateway.core.free_text import carried_arguments, verdict
+from toolmesh.gateway.core.keyed_calls import KeyedCalls
 from toolmesh.gateway.core.metrics import GatewayMetrics
 from toolmesh.gateway.core.recent_invocations import InvocationRecord, RecentInvocations
 from toolmesh.gateway.core.reloading import Reloader, ReloadReport
@@ -43,11 +44,10 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.surfaces import REFUSALS, Surface
 from toolmesh.gateway.core.tool_formats import tool_definition
-from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.idempotency.local_outcomes import LocalOutcomes
 from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
-from toolmesh.router.extraction.execution import Execution, FunctionCaller
+from toolmesh.router.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.features import match_uri

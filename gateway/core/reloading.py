@@ -5,7 +5,7 @@ The pool rolls each runtime onto its modules imported again, with no call failin
 function added, removed, its schema changed) reaches everything derived from it:
 `/v1/functions` at once, MCP listen streams as `list_changed` (the endpoint
 subscribes to the catalog), and the router's index, which embeds only what is new
-or changed (router/index.py). A runtime whose modules fail to import keeps its old
+or changed (router/search/index.py). A runtime whose modules fail to import keeps its old
 version serving; the error, with its traceback, is logged and reported.
 
 Whoever asks (`toolmesh up --reload`, SIGHUP, `POST /v1/admin/reload`) gets a

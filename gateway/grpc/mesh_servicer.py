@@ -9,6 +9,7 @@ import grpc
 
 from toolmesh.errors import InvalidRequest, PermissionDenied, ToolmeshError
 from toolmesh.gateway.core.auth import Principal
+from toolmesh.gateway.core.keyed_calls import REPLAYED_METADATA
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import (
     CallOptions,
@@ -17,11 +18,10 @@ from toolmesh.gateway.core.requests import (
     InvokeRequest,
     RouteRequest,
 )
-from toolmesh.gateway.idempotency.keyed_calls import REPLAYED_METADATA
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.state.function_state import FunctionStateService
-from toolmesh.router.extraction.execution import Execution
+from toolmesh.router.execution import Execution
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.durable_state import Operation, StateAnswer, StateOp
 from toolmesh.runtimes.functions.spec import NamespaceSpec

@@ -20,7 +20,7 @@ POST /v1/admin/reload                 reload the runtimes (a key needs "@admin";
 GET  /v1/invocations/recent?limit=    the last calls the key may see (invocation_routes.py)
 GET  /ui/...                          the web console: static files calling this API (console/)
 
-Every route sits behind `BrowserGuard` (browser_guard.py): Host, Origin and Content-Type checks.
+Every route sits behind `BrowserGuard` (guards/browser_guard.py): Host, Origin and Content-Type checks.
 """
 
 from __future__ import annotations
@@ -39,15 +39,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from toolmesh.errors import FunctionNotFound, InternalError, InvalidRequest, ToolmeshError
+from toolmesh.gateway.core.keyed_calls import REPLAYED
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest, RouteRequest, ToolsRequest
 from toolmesh.gateway.core.result_json import result_json
 from toolmesh.gateway.core.tool_formats import parse_tool_format
 from toolmesh.gateway.http.adapt import JSON, body, caller, error_response, json_response
 from toolmesh.gateway.http.admin_routes import admin_routes
-from toolmesh.gateway.http.browser_guard import BrowserGuard
 from toolmesh.gateway.http.console import console_routes
 from toolmesh.gateway.http.free_text_routes import free_text_routes
+from toolmesh.gateway.http.guards.browser_guard import BrowserGuard
 from toolmesh.gateway.http.invocation_routes import invocation_routes
 from toolmesh.gateway.http.job_routes import job_routes, submit_invoke, wants_async
 from toolmesh.gateway.http.lean.hot_routes import HotRoute, HotRoutes, endpoint
@@ -55,7 +56,6 @@ from toolmesh.gateway.http.metrics_routes import metrics_routes
 from toolmesh.gateway.http.openapi import openapi_document
 from toolmesh.gateway.http.payloads import arguments_body, parse_json
 from toolmesh.gateway.http.sse import event_stream, interleaving, wants_events
-from toolmesh.gateway.idempotency.keyed_calls import REPLAYED
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.openai.toolcalls import parse_tool_calls, render_results
 from toolmesh.gateway.triggers.trigger_host import TriggerHost

@@ -1,4 +1,4 @@
-"""The seam between the rules of keyed calls (keyed_calls.py) and where their records live.
+"""The seam between the rules of keyed calls (gateway/core/keyed_calls.py) and where their records live.
 
 A record per (caller, key):
 

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.idempotency.outcome_store import Claim, KeyedRecord, KeyState
-from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
+from toolmesh.gateway.state.sqlite_thread import SqliteThread
 
 T = TypeVar("T")
 log = logging.getLogger("toolmesh.gateway")

@@ -183,12 +183,12 @@ class RedisJobStore:
                 raise
 
     async def open(self) -> None:
-        # A Redis that is down now is not fatal (see shared.py): the first claim makes the group.
+        # A Redis that is down now is not fatal (see shared_state.py): the first claim makes the group.
         with contextlib.suppress(StateUnavailable), self.outage.translated():
             await self._make_group()  # logged by the outage if it fails
 
     async def close(self) -> None:
-        """The client is the gateway's (shared.py closes it)."""
+        """The client is the gateway's (shared_state.py closes it)."""
 
     async def add(self, job: Job, max_queued: int) -> None:
         fields: list[Any] = [
@@ -233,7 +233,7 @@ class RedisJobStore:
 
     async def get(self, job_id: str) -> Job | None:
         with self.outage.translated():
-            # The client decodes nothing (shared.py), so every reply is bytes.
+            # The client decodes nothing (shared_state.py), so every reply is bytes.
             h = cast(dict[bytes, bytes], await self.client.hgetall(self.prefix + "job:" + job_id))
         return _from_hash(h) if h and h.get(b"project") == self.project.encode() else None
 

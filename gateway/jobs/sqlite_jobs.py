@@ -21,7 +21,7 @@ from typing import Any
 from toolmesh.errors import Overloaded
 from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
-from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
+from toolmesh.gateway.state.sqlite_thread import SqliteThread
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

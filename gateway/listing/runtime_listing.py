@@ -20,10 +20,9 @@ from prometheus_client import CollectorRegistry
 
 from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
 from toolmesh.errors import ToolmeshError
-from toolmesh.gateway.environment import runtime_headers
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, read_modules
-from toolmesh.gateway.sources.service_runtime import service_runtime
+from toolmesh.gateway.sources.factory import runtime_headers, service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.runtimes.functions.spec import FunctionSpec, spec_to_dict
 

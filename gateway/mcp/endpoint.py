@@ -4,7 +4,7 @@ A thin adapter: the SDK's low-level `Server` speaks the protocol, `Mesh` lists
 and calls, `mcp_tools` converts. In front of the SDK, `McpEndpoint` checks the
 API key (the same keys and scopes as the HTTP API: a key lists and calls only
 its functions) and notes the namespace of the path; `Host` and `Origin` are
-checked for every HTTP surface by `gateway/http/browser_guard.py`.
+checked for every HTTP surface by `gateway/http/guards/browser_guard.py`.
 
 Stateless: each request stands alone (no `Mcp-Session-Id`, cursors name a
 tool), so any gateway replica can answer any request. Both protocol eras work:

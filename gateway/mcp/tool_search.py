@@ -292,7 +292,7 @@ async def search(
     offered = {spec.qualified_name: spec for spec in specs}
     if not offered:
         return [], _ranking(mesh)
-    # A query is cut to what the router reads, lone surrogates replaced (as tool_selection.py does).
+    # A query is cut to what the router reads, lone surrogates replaced (as openai/tool_selection.py does).
     cut = query[: mesh.router.config.max_prompt_chars].encode(errors="replace").decode()
     try:
         ranked = await free_text.rank(mesh.router, offered.__contains__, RouteRequest(cut, limit))

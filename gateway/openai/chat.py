@@ -39,8 +39,8 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions
 from toolmesh.gateway.core.tool_formats import openai_tool
-from toolmesh.gateway.core.tool_selection import AllTools, ToolSelector
 from toolmesh.gateway.openai.chat_request import ChatRequest, function_name, latest_user_text
+from toolmesh.gateway.openai.tool_selection import AllTools, ToolSelector
 from toolmesh.gateway.openai.toolcalls import CallFormat, parse_tool_calls, render_results
 from toolmesh.gateway.openai.upstream import Upstream
 from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name

@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, Unavailable
 from toolmesh.gateway.core.backend import PodRef
-from toolmesh.gateway.pool.launcher import LaunchedTemplate, TemplateProcess
+from toolmesh.gateway.pool.launcher import LaunchedTemplate, Standbys, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, READY
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
@@ -32,8 +32,8 @@ from toolmesh.gateway.pool.rollout import roll
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
-from toolmesh.gateway.reload.standby import Standbys
-from toolmesh.gateway.sources.service_runtime import ServiceRuntime, service_runtime
+from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
+from toolmesh.gateway.sources.factory import service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
 from toolmesh.runtimes.functions.results import Content, Result
@@ -95,7 +95,7 @@ class Pool:
         self._headers = dict(headers or {})
         #: One reload of a runtime at a time.
         self._reloading: dict[str, asyncio.Lock] = {}
-        #: Templates started ahead of reloads (reload/standby.py), for the runtimes in `_reloadable`.
+        #: Templates started ahead of reloads (launcher.py's Standbys), for the runtimes in `_reloadable`.
         self._standbys = Standbys()
         self._reloadable: set[str] = set()
 

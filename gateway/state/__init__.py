@@ -7,7 +7,10 @@ implementation each (`[state] url`, or TOOLMESH_STATE_URL):
     redis_feed.py       ... through Redis pub/sub
     redis_sessions.py the router's `Sessions` in Redis            (local: router/sessions.py, SQLite)
     redis_client.py   the one client, and Redis errors -> StateUnavailable (fail closed)
-    shared.py         `open_state`: all of it from the config
+    sqlite_thread.py  the one thread a SQLite file is used from (function state, outcomes, jobs, ticks)
+
+`open_state` (gateway/shared_state.py) builds all of it, with the job and outcome stores, from the
+config; nothing here imports those stores or the core.
 
 Async jobs are in Redis too (gateway/jobs/redis_jobs.py); what the router learns at run time
 stays per replica.

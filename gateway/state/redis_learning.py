@@ -200,7 +200,7 @@ class RedisExamples:
         return []
 
     def close(self) -> None:
-        """The client is the gateway's (shared.py closes it)."""
+        """The client is the gateway's (shared_state.py closes it)."""
 
 
 class RedisRoutings:

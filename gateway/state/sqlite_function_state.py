@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
 from toolmesh.gateway.state.function_state import NotANumber, TooManyKeys
+from toolmesh.gateway.state.sqlite_thread import SqliteThread
 
 T = TypeVar("T")
 

@@ -36,7 +36,7 @@ class RedisTicks:
         self.prefix = f"{prefix}triggers:{project}:"
 
     async def open(self) -> None:
-        """The client is the gateway's (shared.py opens and closes it)."""
+        """The client is the gateway's (shared_state.py opens and closes it)."""
 
     async def close(self) -> None:
         pass

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from toolmesh.gateway.jobs.sqlite_thread import SqliteThread
+from toolmesh.gateway.state.sqlite_thread import SqliteThread
 
 #: Seconds a tick's claim is kept: long past any clock skew between replicas.
 TICK_MEMORY = 3600.0

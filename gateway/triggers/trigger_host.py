@@ -153,14 +153,13 @@ class TriggerHost:
         runtimes' reload, is done, so a new trigger may call a new function). A file that does
         not parse, or a table that cannot run, is logged and leaves the triggers as they were."""
         from toolmesh.config import load_config
-        from toolmesh.gateway.environment import trigger_secrets
 
         if after is not None:
             with contextlib.suppress(Exception):
                 await after
         try:
             config = load_config(file)
-            return await self.reconfigure(config.triggers, trigger_secrets(config, environ))
+            return await self.reconfigure(config.triggers, trigger_secrets(config.triggers, environ))
         except ConfigError as exc:
             log.error(f"the triggers were not reloaded, they run as they were: {exc}")
             return []
@@ -255,3 +254,17 @@ def _need(module: str, package: str, trigger: TriggerConfig) -> None:
         raise ConfigError(
             f"triggers.{trigger.name}: needs the {package} package: pip install 'toolmesh[triggers]'"
         )
+
+
+def trigger_secrets(triggers: Sequence[TriggerConfig], env: Mapping[str, str]) -> dict[str, bytes]:
+    """Each trigger's signing secret (`secret_env`) read from `env`, by trigger name."""
+    found = {}
+    for trigger in triggers:
+        if trigger.secret_env is not None:
+            value = env.get(trigger.secret_env)
+            if not value:
+                raise ConfigError(
+                    f"triggers.{trigger.name}: environment variable {trigger.secret_env} is not set"
+                )
+            found[trigger.name] = value.encode()
+    return found

@@ -21,6 +21,8 @@ from toolmesh.errors import Unauthenticated
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage
 from toolmesh.jobs_config import TriggerConfig
 
+#: Where webhooks are posted: `POST /v1/hooks/NAME`.
+HOOKS_PATH = "/v1/hooks"
 HEADERS = {"github": "x-hub-signature-256", "hmac": "x-signature-256", "stripe": "stripe-signature"}
 #: Headers that name a delivery (GitHub's, Stripe's event id is in the body), kept on the job.
 DELIVERY_HEADERS = ("x-github-delivery", "x-request-id", "idempotency-key")

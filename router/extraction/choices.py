@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.currencies import CODES, code_of, currency_mentions
-from toolmesh.router.text import STOPWORDS, split_identifier, words
+from toolmesh.router.search.text import STOPWORDS, split_identifier, words
 
 if TYPE_CHECKING:
     from toolmesh.router.extraction.extract import Param, _Text

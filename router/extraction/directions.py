@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING
 
 from toolmesh.router.extraction import values as v
-from toolmesh.router.text import words
+from toolmesh.router.search.text import words
 
 if TYPE_CHECKING:
     from toolmesh.router.extraction.extract import Param, _Text

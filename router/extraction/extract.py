@@ -27,7 +27,7 @@ from toolmesh.router.extraction import choices, directions, identifiers
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.dates import find_dates, find_times
 from toolmesh.router.extraction.intervals import Intervals
-from toolmesh.router.text import STOPWORDS, split_identifier, words
+from toolmesh.router.search.text import STOPWORDS, split_identifier, words
 
 _LETTERS = re.compile(r"[a-z]+")
 _NEGATIONS = words("no not without don't dont disable disabled exclude excluding off never skip hide")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolmesh.router.extraction import values as v
 from toolmesh.router.extraction.intervals import Intervals
-from toolmesh.router.text import STOPWORDS, words
+from toolmesh.router.search.text import STOPWORDS, words
 
 if TYPE_CHECKING:
     from toolmesh.router.extraction.extract import Param, _Text

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolmesh.router.text import split_identifier, words
+from toolmesh.router.search.text import split_identifier, words
 
 URL = re.compile(r"\bhttps?://[^\s<>\"'()]+[^\s<>\"'().,;:!?]", re.I)
 #: What an email address looks like. `emails` finds exactly what this finds, in linear time.

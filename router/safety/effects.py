@@ -17,7 +17,7 @@ import re
 
 from toolmesh.router.safety.intent import read_intent
 from toolmesh.router.safety.verbs import Effect, base, effect_of_verb
-from toolmesh.router.text import Document, split_identifier
+from toolmesh.router.search.text import Document, split_identifier
 
 _WORD = re.compile(r"[A-Za-z]+")
 # Openings of descriptions that say nothing yet: "This function adds ...", "Used to list ...".

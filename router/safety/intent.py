@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from toolmesh.router.safety.verbs import DESTROY_VERBS, READ_VERBS, WRITE_VERBS, base
-from toolmesh.router.text import STOPWORDS, words
+from toolmesh.router.search.text import STOPWORDS, words
 
 _CLAUSES = re.compile(r"[,;:.!?]+\s*|\s+(?:and then|then|but)\s+")
 _TOKEN = re.compile(r"[\w'-]+")

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.safety.effects import answers_question, effect, own_verbs
 from toolmesh.router.safety.intent import Intent, read_intent
 from toolmesh.router.safety.verbs import Effect
+from toolmesh.router.search.index import Candidate, FunctionIndex
 
 #: A function that destroys data needs this much more than the threshold...
 DESTRUCTIVE_EXTRA = 0.1

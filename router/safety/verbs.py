@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import re
 
-from toolmesh.router.text import words
+from toolmesh.router.search.text import words
 
 
 class Effect(enum.Enum):

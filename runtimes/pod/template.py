@@ -31,7 +31,7 @@ itself dies.
 
 A template imports toolmesh and grpc, and warms up pydantic (most of its start-up),
 before it reads the `load` line, and the user's modules only after it. So the gateway can start one
-ahead of need, a standby (gateway/reload/standby.py), and a hot reload costs only
+ahead of need, a standby (gateway/pool/launcher.py), and a hot reload costs only
 the modules' own imports, in an interpreter that never imported them: no stale
 module, import-time side effect or relative import behaves differently from a
 first start.

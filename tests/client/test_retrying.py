@@ -157,7 +157,7 @@ async def test_an_unknown_outcome_is_not_retried(gateway_factory: StartGateway, 
     gateway = await gateway_factory(KEYED, idempotency_lease=0.2)
     log = tmp_path / "log"
     arguments = {"path": str(log), "text": "lost"}
-    from toolmesh.gateway.idempotency.keyed_calls import fingerprint
+    from toolmesh.gateway.core.keyed_calls import fingerprint
     from toolmesh.gateway.idempotency.outcome_store import Claim, record_id
 
     keyed = gateway.mesh.keyed

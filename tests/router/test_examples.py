@@ -11,8 +11,8 @@ import pytest
 from toolmesh.cli import main
 from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.evaluate import EvalInputError, Query, load_pool, with_examples
-from toolmesh.router.index import FunctionIndex
-from toolmesh.router.text import Document
+from toolmesh.router.search.index import FunctionIndex
+from toolmesh.router.search.text import Document
 
 TWINS = [
     Document("lookup_a", "lookup_a", "Look up a record in the archive."),
@@ -107,7 +107,7 @@ def test_eval_takes_examples_from_a_training_file(
 
 
 def test_a_large_catalog_scores_a_shortlist_and_keeps_the_top() -> None:
-    from toolmesh.router.views import EXACT_ROWS, ExampleViews
+    from toolmesh.router.search.views import EXACT_ROWS, ExampleViews
 
     rng = np.random.default_rng(7)
     functions, per = 700, 8

@@ -15,12 +15,12 @@ import pytest
 from toolmesh.cli import main
 from toolmesh.router import learning
 from toolmesh.router.embedding.embedder import OnnxEmbedder
-from toolmesh.router.index import FunctionIndex
 from toolmesh.router.learning import LearnedExamples, RecentRoutings, Routed, near_duplicates, normalised
 from toolmesh.router.routing import Router, version
+from toolmesh.router.search.index import FunctionIndex
+from toolmesh.router.search.text import Document
+from toolmesh.router.search.whitening import Fitted, Snapshot
 from toolmesh.router.service import LEARNED_FILE
-from toolmesh.router.text import Document
-from toolmesh.router.whitening import Fitted, Snapshot
 
 DOCS = [
     Document("lookup_a", "lookup_a", "Look up a record in the archive."),

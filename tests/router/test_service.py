@@ -12,9 +12,9 @@ import toolmesh
 from toolmesh.config import RouterConfig
 from toolmesh.errors import StateUnavailable
 from toolmesh.router.embedding.embedder import Embedder, OnnxEmbedder, Vectors, normalise
+from toolmesh.router.search.text import Document
 from toolmesh.router.service import RouterService, State
 from toolmesh.router.sessions import Sessions, SessionStore
-from toolmesh.router.text import Document
 
 DOCS = [
     Document("get_weather", "get_weather", "Current weather for a city."),

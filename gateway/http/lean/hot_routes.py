@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolmesh.errors import ToolmeshError
-from toolmesh.gateway.http.browser_guard import BrowserGuard
+from toolmesh.gateway.http.guards.browser_guard import BrowserGuard
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 

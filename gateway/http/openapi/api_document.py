@@ -7,9 +7,9 @@ from typing import Any
 
 from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.gateway.core.requests import MAX_IDEMPOTENCY_KEY
-from toolmesh.gateway.http.job_routes import job_openapi
 from toolmesh.gateway.http.openapi.api_schemas import COMMON_ERRORS, SCHEMAS, errors, json_body, ref
 from toolmesh.gateway.http.openapi.free_text_paths import free_text_paths
+from toolmesh.gateway.http.openapi.job_paths import job_openapi
 from toolmesh.gateway.http.openapi.operation_paths import OPERATION_PATHS
 
 _NAME = {

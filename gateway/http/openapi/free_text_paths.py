@@ -6,7 +6,7 @@ from typing import Any
 
 from toolmesh.gateway.core.requests import MAX_K
 from toolmesh.gateway.http.openapi.api_schemas import errors, json_body
-from toolmesh.router.index import LEXICAL_WEIGHT
+from toolmesh.router.search.index import LEXICAL_WEIGHT
 from toolmesh.router.sessions import MAX_SESSION_ID
 
 

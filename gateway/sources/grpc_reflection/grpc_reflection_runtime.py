@@ -23,14 +23,13 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
+from toolmesh.gateway.sources.base.naming import function_name, name_limit, selected
+from toolmesh.gateway.sources.base.service_runtime import GatewaySource
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
-from toolmesh.gateway.sources.openapi.operations import function_name
-from toolmesh.gateway.sources.remote_mcp.mcp_results import selected
-from toolmesh.gateway.sources.service_runtime import GatewaySource
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
-from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec
+from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
@@ -173,7 +172,7 @@ class GrpcReflectionRuntime(GatewaySource):
 def _methods(
     found: list[MethodDescriptor], namespace: str, include: tuple[str, ...], exclude: tuple[str, ...]
 ) -> list[Method]:
-    limit = MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+    limit = name_limit(namespace)
     kept = [
         m
         for m in found

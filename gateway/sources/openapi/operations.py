@@ -8,22 +8,19 @@ the `body` argument. `Operation` remembers which is which, for openapi_runtime.p
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmesh.gateway.sources.base.naming import function_name, name_limit
 from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConverter, resolve, with_definitions
-from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, Annotations, FunctionSpec
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 #: Where a parameter goes; cookies are not sent.
 LOCATIONS = ("path", "query", "header")
 #: The argument holding a body that is not an object (or whose properties clash with parameters).
 BODY = "body"
-#: Characters of the hash that keeps a shortened or clashing name unique.
-_HASH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,28 +48,11 @@ def select(operation: Mapping[str, Any], include: Sequence[str], exclude: Sequen
     return (not include or matches(include)) and not matches(exclude)
 
 
-def function_name(raw: str, limit: int, taken: set[str]) -> str:
-    """`raw` made a valid function name of at most `limit` characters, not in `taken`."""
-    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or "operation"
-    if not name[0].isalpha():
-        name = f"op_{name}"
-    if len(name) > limit or name in taken:
-        digest = hashlib.sha256(raw.encode()).hexdigest()[:_HASH]
-        name = f"{name[: limit - _HASH - 1].rstrip('_')}_{digest}"
-    counter = 2
-    unique = name
-    while unique in taken:  # a hash that clashes too: count
-        unique = f"{name[: limit - len(str(counter)) - 1].rstrip('_')}_{counter}"
-        counter += 1
-    taken.add(unique)
-    return unique
-
-
 def read_operations(
     document: Mapping[str, Any], namespace: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
 ) -> list[Operation]:
     converter = SchemaConverter(document)
-    limit = MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+    limit = name_limit(namespace)
     taken: set[str] = set()
     found = []
     for path, item in (document.get("paths") or {}).items():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from toolmesh.gateway.sources.openapi.operations import function_name
+from toolmesh.gateway.sources.base.naming import function_name
 from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
 from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec
 

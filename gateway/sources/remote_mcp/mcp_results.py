@@ -5,19 +5,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmesh.gateway.sources.openapi.operations import function_name
+from toolmesh.gateway.sources.base.naming import function_name, name_limit, selected
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, Annotations, FunctionSpec
-
-
-def name_limit(namespace: str) -> int:
-    """The longest function name under `namespace` (so that its tool name fits 64 characters)."""
-    return MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
 
 
 def tool_specs(
@@ -58,13 +52,6 @@ def tool_specs(
             ),
         )
     return found
-
-
-def selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
-    def matches(patterns: Sequence[str]) -> bool:
-        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
-
-    return (not include or matches(include)) and not matches(exclude)
 
 
 def call_result(answer: Any) -> Result:

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
+from toolmesh.gateway.sources.base.naming import name_limit
+from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
@@ -29,8 +31,7 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     request_of,
     resource_specs,
 )
-from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
-from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
+from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec

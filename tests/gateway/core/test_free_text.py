@@ -24,7 +24,7 @@ from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub
 from toolmesh.config import KeyConfig, LlmConfig, RouterConfig, hash_key
 from toolmesh.gateway.server import Gateway
-from toolmesh.router.index import LEXICAL_WEIGHT
+from toolmesh.router.search.index import LEXICAL_WEIGHT
 from toolmesh.v1 import mesh_pb2
 
 

@@ -16,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.gateway.conftest import StartGateway, StartUp, Up, runtime
-from tests.gateway.idempotency.test_keyed_calls import KEYED, call, runs, started
+from tests.gateway.core.test_keyed_calls import KEYED, call, runs, started
 from tests.gateway.mcp.test_input_requests import Answers, text
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig

@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.gateway.conftest import StartGateway, runtime
-from tests.gateway.idempotency.test_keyed_calls import KEYED, runs
+from tests.gateway.core.test_keyed_calls import KEYED, runs
 from tests.gateway.mcp.test_direct_calls import call, reached_sdk
 from tests.gateway.mcp.test_endpoint import ERAS, all_tools, connect
 from tests.gateway.mcp.test_input_requests import Answers

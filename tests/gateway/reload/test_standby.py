@@ -1,4 +1,4 @@
-"""Reloads through standby templates (gateway/reload/standby.py), as `toolmesh up --reload` runs
+"""Reloads through standby templates (gateway/pool/launcher.py), as `toolmesh up --reload` runs
 them: the standby becomes the new template, a new import in the edited module works, a module
 that fails to import keeps the old version, and reloads leave no process behind."""
 

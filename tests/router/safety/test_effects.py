@@ -6,7 +6,7 @@ import pytest
 
 from toolmesh.router.safety.effects import answers_question, effect, own_verbs
 from toolmesh.router.safety.verbs import Effect
-from toolmesh.router.text import Document
+from toolmesh.router.search.text import Document
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,6 @@ import pytest
 
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.embedder import OnnxEmbedder
-from toolmesh.router.index import Candidate, FunctionIndex
 from toolmesh.router.routing import Router
 from toolmesh.router.safety.rules import (
     CLOSE,
@@ -25,8 +24,9 @@ from toolmesh.router.safety.rules import (
     choose,
 )
 from toolmesh.router.safety.verbs import Effect
+from toolmesh.router.search.index import Candidate, FunctionIndex
+from toolmesh.router.search.text import Document
 from toolmesh.router.sessions import SessionStore
-from toolmesh.router.text import Document
 
 SKU = {
     "type": "object",

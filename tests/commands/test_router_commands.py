@@ -11,7 +11,7 @@ import pytest
 
 from toolmesh.cli import main
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "router" / "data"
 POOL, QUERIES = str(DATA / "small_pool.json"), str(DATA / "small_queries.jsonl")
 
 

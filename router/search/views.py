@@ -30,8 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from toolmesh.router.embedding.embedder import Vectors, normalise
-from toolmesh.router.segments import SegmentMatrix
-from toolmesh.router.whitening import SHRINKAGE, Fitted, Snapshot, whitened_slots
+from toolmesh.router.search.segments import SegmentMatrix
+from toolmesh.router.search.whitening import SHRINKAGE, Fitted, Snapshot, whitened_slots
 
 #: Up to this many example rows, every one is scored for every query.
 EXACT_ROWS = 4096

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolmesh.router.embedding.embedder import Vectors, normalise
-from toolmesh.router.views import ExampleViews
+from toolmesh.router.search.views import ExampleViews
 
 DIMENSION = 16
 

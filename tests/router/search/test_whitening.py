@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from toolmesh.router.embedding.embedder import OnnxEmbedder, normalise
-from toolmesh.router.index import FunctionIndex, Fusion
-from toolmesh.router.text import Document
-from toolmesh.router.views import ExampleViews
-from toolmesh.router.whitening import within_whitening
+from toolmesh.router.search.index import FunctionIndex, Fusion
+from toolmesh.router.search.text import Document
+from toolmesh.router.search.views import ExampleViews
+from toolmesh.router.search.whitening import within_whitening
 
 
 def test_whitening_shrinks_what_varies_within_a_function() -> None:

@@ -12,7 +12,7 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from toolmesh.gateway.http.connection_guard import ConnectionGuard
+from toolmesh.gateway.http.guards.connection_guard import ConnectionGuard
 
 #: Largest request head (request line and headers) in bytes. httptools sets no limit of its own
 #: (h11's default is 16 KiB); a longer head gets 431 and the connection closes.

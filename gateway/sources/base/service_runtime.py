@@ -1,11 +1,10 @@
-"""What the pool needs of a source the gateway calls itself (`RuntimeConfig.in_gateway`), and the
-one place that picks the source for a runtime's config."""
+"""What the pool needs of a source the gateway calls itself (`RuntimeConfig.in_gateway`), and what
+every such source shares: its bookkeeping (`GatewaySource`) and a call's arguments as an object."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from toolmesh.errors import InvalidRequest
@@ -84,22 +83,3 @@ class GatewaySource:
 
     def replica_counts(self) -> Mapping[str, int]:
         return {"ready": int(self.ready)}
-
-
-def service_runtime(
-    config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
-) -> ServiceRuntime:
-    """The source that serves `config` (one with `in_gateway`), not started yet."""
-    if config.openapi is not None:
-        from toolmesh.gateway.sources.openapi import OpenApiRuntime
-
-        return OpenApiRuntime(config, headers, directory)
-    if config.mcp_url is not None:
-        from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime
-
-        return RemoteMcpRuntime(config, headers)
-    if config.grpc_reflection is not None:
-        from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
-
-        return GrpcReflectionRuntime(config, headers)
-    raise ValueError(f"runtime {config.name!r} is not served by the gateway itself")

@@ -9,10 +9,10 @@ import pytest
 from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import OnnxEmbedder
-from toolmesh.router.index import LEXICAL_WEIGHT, FunctionIndex
 from toolmesh.router.routing import Router
+from toolmesh.router.search.index import LEXICAL_WEIGHT, FunctionIndex
+from toolmesh.router.search.text import Document
 from toolmesh.router.sessions import SessionStore
-from toolmesh.router.text import Document
 
 DOCS = [
     Document("get_weather", "get_weather", "Current weather conditions for a city."),

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from toolmesh.router.bm25 import BM25
 from toolmesh.router.embedding.cache import EmbeddingCache
 from toolmesh.router.embedding.embedder import Embedder, Vectors, normalise
-from toolmesh.router.text import Document, terms, text_hash
-from toolmesh.router.views import ExampleViews
-from toolmesh.router.whitening import SHRINKAGE, Fitted, Snapshot
+from toolmesh.router.search.bm25 import BM25
+from toolmesh.router.search.text import Document, terms, text_hash
+from toolmesh.router.search.views import ExampleViews
+from toolmesh.router.search.whitening import SHRINKAGE, Fitted, Snapshot
 
 LEXICAL_WEIGHT = 0.02
 #: Shares of the cosine from the best example and from the examples' centroid (for

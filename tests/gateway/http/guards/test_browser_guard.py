@@ -7,7 +7,7 @@ import pytest
 
 from tests.gateway.conftest import StartGateway
 from toolmesh.config import McpConfig
-from toolmesh.gateway.http.browser_guard import host_allowed, origin_allowed, split_host
+from toolmesh.gateway.http.guards.browser_guard import host_allowed, origin_allowed, split_host
 
 EVIL = "https://evil.example"
 

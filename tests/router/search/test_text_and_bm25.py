@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from toolmesh.router.bm25 import BM25
-from toolmesh.router.text import Document, split_identifier, terms
+from toolmesh.router.search.bm25 import BM25
+from toolmesh.router.search.text import Document, split_identifier, terms
 
 
 def test_identifiers_split_into_words() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from toolmesh.router.embedding.embedder import Vectors
-from toolmesh.router.segments import DEAD_SHARE, GROWTH, SegmentMatrix
+from toolmesh.router.search.segments import DEAD_SHARE, GROWTH, SegmentMatrix
 
 
 def rows(first: int, count: int) -> Vectors:

@@ -1,0 +1,43 @@
+"""The one place that picks the source serving a runtime's config (one with `in_gateway`), and the
+headers that source sends its service."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from toolmesh.config import ConfigError
+from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
+from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
+from toolmesh.gateway.sources.openapi import OpenApiRuntime
+from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime
+from toolmesh.runtime_config import RuntimeConfig
+
+
+def service_runtime(
+    config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
+) -> ServiceRuntime:
+    """The source that serves `config` (one with `in_gateway`), not started yet."""
+    if config.openapi is not None:
+        return OpenApiRuntime(config, headers, directory)
+    if config.mcp_url is not None:
+        return RemoteMcpRuntime(config, headers)
+    if config.grpc_reflection is not None:
+        return GrpcReflectionRuntime(config, headers)
+    raise ValueError(f"runtime {config.name!r} is not served by the gateway itself")
+
+
+def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers `runtime` sends its service, `{ env = ... }` values read from `env`."""
+    headers = {}
+    for name, value in runtime.headers.items():
+        if isinstance(value, str):
+            headers[name] = value
+            continue
+        text = env.get(value.env)
+        if not text:
+            raise ConfigError(
+                f"runtimes.{runtime.name}: header {name}: environment variable {value.env} is not set"
+            )
+        headers[name] = value.prefix + text
+    return headers
