@@ -47,8 +47,8 @@ from toolmesh.deploy.names import (
     service_host,
 )
 from toolmesh.deploy.trigger_scalers import queue_scalers
+from toolmesh.protocol.pod_env import MESH_ADDRESS_ENV
 from toolmesh.runtime_config import cpu_cores
-from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
 
 Manifest = dict[str, Any]
 

@@ -34,7 +34,7 @@ from toolmesh.config import (
     hash_key,
 )
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
-from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
+from toolmesh.protocol.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
 
 

@@ -66,8 +66,8 @@ from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
 from toolmesh.gateway.state.shared import SharedState, open_state
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
+from toolmesh.protocol.channel import server_options
 from toolmesh.router.service import RouterService
-from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")

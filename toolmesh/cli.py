@@ -38,8 +38,8 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
-    from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV, read_environment
+    from toolmesh.logs import lines as logs
+    from toolmesh.protocol.pod_env import POD_TOKEN_ENV, read_environment
     from toolmesh.runtimes.pod.pod_process import MemoryLimitTooLow
     from toolmesh.runtimes.pod.serving import Unprotected, run
     from toolmesh.runtimes.pod.settings import PodSettings
@@ -91,8 +91,8 @@ def _up(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError
     from toolmesh.errors import ToolmeshError
     from toolmesh.gateway.server import serve
-    from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.pod_env import LOG_FORMAT_ENV
+    from toolmesh.logs import lines as logs
+    from toolmesh.protocol.pod_env import LOG_FORMAT_ENV
 
     # A person at a terminal reads text and a banner; anything else (a pipe, a log collector) JSON.
     text = args.log_format == "text" or (args.log_format == "auto" and sys.stderr.isatty())

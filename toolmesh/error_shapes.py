@@ -161,7 +161,7 @@ def from_rpc_error(exc: grpc.aio.AioRpcError | grpc.RpcError, peer: str = "") ->
 
 
 def pod_error(error: ToolmeshError) -> bytes:
-    """The payload of an ERROR frame (runtimes/pod/socket_protocol.py)."""
+    """The payload of an ERROR frame (toolmesh/protocol/frames.py)."""
     return json.dumps({"code": error.code, "message": error.message, "extra": _extra(error)}).encode()
 
 

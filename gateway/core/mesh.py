@@ -47,13 +47,13 @@ from toolmesh.gateway.idempotency.keyed_calls import KeyedCalls
 from toolmesh.gateway.idempotency.local_outcomes import LocalOutcomes
 from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
+from toolmesh.protocol.calls import Call, new_request_id
 from toolmesh.router.extraction.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.features import match_uri
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import RESOURCE, FunctionSpec
-from toolmesh.runtimes.pod.executor import Call, new_request_id
 
 #: What a refusal of a free-text call says of the call it planned.
 PLANNED_CALL = ("function", "arguments", "argument_sources", "candidates", "routing_id")

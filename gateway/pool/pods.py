@@ -13,8 +13,8 @@ from toolmesh.gateway.pool.launcher import Spawned
 from toolmesh.gateway.pool.liveness import RUNNING, LivenessClient
 from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
-from toolmesh.runtimes.pod.executor import REFUSED
-from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
+from toolmesh.protocol.calls import REFUSED
+from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.pod.pod_process import kill_group
 
 STARTING, READY, DRAINING, GONE = "starting", "ready", "draining", "gone"

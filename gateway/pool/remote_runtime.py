@@ -29,9 +29,9 @@ from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TEMPLATE_START_TIMEOUT
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.protocol.calls import REFUSED, Call
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec, spec_from_dict
-from toolmesh.runtimes.pod.executor import REFUSED, Call
 
 log = logging.getLogger("toolmesh.pool")
 

@@ -45,10 +45,10 @@ from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
 from toolmesh.gateway.pool.remote_runtime import retry_is_safe
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
+from toolmesh.protocol.calls import REFUSED, Call
+from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import REFUSED, Call
-from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
 
 log = logging.getLogger("toolmesh.pool")
 

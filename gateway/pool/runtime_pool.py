@@ -36,10 +36,10 @@ from toolmesh.gateway.reload.standby import Standbys
 from toolmesh.gateway.sources.service_runtime import ServiceRuntime, service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
+from toolmesh.protocol.calls import Call
+from toolmesh.protocol.pod_env import PodEnvironment, runtime_token
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import Call
-from toolmesh.runtimes.pod.pod_env import PodEnvironment, runtime_token
 from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 log = logging.getLogger("toolmesh.pool")

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from toolmesh.errors import InvalidRequest
+from toolmesh.protocol.calls import Call
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import Call
 
 
 class ServiceRuntime(Protocol):

@@ -28,10 +28,10 @@ from toolmesh.gateway.sources.grpc_reflection.reflection_client import Reflectio
 from toolmesh.gateway.sources.openapi.operations import function_name
 from toolmesh.gateway.sources.remote_mcp.mcp_results import selected
 from toolmesh.gateway.sources.service_runtime import GatewaySource
+from toolmesh.protocol.calls import Call
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
 from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

@@ -28,9 +28,9 @@ from toolmesh.gateway.sources.openapi.document import read_document, server_url
 from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
+from toolmesh.protocol.calls import Call
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

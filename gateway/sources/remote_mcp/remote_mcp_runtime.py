@@ -31,10 +31,10 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
 from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
+from toolmesh.protocol.calls import Call
 from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

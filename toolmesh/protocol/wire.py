@@ -14,6 +14,7 @@ import grpc
 
 from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
+from toolmesh.protocol.calls import Call, new_request_id
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.functions.spec import (
@@ -23,7 +24,6 @@ from toolmesh.runtimes.functions.spec import (
     FunctionSpec,
     NamespaceSpec,
 )
-from toolmesh.runtimes.pod.executor import Call, new_request_id
 from toolmesh.v1 import function_pb2, invoke_pb2
 
 
