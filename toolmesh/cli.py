@@ -63,7 +63,7 @@ def _up_config(args: argparse.Namespace) -> MeshConfig:
     from pathlib import Path
 
     from toolmesh.config import ConfigError, load_config
-    from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config
+    from toolmesh.config.config_sources import CONFIG_FILE, find_config, modules_config
 
     if args.module:
         if args.config is not None:
@@ -117,7 +117,7 @@ def _up(args: argparse.Namespace) -> int:
     except ImportError:
         run = asyncio.run
     try:
-        from toolmesh.config_sources import find_config
+        from toolmesh.config.config_sources import find_config
 
         file = None if args.module else find_config(args.config)
         banner = text and sys.stdout.isatty()
@@ -152,7 +152,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from toolmesh.config import ConfigError, load_config
-    from toolmesh.config_sources import find_config
+    from toolmesh.config.config_sources import find_config
     from toolmesh.deploy.loopback_urls import loopback_warnings
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
@@ -337,8 +337,8 @@ def _add_deploy_parser(commands: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolmesh.config_defaults import DEFAULT_HOST as GATEWAY_HOST
-    from toolmesh.config_defaults import DEFAULT_HTTP_PORT
+    from toolmesh.config.config_defaults import DEFAULT_HOST as GATEWAY_HOST
+    from toolmesh.config.config_defaults import DEFAULT_HTTP_PORT
     from toolmesh.extras import needs_mesh
     from toolmesh.runtimes.pod.settings import add_arguments as add_runtime_arguments
 

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import InvalidRequest
 from toolmesh.protocol.calls import Call
-from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 

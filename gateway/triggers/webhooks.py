@@ -17,9 +17,9 @@ import json
 import time
 from collections.abc import Mapping
 
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.errors import Unauthenticated
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage
-from toolmesh.jobs_config import TriggerConfig
 
 HEADERS = {"github": "x-hub-signature-256", "hmac": "x-signature-256", "stripe": "stripe-signature"}
 #: Headers that name a delivery (GitHub's, Stripe's event id is in the body), kept on the job.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.examples.test_examples import MODULES
-from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
+from toolmesh.config.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.errors import InvalidArguments
 from toolmesh.gateway.core.free_text import spec_documents
 from toolmesh.protocol.wire import spec_from_proto

@@ -22,6 +22,7 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
@@ -29,7 +30,6 @@ from toolmesh.gateway.sources.openapi.operations import function_name
 from toolmesh.gateway.sources.remote_mcp.mcp_results import selected
 from toolmesh.gateway.sources.service_runtime import GatewaySource
 from toolmesh.protocol.calls import Call
-from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
 from toolmesh.runtimes.functions.spec import MAX_TOOL_NAME, TOOL_NAME_SEPARATOR, FunctionSpec
 

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import (
     FunctionNotFound,
     FunctionTimeout,
@@ -29,7 +30,6 @@ from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_op
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
 from toolmesh.protocol.calls import Call
-from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 
 log = logging.getLogger("toolmesh.sources")

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
@@ -32,7 +33,6 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, name_limit, tool_specs
 from toolmesh.gateway.sources.service_runtime import GatewaySource, call_arguments
 from toolmesh.protocol.calls import Call
-from toolmesh.runtime_config import RuntimeConfig
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 

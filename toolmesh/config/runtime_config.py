@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolmesh import config_defaults as defaults
+from toolmesh.config import config_defaults as defaults
 from toolmesh.directories import default_data_dir
 from toolmesh.protocol.defaults import (
     DEFAULT_DRAIN_GRACE,

@@ -37,7 +37,7 @@
     quantized = true            # the int8 model; false for fp32
     threshold = 0.3             # fused score below which no function fits
 
-    [oauth]                     # bearer tokens (toolmesh/oauth_config.py)
+    [oauth]                     # bearer tokens (oauth_config.py)
     [state]                     # many gateways share rate limits, sessions and list_changed
     url = "redis://redis:6379/0"  # or TOOLMESH_STATE_URL; none: kept in this process
     [project]                   # one project, one data directory (jobs never cross projects)
@@ -71,21 +71,22 @@ from typing import Any, TypeVar
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolmesh import config_defaults as defaults
 from toolmesh import directories
+from toolmesh.config import config_defaults as defaults
+from toolmesh.config.jobs_config import JobsConfig, Triggers
+from toolmesh.config.oauth_config import OAuthConfig
+from toolmesh.config.runtime_config import FunctionStateConfig as FunctionStateConfig
+from toolmesh.config.runtime_config import RuntimeConfig as RuntimeConfig
 from toolmesh.directories import ProjectConfig
-from toolmesh.jobs_config import JobsConfig, Triggers
-from toolmesh.oauth_config import OAuthConfig
-from toolmesh.runtime_config import FunctionStateConfig as FunctionStateConfig
-from toolmesh.runtime_config import RuntimeConfig as RuntimeConfig
 
 T = TypeVar("T")
 
 #: Where a pod's service account credentials are mounted (the same in every Kubernetes cluster).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-#: The source checkout (this file is toolmesh/config.py in it), whose examples/ are the default.
-CHECKOUT = Path(__file__).resolve().parent.parent
+#: The source checkout (this file is toolmesh/config/mesh_config.py in it), whose examples/ are
+#: the default.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 #: What `toolmesh up` serves when given no config: every example module.
 EXAMPLE_MODULES = (
