@@ -30,7 +30,7 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.config import MeshConfig, settled_value
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool

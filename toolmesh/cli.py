@@ -475,7 +475,10 @@ def _add_trigger_commands(commands: Any, default_url: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from toolmesh.extras import mesh_refusal
+    from toolmesh.grpc_verbosity import quiet_grpc
 
+    # Before any command imports grpc, whose C core reads it then (see grpc_verbosity.py).
+    quiet_grpc(os.environ)
     args = build_parser().parse_args(argv)
     refusal = mesh_refusal(args)
     if refusal is not None:

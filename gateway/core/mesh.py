@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.config import GatewayConfig, RouterConfig
 from toolmesh.errors import FunctionNotFound, InvalidRequest, NotFromFreeText, ToolmeshError
 from toolmesh.gateway.core import free_text

@@ -23,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
 from toolmesh.gateway.grpc.decoding import Context, _Interceptor

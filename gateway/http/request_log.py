@@ -23,7 +23,7 @@ from json.encoder import encode_basestring_ascii as _quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
 from toolmesh.logs.lines import LineBuffer, access

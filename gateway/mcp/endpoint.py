@@ -87,7 +87,7 @@ from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from toolmesh import __version__
+from toolmesh._version import __version__
 from toolmesh.config import McpConfig
 from toolmesh.error_shapes import http_error
 from toolmesh.errors import FunctionNotFound, ResourceExhausted, ToolmeshError

@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
 from toolmesh.errors import PermissionDenied, ResourceExhausted, ToolmeshError, Unauthenticated, Unavailable
 from toolmesh.protocol import wire
