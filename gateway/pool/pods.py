@@ -13,6 +13,7 @@ from toolmesh.gateway.pool.launcher import Spawned
 from toolmesh.gateway.pool.liveness import RUNNING, LivenessClient
 from toolmesh.gateway.pool.runtime_client import PodUnreachable, RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.gateway.pool.transport import PodTransport
 from toolmesh.protocol.calls import REFUSED
 from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.pod.pod_process import kill_group
@@ -31,9 +32,10 @@ class Replica:
     address: str
     #: The Unix socket of the pod's /metrics (for a gateway that will expose pods' metrics).
     metrics_socket: str | None
+    #: gRPC to the pod: streams, listings, and unary calls when the runtime has no socket.
     client: RuntimeClient
-    #: The shorter road for unary calls (a Unix socket), when the runtime uses it.
-    socket: SocketClient | None
+    #: The road for unary calls and pings: the Unix socket when the runtime uses it, else `client`.
+    transport: PodTransport
     started_at: float
     #: Where a thread of the pod answers liveness pings (liveness.py), when it has one.
     liveness: LivenessClient | None = None
@@ -69,11 +71,18 @@ class Replica:
     @classmethod
     def of(cls, runtime: str, spawned: Spawned, now: float) -> Replica:
         """The pod a template just started, with its clients."""
-        socket = SocketClient(runtime, spawned.socket) if spawned.socket else None
         client = RuntimeClient(runtime, spawned.address)
+        transport: PodTransport = SocketClient(runtime, spawned.socket) if spawned.socket else client
         liveness = LivenessClient(spawned.liveness) if spawned.liveness else None
         return cls(
-            spawned.pid, spawned.address, spawned.metrics_socket, client, socket, now, liveness, last_used=now
+            spawned.pid,
+            spawned.address,
+            spawned.metrics_socket,
+            client,
+            transport,
+            now,
+            liveness,
+            last_used=now,
         )
 
     @property
@@ -112,11 +121,11 @@ class Replica:
         """How its event loop is (liveness.Watched), or None if it did not answer in time."""
         if self.liveness is not None:
             return await self.liveness.ping(timeout)
-        return RUNNING if await (self.socket or self.client).ping(timeout) else None
+        return RUNNING if await self.transport.ping(timeout) else None
 
     async def close(self) -> None:
         if self.liveness is not None:
             self.liveness.close()
-        if self.socket is not None:
-            await self.socket.close()
+        if self.transport is not self.client:
+            await self.transport.close()
         await self.client.close()

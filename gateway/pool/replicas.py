@@ -42,9 +42,9 @@ from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import Spawned, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, GONE, READY, STARTING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
-from toolmesh.gateway.pool.remote_runtime import retry_is_safe
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
+from toolmesh.gateway.pool.transport import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.protocol.calls import REFUSED, Call
 from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.results import Content, Result
@@ -165,24 +165,28 @@ class ReplicaSet:
 
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         deadline = self._clock() + timeout
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+
+        async def attempt() -> Result:
             replica = await self._acquire(deadline)
             try:
                 remaining = max(deadline - self._clock(), 0.001)
-                result = await (replica.socket or replica.client).invoke(call, remaining)
+                result = await replica.transport.invoke(call, remaining)
                 self._served(replica)
                 return result
             except PodUnreachable as exc:
                 self._suspect(replica)
                 lost = liveness.lost_call(replica.loop, call.request_id, exc, replica.pid)
-                if attempt == MAX_ATTEMPTS or not retry_is_safe(lost, idempotent):
-                    raise replica.died_mid_call(self.name, lost) from None
+                died = replica.died_mid_call(self.name, lost)
+                if not retry_is_safe(lost, idempotent):
+                    raise died from None
+                raise TryElsewhere(died) from None
             except Unavailable as exc:
                 # The pod's own answer: draining (refused, so safe to send elsewhere), or
                 # the function's error (a runtime it calls is down): not the pod's fault.
-                if exc.details.get(REFUSED) is not True or attempt == MAX_ATTEMPTS:
+                if exc.details.get(REFUSED) is not True:
                     raise
                 self._suspect(replica)
+                raise TryElsewhere(exc) from None
             except FunctionTimeout as exc:
                 if replica.loop.request_id == call.request_id:
                     replica.kill("blocked", self.name)  # its deadline passed with the loop still held
@@ -192,8 +196,8 @@ class ReplicaSet:
                 raise
             finally:
                 self._release(replica)
-            log.info("retrying a call on another pod", extra={"runtime": self.name})
-        raise AssertionError("unreachable")
+
+        return await with_retries(attempt, MAX_ATTEMPTS, self.name)
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         deadline = self._clock() + timeout
