@@ -27,9 +27,9 @@ from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TEMPLATE_START_TIMEOUT
+from toolmesh.gateway.pool.pods import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
-from toolmesh.gateway.pool.transport import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec, spec_from_dict

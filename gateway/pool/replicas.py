@@ -37,14 +37,13 @@ from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionTimeout, ToolmeshError, Unavailable
-from toolmesh.gateway.pool import liveness
+from toolmesh.gateway.pool import liveness, pods
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import Spawned, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, GONE, READY, STARTING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
-from toolmesh.gateway.pool.transport import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.protocol.calls import REFUSED, Call
 from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.results import Content, Result
@@ -177,16 +176,14 @@ class ReplicaSet:
                 self._suspect(replica)
                 lost = liveness.lost_call(replica.loop, call.request_id, exc, replica.pid)
                 died = replica.died_mid_call(self.name, lost)
-                if not retry_is_safe(lost, idempotent):
-                    raise died from None
-                raise TryElsewhere(died) from None
+                raise (pods.TryElsewhere(died) if pods.retry_is_safe(lost, idempotent) else died) from None
             except Unavailable as exc:
                 # The pod's own answer: draining (refused, so safe to send elsewhere), or
                 # the function's error (a runtime it calls is down): not the pod's fault.
                 if exc.details.get(REFUSED) is not True:
                     raise
                 self._suspect(replica)
-                raise TryElsewhere(exc) from None
+                raise pods.TryElsewhere(exc) from None
             except FunctionTimeout as exc:
                 if replica.loop.request_id == call.request_id:
                     replica.kill("blocked", self.name)  # its deadline passed with the loop still held
@@ -197,7 +194,7 @@ class ReplicaSet:
             finally:
                 self._release(replica)
 
-        return await with_retries(attempt, MAX_ATTEMPTS, self.name)
+        return await pods.with_retries(attempt, MAX_ATTEMPTS, self.name)
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         deadline = self._clock() + timeout
