@@ -6,7 +6,7 @@
             ...
 
 It speaks the core types (`FunctionSpec`, `Result`, content items) through
-`toolmesh.runtimes.pod.wire`, so protobuf messages never reach its callers. A failed
+`toolmesh.protocol.wire`, so protobuf messages never reach its callers. A failed
 call raises the exact toolmesh error the gateway sent (`from_rpc_error` reads it
 from the trailing metadata); a function that raised is a Result with ``is_error``.
 """

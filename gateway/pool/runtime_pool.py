@@ -184,7 +184,7 @@ class Pool:
                 part for part in (str(self._directory), env.get("PYTHONPATH")) if part
             )
         mesh = self._mesh or MeshAccess("", "")
-        # How a pod reaches the mesh for ctx.invoke and ctx.state (see runtimes/pod/pod_env.py),
+        # How a pod reaches the mesh for ctx.invoke and ctx.state (see toolmesh/protocol/pod_env.py),
         # with its runtime's own token, never the mesh's: the gateway tells the runtime from it;
         # and no pod token, even one the gateway inherited: only the gateway can reach its own pods.
         pods = PodEnvironment(mesh.address or None, mesh.token_for(config.name), pod_token="")

@@ -1,5 +1,5 @@
 """The defaults of `toolmesh.toml`'s gateway-side sections, one named constant each (the pods'
-own are in `toolmesh.runtimes.pod.defaults`)."""
+own are in `toolmesh.protocol.defaults`)."""
 
 from __future__ import annotations
 
