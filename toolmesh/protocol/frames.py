@@ -22,6 +22,9 @@ will wait or 0), then the payload:
     EVENT    pod -> gateway   a CallEvent (a log record, a progress report) of a call still running,
                               only when its InvokeRequest asked for them; any number, before its
                               RESULT or ERROR (the connection keeps their order)
+    PING     gateway -> pod   (empty) is the pod's event loop running?  PONG: yes (same id)
+
+The pod's end is runtimes/pod/socket_server.py, the gateway's gateway/pool/socket_client.py.
 """
 
 from __future__ import annotations

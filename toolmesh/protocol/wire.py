@@ -1,7 +1,8 @@
 """Conversions between the core types and toolmesh.v1 protobuf messages.
 
-The only module besides the servicers that touches protobuf types; the gateway
-reuses it on its side of the wire.
+The only module besides the servicers that touches protobuf types: the pods (their servicer
+and socket server), the gateway (its pool's clients and its Mesh service) and the gRPC client
+SDK all convert here, so protobuf messages never reach the function SDK or the router.
 """
 
 from __future__ import annotations
