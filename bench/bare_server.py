@@ -18,7 +18,7 @@ import signal
 
 import grpc
 
-from toolmesh.runtimes.pod.serving import server_options
+from toolmesh.protocol.channel import server_options
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
 
 #: What a pod returns for `noop`: no content, a timing and a 32-hex request id (54 bytes).

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.router_examples import MemoEmbedder, _make_up_docs  # noqa: E402
 from toolmesh.config import RouterConfig  # noqa: E402
-from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD  # noqa: E402
+from toolmesh.config.config_defaults import DEFAULT_ROUTER_THRESHOLD  # noqa: E402
 from toolmesh.router.evaluate import Query, load_pool, load_queries  # noqa: E402
 from toolmesh.router.routing import Router, RouteResult  # noqa: E402
 from toolmesh.router.safety.effects import effect  # noqa: E402

@@ -45,8 +45,8 @@ from toolmesh.config import (
     RuntimeConfig,
     StateConfig,
 )
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.gateway.server import Gateway, start_gateway
-from toolmesh.jobs_config import JobsConfig
 
 BENCH = Path(__file__).resolve().parent
 TARGETS_MS = {"sqlite": 0.5, "redis": 1.0}

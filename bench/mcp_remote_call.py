@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.openapi_call import free_port, process, timed, wait_for  # noqa: E402
 from toolmesh.config import RuntimeConfig  # noqa: E402
 from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime  # noqa: E402
-from toolmesh.runtimes.pod.executor import Call  # noqa: E402
+from toolmesh.protocol.calls import Call  # noqa: E402
 
 
 async def measure(server: str, gateway: str, calls: int, rounds: int) -> dict[str, list[float]]:

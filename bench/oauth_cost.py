@@ -33,10 +33,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from toolmesh.config import KeyConfig, hash_key
+from toolmesh.config.oauth_config import OAuthConfig
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.identity.protected_resource import ProtectedResource
 from toolmesh.gateway.identity.tokens import TokenValidator
-from toolmesh.oauth_config import OAuthConfig
 
 AUDIENCE = "https://tools.example.com"
 

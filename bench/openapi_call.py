@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from toolmesh.config import RuntimeConfig  # noqa: E402
 from toolmesh.gateway.sources.openapi import OpenApiRuntime  # noqa: E402
-from toolmesh.runtimes.pod.executor import Call  # noqa: E402
+from toolmesh.protocol.calls import Call  # noqa: E402
 
 SERVICE = """
 import json, sys

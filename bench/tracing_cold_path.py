@@ -35,7 +35,7 @@ def main() -> int:
         OTEL_BSP_MAX_EXPORT_BATCH_SIZE="100000000",
     )
     from toolmesh import tracing
-    from toolmesh.runtimes.pod import socket_protocol
+    from toolmesh.protocol import frames
 
     tracing.start("bench")
     junk = bytearray(SIXTEEN_MB)
@@ -50,7 +50,7 @@ def main() -> int:
         t1 = clock()
         trace = tracing.context()
         t2 = clock()
-        frame[0] = socket_protocol.invoke_frame(1, REQUEST, 30.0, trace)
+        frame[0] = frames.invoke_frame(1, REQUEST, 30.0, trace)
         t3 = clock()
         span.__exit__(None, None, None)
         t4 = clock()
@@ -58,7 +58,7 @@ def main() -> int:
 
     def pod() -> list[int]:
         t0 = clock()
-        trace, _ = socket_protocol.split_traced(frame[0][socket_protocol.HEADER.size :])
+        trace, _ = frames.split_traced(frame[0][frames.HEADER.size :])
         t1 = clock()
         span = tracing.span("toolmesh.function noop", {"toolmesh.request_id": "r"}, parent=trace, server=True)
         span.__enter__()

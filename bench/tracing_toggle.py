@@ -32,8 +32,8 @@ async def measure(rounds: int, requests: int) -> dict[str, list[float]]:
 
     from toolmesh import tracing
     from toolmesh.config import GatewayConfig, MeshConfig, RouterConfig
+    from toolmesh.config.runtime_config import RuntimeConfig
     from toolmesh.gateway.server import start_gateway
-    from toolmesh.runtime_config import RuntimeConfig
 
     runtime = RuntimeConfig(
         name="bench",

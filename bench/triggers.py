@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toolmesh.config import GatewayConfig, MeshConfig, RouterConfig, RuntimeConfig, StateConfig  # noqa: E402
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
 from toolmesh.directories import ProjectConfig  # noqa: E402
 from toolmesh.gateway.jobs.job import JobStatus  # noqa: E402
 from toolmesh.gateway.server import Gateway, start_gateway  # noqa: E402
 from toolmesh.gateway.triggers.trigger_service import message_job_id  # noqa: E402
-from toolmesh.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
 
 
 def free_port() -> int:

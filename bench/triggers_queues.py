@@ -39,11 +39,11 @@ import nats  # noqa: E402
 from triggers import free_port, table  # noqa: E402
 
 from toolmesh.config import GatewayConfig, MeshConfig, RouterConfig, RuntimeConfig  # noqa: E402
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
 from toolmesh.directories import ProjectConfig  # noqa: E402
 from toolmesh.gateway.jobs.job import Job, JobStatus  # noqa: E402
 from toolmesh.gateway.server import Gateway, start_gateway  # noqa: E402
 from toolmesh.gateway.triggers.trigger_service import message_job_id  # noqa: E402
-from toolmesh.jobs_config import JobsConfig, TriggerConfig  # noqa: E402
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -6,7 +6,7 @@
             ...
 
 It speaks the core types (`FunctionSpec`, `Result`, content items) through
-`toolmesh.runtimes.pod.wire`, so protobuf messages never reach its callers. A failed
+`toolmesh.protocol.wire`, so protobuf messages never reach its callers. A failed
 call raises the exact toolmesh error the gateway sent (`from_rpc_error` reads it
 from the trailing metadata); a function that raised is a Result with ``is_error``.
 """
@@ -26,9 +26,9 @@ from toolmesh.client.retrying import RetryPolicy
 from toolmesh.error_shapes import from_rpc_error
 from toolmesh.errors import FunctionNotFound, InvalidRequest
 from toolmesh.gateway.pool.runtime_client import CHANNEL_OPTIONS
+from toolmesh.protocol import wire
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
-from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 

@@ -17,7 +17,7 @@ from toolmesh import directories
 from toolmesh.config import MeshConfig, RuntimeConfig
 from toolmesh.deploy import toml_writer
 from toolmesh.deploy.names import GATEWAY, GATEWAY_DATA_DIR, IMAGE_WORKDIR, runtime_address, service_host
-from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
+from toolmesh.protocol.pod_env import POD_TOKEN_ENV
 
 #: Every path setting the gateway writes to ("section.key"), and where it goes in the cluster:
 #: on the data volume. One already there is kept. A new path setting belongs in one of these

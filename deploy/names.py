@@ -3,8 +3,8 @@ kube-scaler and the CLI (light: no YAML, nothing a pod would not load anyway).""
 
 from __future__ import annotations
 
-from toolmesh import __version__
-from toolmesh.runtimes.pod.defaults import DEFAULT_METRICS_PORT, DEFAULT_PORT
+from toolmesh._version import __version__
+from toolmesh.protocol.defaults import DEFAULT_METRICS_PORT, DEFAULT_PORT
 
 DEFAULT_IMAGE = f"toolmesh:{__version__}"
 #: Prometheus as the Prometheus Operator names it, in the "monitoring" namespace.

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
+from toolmesh.config.runtime_config import cpu_cores
 from toolmesh.deploy.cluster_config import cluster_toml
 from toolmesh.deploy.names import (
     CONFIG_CHECKSUM,
@@ -47,8 +48,7 @@ from toolmesh.deploy.names import (
     service_host,
 )
 from toolmesh.deploy.trigger_scalers import queue_scalers
-from toolmesh.runtime_config import cpu_cores
-from toolmesh.runtimes.pod.pod_env import MESH_ADDRESS_ENV
+from toolmesh.protocol.pod_env import MESH_ADDRESS_ENV
 
 Manifest = dict[str, Any]
 

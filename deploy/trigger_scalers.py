@@ -26,8 +26,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from toolmesh.config import MeshConfig, RuntimeConfig
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.deploy.cluster_config import cluster_project_id
-from toolmesh.jobs_config import TriggerConfig
 
 #: Backlog per runtime pod the scalers size to, and the backlog above which 0 -> 1.
 LAG_PER_POD = 100

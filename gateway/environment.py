@@ -35,7 +35,7 @@ from toolmesh.config import (
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
 from toolmesh.gateway.sources.factory import runtime_headers
 from toolmesh.gateway.triggers.trigger_host import trigger_secrets
-from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV
+from toolmesh.protocol.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
 
 

@@ -30,7 +30,7 @@ import uvicorn
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.config import MeshConfig, settled_value
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.backend import RuntimePool
@@ -66,8 +66,8 @@ from toolmesh.gateway.reload.sources import runtime_sources
 from toolmesh.gateway.reload.watcher import SourceWatcher
 from toolmesh.gateway.shared_state import SharedState, open_state
 from toolmesh.gateway.triggers.trigger_host import TriggerHost
+from toolmesh.protocol.channel import server_options
 from toolmesh.router.service import RouterService
-from toolmesh.runtimes.pod.serving import server_options
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 log = logging.getLogger("toolmesh.gateway")

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolmesh.config import ConfigError, FunctionStateConfig, RouterConfig, StateConfig
-from toolmesh.config_defaults import IDEMPOTENCY_FILE
+from toolmesh.config.config_defaults import IDEMPOTENCY_FILE
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.errors import StateUnavailable
 from toolmesh.gateway.idempotency.outcome_store import OutcomeStore
 from toolmesh.gateway.jobs.job_store import JobStore
@@ -32,7 +33,6 @@ from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmatio
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
 from toolmesh.gateway.state.function_state import FunctionStateService, FunctionStore
 from toolmesh.gateway.state.limits import LocalLimits, RateLimits
-from toolmesh.jobs_config import JobsConfig
 from toolmesh.router.learning import ExampleStore, Routings
 from toolmesh.router.sessions import Sessions
 

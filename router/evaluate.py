@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
+from toolmesh.config.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.embedder import Embedder
 from toolmesh.router.search.index import Candidate, FunctionIndex
 from toolmesh.router.search.text import Document

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 from toolmesh.config import EXAMPLE_MODULES, ConfigError, load_config, parse_config
-from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config, runtime_name
+from toolmesh.config.config_sources import CONFIG_FILE, find_config, modules_config, runtime_name
 from toolmesh.directories import default_data_dir
 
 CHAT = """

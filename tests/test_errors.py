@@ -26,8 +26,8 @@ def _same(a: errors.ToolmeshError, b: errors.ToolmeshError) -> None:
 def test_every_grpc_status_has_its_own_fallback_class() -> None:
     # A foreign peer sends no toolmesh trailers: each status maps by the table, and the table
     # has no default to hide a status it forgot.
-    assert set(errors.GRPC_STATUS_CLASSES) == set(grpc.StatusCode) - {grpc.StatusCode.OK}
-    for status, cls in errors.GRPC_STATUS_CLASSES.items():
+    assert set(error_shapes.GRPC_STATUS_CLASSES) == set(grpc.StatusCode) - {grpc.StatusCode.OK}
+    for status, cls in error_shapes.GRPC_STATUS_CLASSES.items():
         error = error_shapes.from_grpc_status(status, "boom")
         assert type(error) is cls and error.message == "boom"
 
@@ -35,7 +35,7 @@ def test_every_grpc_status_has_its_own_fallback_class() -> None:
 @pytest.mark.parametrize("cls", errors.ERROR_CLASSES)
 def test_a_class_status_maps_back_to_a_class_with_that_status(cls: type[errors.ToolmeshError]) -> None:
     # Without trailers a client still gets an error whose gRPC status is the one sent.
-    assert errors.GRPC_STATUS_CLASSES[cls.grpc_status].grpc_status is cls.grpc_status
+    assert error_shapes.GRPC_STATUS_CLASSES[cls.grpc_status].grpc_status is cls.grpc_status
 
 
 @pytest.mark.parametrize("cls", errors.ERROR_CLASSES)

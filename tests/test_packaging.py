@@ -44,7 +44,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 POD_CLIENT = """
 import json, subprocess, sys
 import grpc
-from toolmesh.runtimes.pod import wire
+from toolmesh.protocol import wire
 from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
 pod = subprocess.Popen([sys.argv[1], "runtime", "--module", "my_tools", "--port", "0",

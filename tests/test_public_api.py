@@ -4,6 +4,8 @@ from __future__ import annotations
 import __future__
 
 import inspect
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -65,3 +67,50 @@ def test_import_toolmesh_loads_the_clients_only_when_asked() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+#: What users import from `toolmesh`, written out: a name added to or dropped from `__all__` is a
+#: decision, made here too.
+INTENDED = {
+    # writing functions (the SDK)
+    "function", "prompt", "resource", "completion", "Toolset", "Context", "FunctionDefinition",
+    "FunctionSpec", "Annotations", "Parameter", "Result", "Text", "Json", "Binary", "Embedded", "Message",
+    # calling them
+    "Client", "AsyncClient", "GrpcClient", "RemoteJob",
+    # what goes wrong
+    "ToolmeshError", "Violation", "DefinitionError", "Cancelled", "ConfirmationInvalid", "FunctionError",
+    "FunctionNotFound", "FunctionTimeout", "IdempotencyConflict", "IdempotencyMismatch", "InputRequired",
+    "InternalError", "InvalidArguments", "InvalidRequest", "JobNotFound", "NotFromFreeText",
+    "OutcomeUnknown", "Overloaded", "PayloadTooLarge", "PermissionDenied", "RateLimited",
+    "ResourceExhausted", "StateUnavailable", "TriggerNotFound", "Unauthenticated", "Unavailable",
+    "UnsupportedMediaType",
+    "__version__",
+}  # fmt: skip
+
+
+def test_all_is_exactly_the_intended_set_and_every_name_resolves() -> None:
+    assert set(toolmesh.__all__) == INTENDED
+    assert len(toolmesh.__all__) == len(INTENDED)  # no name twice
+    script = "from toolmesh import *; import toolmesh; print(sorted(set(toolmesh.__all__) - set(dir())))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_import_toolmesh_leaves_the_environment_alone() -> None:
+    # A library import must not change its host's environment (nor what its subprocesses inherit).
+    script = textwrap.dedent(
+        """
+        import json, os
+        before = dict(os.environ)
+        import toolmesh
+        print(json.dumps([before, dict(os.environ)]))
+        """
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GRPC_")}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=environ
+    )
+    assert done.returncode == 0, done.stderr
+    before, after = json.loads(done.stdout)
+    assert after == before

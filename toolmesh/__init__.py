@@ -18,15 +18,10 @@ or ``toolmesh.GrpcClient``, which the slim install has.
 
 from __future__ import annotations
 
-import os as _os
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from toolmesh.grpc_verbosity import quiet_grpc as _quiet_grpc
-
-# Before anything imports grpc, whose C core reads it then (see grpc_verbosity.py).
-_quiet_grpc(_os.environ)
-
 from toolmesh._lazy import lazy_attributes as _lazy_attributes
+from toolmesh._version import __version__
 from toolmesh.errors import (
     Cancelled,
     ConfirmationInvalid,
@@ -80,7 +75,6 @@ if _TYPE_CHECKING:
     from toolmesh.client.http import AsyncClient, Client
     from toolmesh.client.jobs import RemoteJob
 
-__version__ = "0.1.0"
 
 __all__ = [
     "Annotations",

@@ -38,8 +38,8 @@ API_KEY_ENV = "TOOLMESH_API_KEY"
 
 def _runtime(args: argparse.Namespace) -> int:
     from toolmesh.errors import DefinitionError
-    from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV, read_environment
+    from toolmesh.logs import lines as logs
+    from toolmesh.protocol.pod_env import POD_TOKEN_ENV, read_environment
     from toolmesh.runtimes.pod.pod_process import MemoryLimitTooLow
     from toolmesh.runtimes.pod.serving import Unprotected, run
     from toolmesh.runtimes.pod.settings import PodSettings
@@ -63,7 +63,7 @@ def _up_config(args: argparse.Namespace) -> MeshConfig:
     from pathlib import Path
 
     from toolmesh.config import ConfigError, load_config
-    from toolmesh.config_sources import CONFIG_FILE, find_config, modules_config
+    from toolmesh.config.config_sources import CONFIG_FILE, find_config, modules_config
 
     if args.module:
         if args.config is not None:
@@ -91,8 +91,8 @@ def _up(args: argparse.Namespace) -> int:
     from toolmesh.config import ConfigError
     from toolmesh.errors import ToolmeshError
     from toolmesh.gateway.server import serve
-    from toolmesh.runtimes.pod import logs
-    from toolmesh.runtimes.pod.pod_env import LOG_FORMAT_ENV
+    from toolmesh.logs import lines as logs
+    from toolmesh.protocol.pod_env import LOG_FORMAT_ENV
 
     # A person at a terminal reads text and a banner; anything else (a pipe, a log collector) JSON.
     text = args.log_format == "text" or (args.log_format == "auto" and sys.stderr.isatty())
@@ -117,7 +117,7 @@ def _up(args: argparse.Namespace) -> int:
     except ImportError:
         run = asyncio.run
     try:
-        from toolmesh.config_sources import find_config
+        from toolmesh.config.config_sources import find_config
 
         file = None if args.module else find_config(args.config)
         banner = text and sys.stdout.isatty()
@@ -152,7 +152,7 @@ def _deploy_render(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from toolmesh.config import ConfigError, load_config
-    from toolmesh.config_sources import find_config
+    from toolmesh.config.config_sources import find_config
     from toolmesh.deploy.loopback_urls import loopback_warnings
     from toolmesh.deploy.render import RenderOptions, render, stream, write
 
@@ -337,8 +337,8 @@ def _add_deploy_parser(commands: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from toolmesh.config_defaults import DEFAULT_HOST as GATEWAY_HOST
-    from toolmesh.config_defaults import DEFAULT_HTTP_PORT
+    from toolmesh.config.config_defaults import DEFAULT_HOST as GATEWAY_HOST
+    from toolmesh.config.config_defaults import DEFAULT_HTTP_PORT
     from toolmesh.extras import needs_mesh
     from toolmesh.runtimes.pod.settings import add_arguments as add_runtime_arguments
 
@@ -475,7 +475,10 @@ def _add_trigger_commands(commands: Any, default_url: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from toolmesh.extras import mesh_refusal
+    from toolmesh.grpc_verbosity import quiet_grpc
 
+    # Before any command imports grpc, whose C core reads it then (see grpc_verbosity.py).
+    quiet_grpc(os.environ)
     args = build_parser().parse_args(argv)
     refusal = mesh_refusal(args)
     if refusal is not None:

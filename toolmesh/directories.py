@@ -13,7 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolmesh.config_defaults import PROJECT_DATA_DIR
+#: A project's data directory (jobs, router sessions, learned examples, function state), inside
+#: the project's own directory: the config file's, or with `toolmesh up --module` the current one.
+PROJECT_DATA_DIR = ".toolmesh"
+
 
 #: Where a project whose own directory cannot be written keeps its data, under the user data dir.
 PROJECTS = "projects"

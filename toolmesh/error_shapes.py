@@ -24,8 +24,15 @@ from typing import Any
 import grpc
 
 from toolmesh.errors import (
-    GRPC_STATUS_CLASSES,
+    Cancelled,
+    FunctionNotFound,
+    FunctionTimeout,
+    IdempotencyConflict,
+    InputRequired,
     InternalError,
+    InvalidRequest,
+    Overloaded,
+    PermissionDenied,
     ToolmeshError,
     Unauthenticated,
     Unavailable,
@@ -42,6 +49,27 @@ Trailers = tuple[tuple[str, str | bytes], ...]
 
 
 # -- the facts every form carries ----------------------------------------------------------
+
+
+#: For peers that are not toolmesh (no trailing metadata): the closest class for every status but OK.
+GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
+    grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.UNKNOWN: InternalError,
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
+    grpc.StatusCode.DEADLINE_EXCEEDED: FunctionTimeout,
+    grpc.StatusCode.NOT_FOUND: FunctionNotFound,
+    grpc.StatusCode.ALREADY_EXISTS: InvalidRequest,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
+    grpc.StatusCode.FAILED_PRECONDITION: InputRequired,
+    grpc.StatusCode.ABORTED: IdempotencyConflict,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
+    grpc.StatusCode.UNIMPLEMENTED: InternalError,
+    grpc.StatusCode.INTERNAL: InternalError,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DATA_LOSS: InternalError,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+}
 
 
 def _extra(error: ToolmeshError) -> dict[str, Any]:
@@ -161,7 +189,7 @@ def from_rpc_error(exc: grpc.aio.AioRpcError | grpc.RpcError, peer: str = "") ->
 
 
 def pod_error(error: ToolmeshError) -> bytes:
-    """The payload of an ERROR frame (runtimes/pod/socket_protocol.py)."""
+    """The payload of an ERROR frame (toolmesh/protocol/frames.py)."""
     return json.dumps({"code": error.code, "message": error.message, "extra": _extra(error)}).encode()
 
 

@@ -47,9 +47,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
-import grpc
+if TYPE_CHECKING:
+    import grpc
+
+
+class GrpcStatus:
+    """A class's gRPC status, named when the class is defined and looked up in grpc on first use.
+
+    `import toolmesh` must not load grpc: grpc's C core reads GRPC_VERBOSITY once, when it
+    loads, and the processes that serve set that first (grpc_verbosity.py)."""
+
+    __slots__ = ("_code", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._code: grpc.StatusCode | None = None
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any]) -> grpc.StatusCode: ...
+    @overload
+    def __get__(self, instance: object, owner: type[Any] | None = None) -> grpc.StatusCode: ...
+    def __get__(self, instance: object | None, owner: type[Any] | None = None) -> grpc.StatusCode:
+        if self._code is None:
+            import grpc
+
+            self._code = grpc.StatusCode[self.name]
+        return self._code
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +95,7 @@ class ToolmeshError(Exception):
 
     code: ClassVar[str] = "error"
     http_status: ClassVar[int] = 500
-    grpc_status: ClassVar[grpc.StatusCode] = grpc.StatusCode.UNKNOWN
+    grpc_status: ClassVar[GrpcStatus] = GrpcStatus("UNKNOWN")
     #: The ``type`` of an OpenAI-style error envelope.
     openai_type: ClassVar[str] = "server_error"
     #: JSON-RPC error code, for MCP protocol-level errors.
@@ -103,7 +128,7 @@ class InvalidRequest(ToolmeshError):
 
     code = "invalid_request"
     http_status = 400
-    grpc_status = grpc.StatusCode.INVALID_ARGUMENT
+    grpc_status = GrpcStatus("INVALID_ARGUMENT")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32602
 
@@ -132,7 +157,7 @@ class Unauthenticated(ToolmeshError):
 
     code = "unauthenticated"
     http_status = 401
-    grpc_status = grpc.StatusCode.UNAUTHENTICATED
+    grpc_status = GrpcStatus("UNAUTHENTICATED")
     openai_type = "authentication_error"
     jsonrpc_code = -32001
 
@@ -142,7 +167,7 @@ class PermissionDenied(ToolmeshError):
 
     code = "permission_denied"
     http_status = 403
-    grpc_status = grpc.StatusCode.PERMISSION_DENIED
+    grpc_status = GrpcStatus("PERMISSION_DENIED")
     openai_type = "permission_error"
     jsonrpc_code = -32003
 
@@ -159,7 +184,7 @@ class FunctionNotFound(ToolmeshError):
 
     code = "function_not_found"
     http_status = 404
-    grpc_status = grpc.StatusCode.NOT_FOUND
+    grpc_status = GrpcStatus("NOT_FOUND")
     openai_type = "not_found_error"
     jsonrpc_code = -32602
 
@@ -169,7 +194,7 @@ class JobNotFound(ToolmeshError):
 
     code = "job_not_found"
     http_status = 404
-    grpc_status = grpc.StatusCode.NOT_FOUND
+    grpc_status = GrpcStatus("NOT_FOUND")
     openai_type = "not_found_error"
     jsonrpc_code = -32602
 
@@ -179,7 +204,7 @@ class TriggerNotFound(ToolmeshError):
 
     code = "trigger_not_found"
     http_status = 404
-    grpc_status = grpc.StatusCode.NOT_FOUND
+    grpc_status = GrpcStatus("NOT_FOUND")
     openai_type = "not_found_error"
     jsonrpc_code = -32602
 
@@ -189,7 +214,7 @@ class PayloadTooLarge(ToolmeshError):
 
     code = "payload_too_large"
     http_status = 413
-    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    grpc_status = GrpcStatus("RESOURCE_EXHAUSTED")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32600
 
@@ -199,7 +224,7 @@ class RateLimited(ToolmeshError):
 
     code = "rate_limited"
     http_status = 429
-    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    grpc_status = GrpcStatus("RESOURCE_EXHAUSTED")
     openai_type = "rate_limit_error"
     jsonrpc_code = -32029
     retryable = True
@@ -210,7 +235,7 @@ class Overloaded(ToolmeshError):
 
     code = "overloaded"
     http_status = 503
-    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    grpc_status = GrpcStatus("RESOURCE_EXHAUSTED")
     jsonrpc_code = -32000
     retryable = True
 
@@ -222,7 +247,7 @@ class ResourceExhausted(ToolmeshError):
 
     code = "resource_exhausted"
     http_status = 507
-    grpc_status = grpc.StatusCode.RESOURCE_EXHAUSTED
+    grpc_status = GrpcStatus("RESOURCE_EXHAUSTED")
     jsonrpc_code = -32000
 
 
@@ -231,7 +256,7 @@ class Unavailable(ToolmeshError):
 
     code = "unavailable"
     http_status = 503
-    grpc_status = grpc.StatusCode.UNAVAILABLE
+    grpc_status = GrpcStatus("UNAVAILABLE")
     jsonrpc_code = -32000
     retryable = True
 
@@ -249,7 +274,7 @@ class FunctionTimeout(ToolmeshError):
 
     code = "timeout"
     http_status = 504
-    grpc_status = grpc.StatusCode.DEADLINE_EXCEEDED
+    grpc_status = GrpcStatus("DEADLINE_EXCEEDED")
     jsonrpc_code = -32000
 
 
@@ -258,7 +283,7 @@ class Cancelled(ToolmeshError):
 
     code = "cancelled"
     http_status = 499
-    grpc_status = grpc.StatusCode.CANCELLED
+    grpc_status = GrpcStatus("CANCELLED")
     jsonrpc_code = -32800
 
 
@@ -268,7 +293,7 @@ class FunctionError(ToolmeshError):
 
     code = "function_error"
     http_status = 502
-    grpc_status = grpc.StatusCode.UNKNOWN
+    grpc_status = GrpcStatus("UNKNOWN")
 
 
 class InputRequired(ToolmeshError):
@@ -279,7 +304,7 @@ class InputRequired(ToolmeshError):
 
     code = "input_required"
     http_status = 409
-    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    grpc_status = GrpcStatus("FAILED_PRECONDITION")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32600
 
@@ -290,7 +315,7 @@ class ConfirmationInvalid(ToolmeshError):
 
     code = "confirmation_invalid"
     http_status = 409
-    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    grpc_status = GrpcStatus("FAILED_PRECONDITION")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32600
 
@@ -302,7 +327,7 @@ class IdempotencyConflict(ToolmeshError):
 
     code = "idempotency_conflict"
     http_status = 409
-    grpc_status = grpc.StatusCode.ABORTED
+    grpc_status = GrpcStatus("ABORTED")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32000
     retryable = True
@@ -325,7 +350,7 @@ class OutcomeUnknown(ToolmeshError):
 
     code = "outcome_unknown"
     http_status = 409
-    grpc_status = grpc.StatusCode.FAILED_PRECONDITION
+    grpc_status = GrpcStatus("FAILED_PRECONDITION")
     openai_type = "invalid_request_error"
     jsonrpc_code = -32000
 
@@ -363,26 +388,6 @@ ERROR_CLASSES: tuple[type[ToolmeshError], ...] = (
     InternalError,
 )
 _BY_CODE: dict[str, type[ToolmeshError]] = {cls.code: cls for cls in ERROR_CLASSES}
-
-#: For peers that are not toolmesh (no trailing metadata): the closest class for every status but OK.
-GRPC_STATUS_CLASSES: dict[grpc.StatusCode, type[ToolmeshError]] = {
-    grpc.StatusCode.CANCELLED: Cancelled,
-    grpc.StatusCode.UNKNOWN: InternalError,
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidRequest,
-    grpc.StatusCode.DEADLINE_EXCEEDED: FunctionTimeout,
-    grpc.StatusCode.NOT_FOUND: FunctionNotFound,
-    grpc.StatusCode.ALREADY_EXISTS: InvalidRequest,
-    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: Overloaded,
-    grpc.StatusCode.FAILED_PRECONDITION: InputRequired,
-    grpc.StatusCode.ABORTED: IdempotencyConflict,
-    grpc.StatusCode.OUT_OF_RANGE: InvalidRequest,
-    grpc.StatusCode.UNIMPLEMENTED: InternalError,
-    grpc.StatusCode.INTERNAL: InternalError,
-    grpc.StatusCode.UNAVAILABLE: Unavailable,
-    grpc.StatusCode.DATA_LOSS: InternalError,
-    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
-}
 
 
 def from_code(code: str, message: str, **kwargs: Any) -> ToolmeshError:

@@ -31,7 +31,7 @@ from toolmesh.config import KeyConfig, hash_key
 from toolmesh.errors import PermissionDenied, RateLimited, ToolmeshError, Unauthenticated
 from toolmesh.gateway.identity.tokens import TokenValidator, looks_like_jwt
 from toolmesh.gateway.state.limits import Bucket, LocalLimits, RateLimits
-from toolmesh.runtimes.pod.pod_env import runtime_token
+from toolmesh.protocol.pod_env import runtime_token
 
 
 @dataclass

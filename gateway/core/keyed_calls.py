@@ -49,9 +49,9 @@ from toolmesh.errors import (
 )
 from toolmesh.gateway.core.result_json import result_from_json, result_json
 from toolmesh.gateway.idempotency.outcome_store import Claim, KeyedRecord, KeyState, OutcomeStore, record_id
+from toolmesh.protocol.calls import REFUSED
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
-from toolmesh.runtimes.pod.executor import REFUSED
 
 if TYPE_CHECKING:
     from toolmesh.gateway.core.requests import InvokeRequest

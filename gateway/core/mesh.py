@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.config import GatewayConfig, RouterConfig
 from toolmesh.errors import FunctionNotFound, InvalidRequest, NotFromFreeText, ToolmeshError
 from toolmesh.gateway.core import free_text
@@ -47,13 +47,13 @@ from toolmesh.gateway.core.tool_formats import tool_definition
 from toolmesh.gateway.idempotency.local_outcomes import LocalOutcomes
 from toolmesh.gateway.identity.audit import AuditTrail
 from toolmesh.gateway.state.confirmations import Confirmations, LocalConfirmations, PendingCall
+from toolmesh.protocol.calls import Call, new_request_id
 from toolmesh.router.execution import Execution, FunctionCaller
 from toolmesh.router.routing import RouteResult
 from toolmesh.router.service import RouterService
 from toolmesh.runtimes.functions.features import match_uri
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import RESOURCE, FunctionSpec
-from toolmesh.runtimes.pod.executor import Call, new_request_id
 
 #: What a refusal of a free-text call says of the call it planned.
 PLANNED_CALL = ("function", "arguments", "argument_sources", "candidates", "routing_id")

@@ -21,9 +21,9 @@ import contextlib
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from toolmesh.metrics.call_metrics import CallMetrics
+from toolmesh.protocol.calls import outcome_of
 from toolmesh.runtimes.functions.results import Result
-from toolmesh.runtimes.pod.executor import outcome_of
-from toolmesh.runtimes.pod.telemetry import CallMetrics
 
 
 class GatewayMetrics:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.config.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.tool_formats import ToolFormat
 from toolmesh.router.sessions import MAX_SESSION_ID

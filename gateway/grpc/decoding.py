@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from toolmesh.errors import InvalidRequest
-from toolmesh.runtimes.pod import wire
+from toolmesh.protocol import wire
 
 Context = grpc.aio.ServicerContext[Any, Any]
 if TYPE_CHECKING:  # generic only in the type stubs

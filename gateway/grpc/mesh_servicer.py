@@ -21,11 +21,11 @@ from toolmesh.gateway.core.requests import (
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.state.function_state import FunctionStateService
+from toolmesh.protocol import wire
 from toolmesh.router.execution import Execution
 from toolmesh.runtimes.functions.call_events import Interleaving, Listener
 from toolmesh.runtimes.functions.durable_state import Operation, StateAnswer, StateOp
 from toolmesh.runtimes.functions.spec import NamespaceSpec
-from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 Context = grpc.aio.ServicerContext[object, object]

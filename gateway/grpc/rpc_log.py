@@ -23,12 +23,12 @@ from typing import Any
 
 import grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
 from toolmesh.gateway.grpc.decoding import Context, _Interceptor
-from toolmesh.runtimes.pod.executor import new_request_id
-from toolmesh.runtimes.pod.logs import LineBuffer, access
+from toolmesh.logs.lines import LineBuffer, access
+from toolmesh.protocol.calls import new_request_id
 
 MESH_PREFIX = "/toolmesh.v1.Mesh/"
 REQUEST_ID_KEY = "x-request-id"

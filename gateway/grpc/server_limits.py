@@ -7,7 +7,7 @@ dead connections are closed, and the number of connections and of streams on eac
 
 from __future__ import annotations
 
-from toolmesh.runtimes.pod.serving import server_options
+from toolmesh.protocol.channel import server_options
 
 #: Concurrent RPCs on one connection; a client that needs more opens another connection (grpc
 #: clients queue the rest meanwhile). C-core's default is unbounded.

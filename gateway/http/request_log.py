@@ -23,11 +23,11 @@ from json.encoder import encode_basestring_ascii as _quote
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
-from toolmesh.runtimes.pod.executor import new_request_id
-from toolmesh.runtimes.pod.logs import LineBuffer, access
+from toolmesh.logs.lines import LineBuffer, access
+from toolmesh.protocol.calls import new_request_id
 
 REQUEST_ID_HEADER = b"x-request-id"
 _TRACE_HEADERS = (b"traceparent", b"tracestate")

@@ -21,7 +21,7 @@ import time
 from json.encoder import encode_basestring_ascii as _quote
 from pathlib import Path
 
-from toolmesh.runtimes.pod.logs import LineBuffer
+from toolmesh.logs.lines import LineBuffer
 from toolmesh.tracing import Parent
 
 audit_log = logging.getLogger("toolmesh.audit")

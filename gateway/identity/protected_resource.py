@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolmesh.oauth_config import OAuthConfig
+from toolmesh.config.oauth_config import OAuthConfig
 
 #: RFC 9728 §3: where a resource's metadata is, inserted between its origin and its path.
 WELL_KNOWN = "/.well-known/oauth-protected-resource"

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from toolmesh.config.jobs_config import Network, parse_rule
 from toolmesh.errors import InvalidRequest
-from toolmesh.jobs_config import Network, parse_rule
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 

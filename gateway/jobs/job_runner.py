@@ -27,6 +27,7 @@ import logging
 import time
 import uuid
 
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.errors import InternalError, StateUnavailable, Unavailable
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
@@ -37,7 +38,6 @@ from toolmesh.gateway.jobs.batcher import Batcher
 from toolmesh.gateway.jobs.callbacks import CallbackSender
 from toolmesh.gateway.jobs.job import OUTCOME_UNKNOWN, CallbackState, Job, JobStatus
 from toolmesh.gateway.jobs.job_store import JobStore
-from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.functions.asking import ANSWERS_KEY
 from toolmesh.runtimes.functions.results import ErrorInfo, Result
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolmesh.config import ConfigError, settled_value
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.errors import IdempotencyMismatch, InvalidRequest, JobNotFound
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
@@ -33,7 +34,6 @@ from toolmesh.gateway.jobs.job import CallbackState, Job, JobStatus, new_job_id
 from toolmesh.gateway.jobs.job_runner import JobRunner
 from toolmesh.gateway.jobs.job_store import JobStore
 from toolmesh.gateway.jobs.sqlite_jobs import SqliteJobStore
-from toolmesh.jobs_config import JobsConfig
 from toolmesh.runtimes.functions.asking import pending_asks
 
 #: Most jobs one listing answers.

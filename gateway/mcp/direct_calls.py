@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.types import Message, Receive, Scope, Send
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh

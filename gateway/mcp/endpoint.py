@@ -87,7 +87,7 @@ from starlette.datastructures import Headers
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from toolmesh import __version__
+from toolmesh._version import __version__
 from toolmesh.config import McpConfig
 from toolmesh.error_shapes import http_error
 from toolmesh.errors import FunctionNotFound, ResourceExhausted, ToolmeshError
@@ -115,9 +115,9 @@ from toolmesh.gateway.mcp.prompts import Prompts
 from toolmesh.gateway.mcp.resources import Resources
 from toolmesh.gateway.mcp.tasks import McpTasks, TasksServer
 from toolmesh.gateway.state.feed import ChangeFeed, LocalFeed
+from toolmesh.protocol.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.functions.asking import Ask, pending_asks
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
-from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
 
 log = logging.getLogger("toolmesh.gateway")
 

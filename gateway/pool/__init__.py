@@ -4,6 +4,7 @@ runtime_pool.py    the RuntimePool seam and Pool, which holds every runtime
 replicas.py        one runtime's pods: started on demand, balanced, scaled, replaced
 launcher.py        the gateway's handle on a template process that forks pods, and standbys
                    (templates started ahead of a reload)
+pods.py            one pod as the pool holds it; PodTransport (its road for unary calls), the retry loop
 rollout.py         a runtime rolled onto its re-imported modules with no failed call (hot reload)
 activator.py       calls held while a pod starts (scale from zero)
 remote_runtime.py  runtimes whose pods someone else runs (an address, e.g. on Kubernetes)

@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.errors import Overloaded, Unavailable
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 

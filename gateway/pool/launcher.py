@@ -29,8 +29,8 @@ from typing import Any
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import Unavailable
 from toolmesh.gateway.pool.socket_dirs import make_socket_dir
+from toolmesh.protocol import wire
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.pod_process import kill_group
 from toolmesh.runtimes.pod.settings import PodSettings
 from toolmesh.v1 import function_pb2

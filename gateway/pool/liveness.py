@@ -28,8 +28,8 @@ from typing import Protocol
 
 from toolmesh.errors import FunctionTimeout
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
-from toolmesh.runtimes.pod.executor import REFUSED
-from toolmesh.runtimes.pod.isolation.liveness_socket import MAX_LINE, LoopReport
+from toolmesh.protocol.calls import REFUSED
+from toolmesh.protocol.loop_report import MAX_LINE, LoopReport
 
 #: Seconds between two pings of a pod (also the longest one ping may take).
 INTERVAL = 0.5

@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, Metric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from toolmesh.runtimes.pod.defaults import RECYCLED
+from toolmesh.protocol.defaults import RECYCLED
 
 #: Pod states as the `state` label shows them.
 REPLICA_STATES = ("starting", "ready", "draining")

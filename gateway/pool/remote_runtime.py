@@ -27,13 +27,16 @@ from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TEMPLATE_START_TIMEOUT
+from toolmesh.gateway.pool.pods import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec, spec_from_dict
-from toolmesh.runtimes.pod.executor import REFUSED, Call
 
 log = logging.getLogger("toolmesh.pool")
+#: How many times a call may be sent to the runtime's address, within its deadline.
+ATTEMPTS = 2
 
 
 class Waker(Protocol):
@@ -42,11 +45,6 @@ class Waker(Protocol):
     async def wake(self, runtime: str) -> None: ...
 
     async def close(self) -> None: ...
-
-
-def retry_is_safe(error: Unavailable, idempotent: bool) -> bool:
-    """A call may go to another pod if its function is idempotent or no pod ran any of it."""
-    return idempotent or error.details.get(REFUSED) is True
 
 
 class RemoteRuntime:
@@ -115,18 +113,21 @@ class RemoteRuntime:
 
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         deadline = time.monotonic() + timeout
-        for attempt in (1, 2):
+
+        async def attempt() -> Result:
             await self._until_up(deadline)
             self._inflight += 1
             try:
                 remaining = max(deadline - time.monotonic(), 0.001)
                 return await self.client.invoke(call, remaining, wait_for_ready=True)
             except Unavailable as exc:
-                if attempt == 2 or not retry_is_safe(exc, idempotent):
+                if not retry_is_safe(exc, idempotent):
                     raise
+                raise TryElsewhere(exc) from None
             finally:
                 self._inflight -= 1
-        raise AssertionError("unreachable")
+
+        return await with_retries(attempt, ATTEMPTS, self.name)
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         deadline = time.monotonic() + timeout

@@ -37,18 +37,17 @@ from typing import Any
 
 from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionTimeout, ToolmeshError, Unavailable
-from toolmesh.gateway.pool import liveness
+from toolmesh.gateway.pool import liveness, pods
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import Spawned, TemplateProcess
 from toolmesh.gateway.pool.pods import DRAINING, GONE, READY, STARTING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics, pod_exit_reason
-from toolmesh.gateway.pool.remote_runtime import retry_is_safe
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
 from toolmesh.gateway.pool.template_keeper import StartTemplate, TemplateKeeper
+from toolmesh.protocol.calls import REFUSED, Call
+from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import REFUSED, Call
-from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
 
 log = logging.getLogger("toolmesh.pool")
 
@@ -165,24 +164,26 @@ class ReplicaSet:
 
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
         deadline = self._clock() + timeout
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+
+        async def attempt() -> Result:
             replica = await self._acquire(deadline)
             try:
                 remaining = max(deadline - self._clock(), 0.001)
-                result = await (replica.socket or replica.client).invoke(call, remaining)
+                result = await replica.transport.invoke(call, remaining)
                 self._served(replica)
                 return result
             except PodUnreachable as exc:
                 self._suspect(replica)
                 lost = liveness.lost_call(replica.loop, call.request_id, exc, replica.pid)
-                if attempt == MAX_ATTEMPTS or not retry_is_safe(lost, idempotent):
-                    raise replica.died_mid_call(self.name, lost) from None
+                died = replica.died_mid_call(self.name, lost)
+                raise (pods.TryElsewhere(died) if pods.retry_is_safe(lost, idempotent) else died) from None
             except Unavailable as exc:
                 # The pod's own answer: draining (refused, so safe to send elsewhere), or
                 # the function's error (a runtime it calls is down): not the pod's fault.
-                if exc.details.get(REFUSED) is not True or attempt == MAX_ATTEMPTS:
+                if exc.details.get(REFUSED) is not True:
                     raise
                 self._suspect(replica)
+                raise pods.TryElsewhere(exc) from None
             except FunctionTimeout as exc:
                 if replica.loop.request_id == call.request_id:
                     replica.kill("blocked", self.name)  # its deadline passed with the loop still held
@@ -192,8 +193,8 @@ class ReplicaSet:
                 raise
             finally:
                 self._release(replica)
-            log.info("retrying a call on another pod", extra={"runtime": self.name})
-        raise AssertionError("unreachable")
+
+        return await pods.with_retries(attempt, MAX_ATTEMPTS, self.name)
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         deadline = self._clock() + timeout

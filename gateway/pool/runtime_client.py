@@ -9,14 +9,14 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
 from toolmesh.errors import PermissionDenied, ResourceExhausted, ToolmeshError, Unauthenticated, Unavailable
+from toolmesh.protocol import wire
+from toolmesh.protocol.calls import Call
+from toolmesh.protocol.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.defaults import WIRE_LIMIT_BYTES
-from toolmesh.runtimes.pod.executor import Call
 from toolmesh.v1 import function_pb2, runtime_pb2_grpc
 
 #: gRPC's default reconnect backoff starts near 1 s: far too slow for a pod that

@@ -36,10 +36,10 @@ from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
 from toolmesh.gateway.sources.factory import service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.grpc_verbosity import quiet_grpc
+from toolmesh.protocol.calls import Call
+from toolmesh.protocol.pod_env import PodEnvironment, runtime_token
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import Call
-from toolmesh.runtimes.pod.pod_env import PodEnvironment, runtime_token
 from toolmesh.tracing import RUNTIME_SERVICE, SERVICE_NAME_ENV
 
 log = logging.getLogger("toolmesh.pool")
@@ -184,7 +184,7 @@ class Pool:
                 part for part in (str(self._directory), env.get("PYTHONPATH")) if part
             )
         mesh = self._mesh or MeshAccess("", "")
-        # How a pod reaches the mesh for ctx.invoke and ctx.state (see runtimes/pod/pod_env.py),
+        # How a pod reaches the mesh for ctx.invoke and ctx.state (see toolmesh/protocol/pod_env.py),
         # with its runtime's own token, never the mesh's: the gateway tells the runtime from it;
         # and no pod token, even one the gateway inherited: only the gateway can reach its own pods.
         pods = PodEnvironment(mesh.address or None, mesh.token_for(config.name), pod_token="")

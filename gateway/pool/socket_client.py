@@ -1,6 +1,6 @@
 """The gateway's end of a pod's Unix socket: unary calls, many at once on one connection.
 
-See toolmesh/runtimes/pod/socket_protocol.py for why this road exists and its frames.
+See toolmesh/protocol/frames.py for why this road exists and its frames.
 """
 
 from __future__ import annotations
@@ -12,20 +12,11 @@ from collections.abc import Callable
 from toolmesh.error_shapes import from_pod_error
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.runtime_client import PodUnreachable
+from toolmesh.protocol import wire
+from toolmesh.protocol.calls import REFUSED, Call
+from toolmesh.protocol.frames import CANCEL, ERROR, EVENT, PING, RESULT, FrameReader, frame, invoke_frame
 from toolmesh.runtimes.functions.call_events import CallEvent
 from toolmesh.runtimes.functions.results import Result
-from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.executor import REFUSED, Call
-from toolmesh.runtimes.pod.socket_protocol import (
-    CANCEL,
-    ERROR,
-    EVENT,
-    PING,
-    RESULT,
-    FrameReader,
-    frame,
-    invoke_frame,
-)
 from toolmesh.v1 import invoke_pb2
 
 #: How long past the call's own time limit the gateway waits for the pod's answer: the

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from toolmesh.config import ConfigError
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
 from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
 from toolmesh.gateway.sources.openapi import OpenApiRuntime
 from toolmesh.gateway.sources.remote_mcp import RemoteMcpRuntime
-from toolmesh.runtime_config import RuntimeConfig
 
 
 def service_runtime(

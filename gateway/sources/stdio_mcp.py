@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
 
 

@@ -28,9 +28,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.jobs.job import JobStatus
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
-from toolmesh.jobs_config import TriggerConfig
 
 log = logging.getLogger("toolmesh.triggers")
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import asyncpg
 
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
-from toolmesh.jobs_config import TriggerConfig
 
 log = logging.getLogger("toolmesh.triggers")
 

@@ -25,9 +25,9 @@ from typing import Any
 import redis.asyncio as redis
 from redis.exceptions import ResponseError
 
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.state.redis_client import connect
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
-from toolmesh.jobs_config import TriggerConfig
 
 log = logging.getLogger("toolmesh.triggers")
 

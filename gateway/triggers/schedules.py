@@ -16,9 +16,9 @@ import time
 from collections.abc import Collection
 from zoneinfo import ZoneInfo
 
+from toolmesh.config.jobs_config import CronSpec, TriggerConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage, TriggerService
-from toolmesh.jobs_config import CronSpec, TriggerConfig
 
 log = logging.getLogger("toolmesh.triggers")
 

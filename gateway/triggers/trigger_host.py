@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from toolmesh.config import ConfigError, settled_value
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.jobs.job import Job
 from toolmesh.gateway.jobs.job_service import JobService
@@ -24,7 +25,6 @@ from toolmesh.gateway.triggers.trigger_service import (
     TriggerMessage,
     TriggerService,
 )
-from toolmesh.jobs_config import TriggerConfig
 
 if TYPE_CHECKING:
     from toolmesh.gateway.state.redis_client import RedisAccess

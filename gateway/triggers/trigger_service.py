@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolmesh.config import ConfigError
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.errors import FunctionNotFound, InvalidRequest, ToolmeshError, TriggerNotFound
 from toolmesh.gateway.core.auth import MESH
 from toolmesh.gateway.jobs.argument_check import check_arguments
 from toolmesh.gateway.jobs.job import Job, JobStatus, new_job_id
 from toolmesh.gateway.jobs.job_service import JobService
 from toolmesh.gateway.triggers.ticks import TriggerTicks
-from toolmesh.jobs_config import TriggerConfig
 
 log = logging.getLogger("toolmesh.triggers")
 

@@ -17,9 +17,9 @@ import json
 import time
 from collections.abc import Mapping
 
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.errors import Unauthenticated
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage
-from toolmesh.jobs_config import TriggerConfig
 
 #: Where webhooks are posted: `POST /v1/hooks/NAME`.
 HOOKS_PATH = "/v1/hooks"

@@ -14,7 +14,7 @@ extra fields to `MAX_EXTRA_BYTES`; at most `MAX_PROGRESS_EVENTS` progress report
 only the latest is kept and sent when the function returns (so the caller still sees where it
 ended). Records still reach the pod's own log as before, whatever the caller asked for.
 
-No protobuf here: this module is part of the function SDK; `runtimes/pod/wire.py` converts.
+No protobuf here: this module is part of the function SDK; `toolmesh/protocol/wire.py` converts.
 """
 
 from __future__ import annotations

@@ -18,14 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import random
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.errors import (
     FunctionTimeout,
     InputRequired,
@@ -36,49 +34,20 @@ from toolmesh.errors import (
     ToolmeshError,
     Unavailable,
 )
+from toolmesh.protocol.calls import REFUSED, Call, Outcome, new_request_id, outcome_of
 from toolmesh.runtimes.functions.asking import input_required_result
-from toolmesh.runtimes.functions.call_events import EventChannel, Listener
+from toolmesh.runtimes.functions.call_events import EventChannel
 from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.durable_state import StateAnswer, StateOp
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
 from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
-from toolmesh.runtimes.pod.defaults import ExecutorConfig
+from toolmesh.runtimes.pod.executor_config import ExecutorConfig
 from toolmesh.runtimes.pod.isolation import call_output
 from toolmesh.runtimes.pod.isolation.loop_watchdog import RunningCalls
 
-#: In an Unavailable error's details: the pod turned the call away before running any of it,
-#: so sending it to another pod is safe whether or not the function is idempotent.
-REFUSED = "refused"
-
 Emit = Callable[[list[Content]], Awaitable[None]]
-
-
-@dataclass(slots=True)
-class Call:
-    """One request to run a function, as the executor sees it. Treat it as immutable
-    (it is not frozen only because frozen dataclasses are slow to build, and one is
-    built for every call)."""
-
-    function: str
-    arguments: bytes = b""
-    request_id: str = ""
-    session_id: str = ""
-    metadata: Mapping[str, str] = field(default_factory=dict)
-    #: The caller's own deadline on the `time.monotonic()` clock, if it set one.
-    deadline: float | None = None
-    received_at: float = field(default_factory=time.perf_counter)
-    #: The caller's trace context (W3C pairs or the ids of the caller's span); empty when not traced.
-    trace: tracing.Trace = ()
-    #: What the caller wants to hear while the call runs (log records, progress); None: nothing.
-    events: Listener | None = None
-
-
-def new_request_id() -> str:
-    """32 random hex digits. From `random`, not the OS: an id needs to be unique, not secret,
-    and this is a tenth of a system call's cost (`random` is reseeded in forked pods)."""
-    return f"{random.getrandbits(128):032x}"
 
 
 class MeshClient(Protocol):
@@ -95,30 +64,6 @@ class Observer(Protocol):
     """Told about every call that ends; metrics and logs plug in here."""
 
     def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None: ...
-
-
-class Outcome:
-    """The bounded set of outcome label values."""
-
-    OK = "ok"
-    ERROR = "error"
-    INVALID_ARGUMENTS = "invalid_arguments"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
-    RESOURCE_EXHAUSTED = "resource_exhausted"
-    REJECTED = "rejected"
-    NOT_FOUND = "not_found"
-
-
-def outcome_of(result: Result) -> str:
-    if not result.is_error or result.error is None:
-        return Outcome.OK
-    return {
-        InvalidArguments.code: Outcome.INVALID_ARGUMENTS,
-        InvalidRequest.code: Outcome.INVALID_ARGUMENTS,
-        FunctionTimeout.code: Outcome.TIMEOUT,
-        ResourceExhausted.code: Outcome.RESOURCE_EXHAUSTED,
-    }.get(result.error.code, Outcome.ERROR)
 
 
 class Executor:

@@ -8,12 +8,12 @@ import time
 
 import grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.error_shapes import from_rpc_error
+from toolmesh.protocol import wire
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.durable_state import StateAnswer, StateOp
 from toolmesh.runtimes.functions.results import Result
-from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.executor import Call
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 #: Seconds a resource update may take to reach the gateway.

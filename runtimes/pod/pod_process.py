@@ -33,7 +33,7 @@ import resource
 import signal
 import sys
 
-from toolmesh.runtimes.pod.defaults import POD_OOM_SCORE_ADJ
+from toolmesh.protocol.defaults import POD_OOM_SCORE_ADJ
 
 _PR_SET_PDEATHSIG = 1
 

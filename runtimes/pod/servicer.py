@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
 from toolmesh.errors import ToolmeshError
+from toolmesh.protocol import wire
 from toolmesh.runtimes.functions.call_events import Interleaving
-from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
 

@@ -44,11 +44,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import CollectorRegistry
 
-from toolmesh import tracing
+import toolmesh.tracing as tracing
+from toolmesh.protocol.channel import server_options
+from toolmesh.protocol.defaults import RECYCLED
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.pod import logs
-from toolmesh.runtimes.pod.defaults import RECYCLED, ExecutorConfig
+from toolmesh.runtimes.pod import invocation_log
 from toolmesh.runtimes.pod.executor import Executor
+from toolmesh.runtimes.pod.executor_config import ExecutorConfig
 from toolmesh.runtimes.pod.isolation import call_output
 from toolmesh.runtimes.pod.isolation.liveness_socket import LivenessSocket
 from toolmesh.runtimes.pod.isolation.loop_watchdog import LoopWatchdog
@@ -58,7 +60,7 @@ from toolmesh.runtimes.pod.mesh_invoker import MeshInvoker
 from toolmesh.runtimes.pod.pod_process import apply_process_limits, end_own_group
 from toolmesh.runtimes.pod.servicer import RuntimeServicer
 from toolmesh.runtimes.pod.settings import PodSettings
-from toolmesh.runtimes.pod.socket_protocol import SocketServer
+from toolmesh.runtimes.pod.socket_server import SocketServer
 from toolmesh.runtimes.pod.telemetry import LoopMetrics, PodMetrics, serve_metrics
 from toolmesh.v1 import runtime_pb2, runtime_pb2_grpc
 
@@ -93,11 +95,6 @@ def settle_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
-
-
-def server_options() -> list[tuple[str, int]]:
-    # SO_REUSEPORT would let two pods bind the same port and split its traffic.
-    return [("grpc.so_reuseport", 0)]
 
 
 class Unprotected(Exception):
@@ -148,7 +145,7 @@ class Pod:
         self.metrics_registry = CollectorRegistry()
         self.executor: Executor | None = None
         self.mesh: MeshInvoker | None = None
-        self.invocation_log: logs.InvocationLog | None = None
+        self.invocation_log: invocation_log.InvocationLog | None = None
         self.server: grpc.aio.Server | None = None
         self.health = health.aio.HealthServicer()  # type: ignore[attr-defined]
         self.port: int | None = None
@@ -164,7 +161,7 @@ class Pod:
 
     async def start(self) -> None:
         metrics = PodMetrics(self.metrics_registry, lambda: self._inflight(), len(self.registry))
-        self.invocation_log = logs.InvocationLog()
+        self.invocation_log = invocation_log.InvocationLog()
         if self.settings.tracing is not None:
             # Here, in the pod, never in a template: the exporter's thread must not cross a fork.
             tracing.start(self.settings.tracing)
@@ -173,7 +170,7 @@ class Pod:
         self.executor = Executor(
             self.registry,
             executor_config(self.settings),
-            observer=logs.Observers(metrics, self.invocation_log),
+            observer=invocation_log.Observers(metrics, self.invocation_log),
             mesh=self.mesh,
             on_stuck=lambda stuck: self._recycle(f"too many threads stuck in calls that timed out ({stuck})"),
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from toolmesh.runtimes.pod.defaults import (
+from toolmesh.protocol.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_HOST,
     DEFAULT_LOG_LEVEL,
@@ -36,7 +36,7 @@ from toolmesh.runtimes.pod.defaults import (
     LogLevel,
     TemplateMode,
 )
-from toolmesh.runtimes.pod.pod_env import PodEnvironment
+from toolmesh.protocol.pod_env import PodEnvironment
 
 #: What follows the interpreter in a pod's command line: `python -m toolmesh runtime ...`.
 COMMAND = ("-m", "toolmesh", "runtime")

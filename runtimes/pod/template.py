@@ -56,9 +56,9 @@ import time
 import traceback
 
 from toolmesh.errors import DefinitionError
+from toolmesh.protocol import wire
 from toolmesh.runtimes.functions.discovery import host_function
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.pod import wire
 from toolmesh.runtimes.pod.pod_process import die_with_parent, kill_group, lead_own_session
 from toolmesh.runtimes.pod.serving import announce, run, use_working_directory
 from toolmesh.runtimes.pod.settings import PodSettings

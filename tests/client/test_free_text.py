@@ -12,8 +12,8 @@ from tests.gateway.conftest import runtime
 from tests.gateway.core.test_free_text import router_config
 from toolmesh import ConfirmationInvalid, FunctionNotFound, GrpcClient, NotFromFreeText
 from toolmesh.config import GatewayConfig, MeshConfig
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.gateway.server import start_gateway
-from toolmesh.jobs_config import JobsConfig
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -14,8 +14,8 @@ from tests.client.conftest import Connect, raises
 from tests.gateway.conftest import runtime
 from toolmesh import FunctionNotFound, FunctionTimeout, InvalidArguments, JobNotFound, RemoteJob
 from toolmesh.config import GatewayConfig, MeshConfig
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.gateway.server import Gateway, start_gateway
-from toolmesh.jobs_config import JobsConfig
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

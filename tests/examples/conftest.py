@@ -10,8 +10,8 @@ from typing import Any
 import grpc
 import pytest
 
+from toolmesh.protocol.wire import content_from_proto, result_from_proto
 from toolmesh.runtimes.functions.results import Content, Result
-from toolmesh.runtimes.pod.wire import content_from_proto, result_from_proto
 from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
 

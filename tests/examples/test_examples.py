@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.conftest import ROOT
-from toolmesh.runtimes.pod.wire import spec_from_proto
+from toolmesh.protocol.wire import spec_from_proto
 from toolmesh.v1 import function_pb2
 
 if TYPE_CHECKING:

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.examples.test_examples import MODULES
-from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
+from toolmesh.config.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.errors import InvalidArguments
 from toolmesh.gateway.core.free_text import spec_documents
+from toolmesh.protocol.wire import spec_from_proto
 from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.embedding.model import ensure_model
 from toolmesh.router.execution import PromptExecutor
 from toolmesh.router.routing import Router
 from toolmesh.router.search.index import FunctionIndex
 from toolmesh.router.sessions import SessionStore
-from toolmesh.runtimes.pod.wire import spec_from_proto
 from toolmesh.v1 import function_pb2
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from toolmesh.protocol.wire import content_from_proto
 from toolmesh.runtimes.functions.results import Json, Text
-from toolmesh.runtimes.pod.wire import content_from_proto
 
 if TYPE_CHECKING:
     from tests.examples.conftest import Client, Serve

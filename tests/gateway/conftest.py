@@ -36,10 +36,10 @@ from toolmesh.config import (
     RuntimeConfig,
     StateConfig,
 )
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig
+from toolmesh.config.oauth_config import OAuthConfig
 from toolmesh.directories import ProjectConfig
 from toolmesh.gateway.server import Gateway, start_gateway
-from toolmesh.jobs_config import JobsConfig, TriggerConfig
-from toolmesh.oauth_config import OAuthConfig
 
 
 def runtime(name: str = "tools", *modules: str, **settings: Any) -> RuntimeConfig:

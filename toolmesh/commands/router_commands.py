@@ -19,7 +19,7 @@ from typing import Any
 
 def _config(args: argparse.Namespace) -> Any:
     from toolmesh.config import load_config
-    from toolmesh.config_sources import find_config
+    from toolmesh.config.config_sources import find_config
 
     router = load_config(find_config(args.config)).router
     if args.cache_dir is not None:
@@ -101,7 +101,7 @@ def _learned(args: argparse.Namespace) -> Any:
     import os
 
     from toolmesh.config import load_config, settled_value
-    from toolmesh.config_sources import find_config
+    from toolmesh.config.config_sources import find_config
     from toolmesh.gateway.environment import state_url
     from toolmesh.router.learning import LearnedExamples
     from toolmesh.router.service import LEARNED_FILE

@@ -95,7 +95,7 @@ class _Tracing:
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-        from toolmesh import __version__
+        from toolmesh._version import __version__
         from toolmesh.tracing.bridge import NestingTracerProvider, api_context, api_span_context
         from toolmesh.tracing.otlp_batch import BatchExporter, ExportSettings
         from toolmesh.tracing.sampling import sampler_from

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.config.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.gateway.core.requests import MAX_IDEMPOTENCY_KEY
 from toolmesh.gateway.http.openapi.api_schemas import COMMON_ERRORS, SCHEMAS, errors, json_body, ref
 from toolmesh.gateway.http.openapi.free_text_paths import free_text_paths

@@ -7,11 +7,11 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import InvalidRequest
-from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-from toolmesh.runtimes.pod.executor import Call
 
 
 class ServiceRuntime(Protocol):

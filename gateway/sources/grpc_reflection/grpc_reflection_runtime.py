@@ -22,15 +22,15 @@ from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
 from toolmesh.gateway.sources.base.naming import function_name, name_limit, selected
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
-from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

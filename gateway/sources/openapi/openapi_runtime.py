@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import (
     FunctionNotFound,
     FunctionTimeout,
@@ -28,9 +29,8 @@ from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_ar
 from toolmesh.gateway.sources.openapi.document import read_document, server_url
 from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
-from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.naming import name_limit
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
@@ -32,10 +33,9 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     resource_specs,
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
-from toolmesh.runtime_config import RuntimeConfig
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
-from toolmesh.runtimes.pod.executor import Call
 
 log = logging.getLogger("toolmesh.sources")
 

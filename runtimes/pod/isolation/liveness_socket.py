@@ -17,58 +17,12 @@ and is found as before.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 
-#: Longest answer line read back; a report lists at most the pod's calls in flight.
-MAX_LINE = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class LoopReport:
-    """How a pod's event loop is, as its liveness thread says."""
-
-    #: Seconds the loop has not run, once past the pod's threshold; 0 while it runs.
-    blocked: float = 0.0
-    #: The call whose code holds the loop ("" when none was found: code outside any call).
-    function: str = ""
-    request_id: str = ""
-    #: That call's time limit, in seconds.
-    timeout: float = 0.0
-    #: Where the loop thread was when the stall was noticed, "file:line in function".
-    where: str = ""
-    #: The call passed its limit with the loop still blocked: the pod turns calls away and
-    #: waits to be replaced.
-    condemned: bool = False
-    #: When condemned: request ids of the calls the pod had started (any other call sent to
-    #: it never ran there, so it may go to another pod).
-    started: frozenset[str] = field(default_factory=frozenset)
-
-    def encode(self) -> bytes:
-        if not self.blocked and not self.condemned:
-            return b"{}\n"
-        fields = asdict(self)
-        fields["started"] = sorted(self.started)
-        return json.dumps(fields).encode() + b"\n"
-
-    @classmethod
-    def decode(cls, line: bytes) -> LoopReport:
-        fields = json.loads(line)
-        if not isinstance(fields, dict):
-            raise ValueError("a liveness answer is a JSON object")
-        return cls(
-            blocked=float(fields.get("blocked", 0.0)),
-            function=str(fields.get("function", "")),
-            request_id=str(fields.get("request_id", "")),
-            timeout=float(fields.get("timeout", 0.0)),
-            where=str(fields.get("where", "")),
-            condemned=bool(fields.get("condemned", False)),
-            started=frozenset(str(i) for i in fields.get("started", ())),
-        )
+from toolmesh.protocol.loop_report import LoopReport
 
 
 class LivenessSocket:

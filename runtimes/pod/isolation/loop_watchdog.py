@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Protocol
 
-from toolmesh.runtimes.pod.isolation.liveness_socket import LoopReport
+from toolmesh.protocol.loop_report import LoopReport
 
 if TYPE_CHECKING:
     import asyncio

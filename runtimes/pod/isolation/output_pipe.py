@@ -22,7 +22,7 @@ import threading
 import time
 from typing import TextIO
 
-from toolmesh.runtimes.pod import logs
+from toolmesh.logs import lines as logs
 from toolmesh.runtimes.pod.isolation.call_output import MAX_LINE_BYTES, output_log
 
 #: Output outside calls kept per second; past it lines are dropped (and counted).

@@ -11,6 +11,7 @@ import httpx
 from tests.gateway.conftest import StartGateway
 from tests.gateway.grpc.test_mesh_servicer import failure, mesh_stub, request
 from toolmesh.config import KeyConfig, hash_key
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.errors import (
     FunctionNotFound,
     IdempotencyMismatch,
@@ -18,7 +19,6 @@ from toolmesh.errors import (
     InvalidRequest,
     JobNotFound,
 )
-from toolmesh.jobs_config import JobsConfig
 from toolmesh.v1 import invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 

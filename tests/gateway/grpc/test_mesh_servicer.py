@@ -19,7 +19,7 @@ from tests.gateway.conftest import StartGateway, runtime
 from toolmesh.config import KeyConfig, hash_key
 from toolmesh.error_shapes import from_rpc_error
 from toolmesh.gateway.server import Gateway
-from toolmesh.runtimes.pod import wire
+from toolmesh.protocol import wire
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.gateway.conftest import StartGateway
 from tests.gateway.grpc.test_mesh_servicer import mesh_stub, request
-from toolmesh.runtimes.pod import wire
+from toolmesh.protocol import wire
 
 
 async def test_the_request_id_comes_back_in_initial_metadata(gateway_factory: StartGateway) -> None:

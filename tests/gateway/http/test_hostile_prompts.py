@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, pod_env
-from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.config.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 
 #: The issue's repro: 68,000 characters, under the 1 MB body limit.
 REPRO = "what is 2 plus 2 " * 4000

@@ -14,8 +14,8 @@ import httpx
 from tests.conftest import PodProcess
 from tests.gateway.conftest import Receiver, StartGateway, finished, runtime, wait_job
 from toolmesh.config import KeyConfig, hash_key
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.gateway.jobs.callbacks import SIGNATURE_HEADER, verify_signature
-from toolmesh.jobs_config import JobsConfig
 
 ASYNC = {"Prefer": "respond-async"}
 

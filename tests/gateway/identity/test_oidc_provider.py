@@ -26,7 +26,7 @@ from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.http.console.test_console_e2e import CHROMIUM_ARGS
 from tests.gateway.identity.conftest import AUDIENCE
 from tests.gateway.identity.test_tokens import SCOPES, bearer
-from toolmesh.oauth_config import OAuthConfig
+from toolmesh.config.oauth_config import OAuthConfig
 
 try:
     from playwright.async_api import async_playwright, expect

@@ -11,8 +11,8 @@ import pytest
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.identity.conftest import AUDIENCE, Issuer, new_key
 from toolmesh.config import KeyConfig, hash_key
+from toolmesh.config.oauth_config import OAuthConfig
 from toolmesh.gateway.server import Gateway
-from toolmesh.oauth_config import OAuthConfig
 
 SCOPES = {"tools.read": ("echo", "add"), "tools.admin": ("*", "@admin")}
 

@@ -6,9 +6,9 @@ import ipaddress
 
 import pytest
 
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.jobs.destinations import DestinationRefused, Destinations, Target
-from toolmesh.jobs_config import JobsConfig
 
 
 @pytest.mark.parametrize(

@@ -193,7 +193,7 @@ async def test_a_router_that_cannot_write_its_data_says_where_and_how(
 ) -> None:
     """Not "could not load its model": the directory, and the settings that choose another."""
     from toolmesh.config import RouterConfig
-    from toolmesh.jobs_config import JobsConfig
+    from toolmesh.config.jobs_config import JobsConfig
 
     (tmp_path / "a-file").write_text("")
     unwritable = tmp_path / "a-file" / "router"

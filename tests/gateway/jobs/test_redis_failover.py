@@ -15,7 +15,7 @@ from tests.gateway.conftest import StartGateway, StartUp
 from tests.gateway.jobs.test_restart import REPLICA_TOOLS, _wait
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
-from toolmesh.jobs_config import JobsConfig
+from toolmesh.config.jobs_config import JobsConfig
 
 pytestmark = pytest.mark.slow
 

@@ -18,10 +18,10 @@ from tests.gateway.conftest import StartGateway, finished, runtime, wait_job
 from tests.gateway.jobs.conftest import make_job
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
+from toolmesh.config.jobs_config import JobsConfig
 from toolmesh.gateway.jobs.job import JobStatus
 from toolmesh.gateway.jobs.redis_jobs import RedisJobStore
 from toolmesh.gateway.state.redis_client import Outage, connect
-from toolmesh.jobs_config import JobsConfig
 
 pytestmark = pytest.mark.slow
 

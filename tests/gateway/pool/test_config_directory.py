@@ -15,7 +15,7 @@ from tests.conftest import ROOT
 from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.errors import Unavailable
 from toolmesh.gateway.pool.runtime_pool import Pool
-from toolmesh.runtimes.pod.executor import Call
+from toolmesh.protocol.calls import Call
 
 pytestmark = pytest.mark.slow
 

@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.pool.test_replicas import alive, eventually, ready_pids, replicas
 from toolmesh import AsyncClient
+from toolmesh.gateway.pool.socket_client import SocketClient
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,7 @@ async def test_pods_listen_on_no_tcp_port_only_in_a_private_directory(
     assert {p.name for p in sockets} == {f"{pid}.grpc", f"{pid}.sock", f"{pid}.prom", f"{pid}.live"}
     assert all(stat.S_IMODE(p.lstat().st_mode) == 0o600 for p in sockets)
     assert replica.metrics_socket == f"{directory}/{pid}.prom"
-    assert (replica.socket is not None) == (transport == "socket")
+    assert isinstance(replica.transport, SocketClient) == (transport == "socket")
 
 
 async def test_the_gateway_reaches_its_pods_over_grpc_on_their_unix_socket(

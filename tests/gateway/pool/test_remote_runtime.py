@@ -22,9 +22,9 @@ from tests.gateway.conftest import StartGateway
 from tests.gateway.pool.test_replicas import eventually, metric, scrape
 from toolmesh import AsyncClient, Unavailable
 from toolmesh.config import ConfigError, RuntimeConfig
+from toolmesh.protocol.pod_env import POD_TOKEN_ENV
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.functions.spec import spec_to_dict
-from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -17,6 +17,7 @@ from tests.gateway.conftest import StartGateway, runtime
 from toolmesh import AsyncClient, FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.gateway.pool.runtime_pool import Pool
+from toolmesh.gateway.pool.socket_client import SocketClient
 from toolmesh.gateway.server import Gateway
 
 
@@ -251,7 +252,7 @@ async def test_both_transports_to_pods_serve_calls_and_their_failures(
     gateway = await gateway_factory(runtime("tools", "pool_tools", "sample_tools", transport=transport))
     (await client(gateway).invoke("wait", {}))
     (replica,) = replicas(gateway).replicas
-    assert (replica.socket is not None) == (transport == "socket")
+    assert isinstance(replica.transport, SocketClient) == (transport == "socket")
     failed = await client(gateway).invoke("fail", {"message": "broken"})
     assert failed.is_error and "broken" in failed.text
     with pytest.raises(FunctionTimeout):

@@ -19,7 +19,7 @@ from tests.conftest import FIXTURES, pod_env
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port
 from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
-from toolmesh.runtime_config import HeaderFromEnv
+from toolmesh.config.runtime_config import HeaderFromEnv
 
 PROTO_DIR = FIXTURES / "grpc_pets"
 

@@ -18,8 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
 from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
+from toolmesh.config.runtime_config import HeaderFromEnv
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
-from toolmesh.runtime_config import HeaderFromEnv
 
 
 @pytest.fixture(params=["sse", "json", "handshake"])

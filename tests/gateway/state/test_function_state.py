@@ -19,7 +19,7 @@ from toolmesh import AsyncClient
 from toolmesh.config import FunctionStateConfig, RuntimeConfig, StateConfig
 from toolmesh.gateway.pool.runtime_pool import Pool
 from toolmesh.gateway.server import Gateway
-from toolmesh.runtimes.pod.pod_env import MESH_TOKEN_ENV, RUNTIME_ENV, read_environment
+from toolmesh.protocol.pod_env import MESH_TOKEN_ENV, RUNTIME_ENV, read_environment
 from toolmesh.v1 import mesh_pb2, mesh_pb2_grpc
 
 Store = Callable[[], StateConfig]

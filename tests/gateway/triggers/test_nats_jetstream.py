@@ -19,8 +19,8 @@ from tests.gateway.state.conftest import RedisServer
 from tests.gateway.triggers.conftest import NatsServer
 from tests.gateway.triggers.test_redis_streams import metric, trigger_jobs
 from toolmesh.config import StateConfig
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.server import Gateway
-from toolmesh.jobs_config import TriggerConfig
 
 
 def echo(url: str, **more: object) -> TriggerConfig:

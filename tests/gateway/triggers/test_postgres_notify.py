@@ -20,9 +20,9 @@ from tests.gateway.state.conftest import RedisServer
 from tests.gateway.triggers.conftest import PostgresServer
 from tests.gateway.triggers.test_redis_streams import trigger_jobs
 from toolmesh.config import StateConfig
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig
 from toolmesh.gateway.server import Gateway
 from toolmesh.gateway.triggers.postgres_notify import LEASE, RENEW, NotifyListener
-from toolmesh.jobs_config import JobsConfig, TriggerConfig
 
 
 def rows(url: str, **more: Any) -> TriggerConfig:

@@ -16,9 +16,9 @@ import redis.asyncio as redis
 from tests.gateway.conftest import StartGateway, finished, wait_job
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.server import Gateway
 from toolmesh.gateway.triggers.trigger_service import TriggerMessage
-from toolmesh.jobs_config import TriggerConfig
 
 ECHO = TriggerConfig(name="orders", function="echo", redis_stream="orders")
 ADD = TriggerConfig(name="sums", function="add", redis_stream="sums", claim_after=0.5)

@@ -15,9 +15,9 @@ import httpx
 from tests.gateway.conftest import StartGateway, finished, wait_job
 from tests.gateway.state.conftest import RedisServer
 from toolmesh.config import StateConfig
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig, parse_cron
 from toolmesh.gateway.server import Gateway
 from toolmesh.gateway.triggers.schedules import next_cron
-from toolmesh.jobs_config import JobsConfig, TriggerConfig, parse_cron
 
 EVERY_SECOND = TriggerConfig(name="beat", function="echo", every="1s", arguments={"text": "tick"})
 

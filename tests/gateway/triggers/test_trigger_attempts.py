@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from tests.gateway.conftest import StartGateway, finished, runtime, wait_job
-from toolmesh.jobs_config import JobsConfig, TriggerConfig
+from toolmesh.config.jobs_config import JobsConfig, TriggerConfig
 
 ASYNC = {"Prefer": "respond-async"}
 

@@ -10,8 +10,8 @@ import pytest
 from tests.gateway.conftest import StartGateway
 from toolmesh.cli import main
 from toolmesh.config import KeyConfig, hash_key
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.server import Gateway
-from toolmesh.jobs_config import TriggerConfig
 
 KEYS = [
     KeyConfig(name="ops", key_hash=hash_key("ops-key"), scopes=("@admin",)),

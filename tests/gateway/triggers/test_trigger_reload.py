@@ -14,7 +14,7 @@ import pytest
 from tests.gateway.conftest import StartGateway
 from tests.gateway.reload.conftest import Served, serve_module
 from tests.gateway.triggers.test_redis_streams import trigger_jobs
-from toolmesh.jobs_config import TriggerConfig
+from toolmesh.config.jobs_config import TriggerConfig
 
 HOURLY = TriggerConfig(name="hourly", function="echo", every="1h", arguments={"text": "h"})
 KEPT = TriggerConfig(name="kept", function="echo", every="1h", arguments={"text": "k"})

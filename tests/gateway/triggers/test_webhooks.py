@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import StartGateway, finished, wait_job
+from toolmesh.config.jobs_config import TriggerConfig
 from toolmesh.gateway.server import Gateway
-from toolmesh.jobs_config import TriggerConfig
 
 SECRET = "It's a Secret to Everybody"
 ENV = {"HOOK_SECRET": SECRET}

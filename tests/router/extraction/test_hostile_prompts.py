@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolmesh.config_defaults import DEFAULT_MAX_PROMPT_CHARS
+from toolmesh.config.config_defaults import DEFAULT_MAX_PROMPT_CHARS
 from toolmesh.router.extraction.extract import extract_arguments
 
 TODAY = dt.date(2026, 3, 10)

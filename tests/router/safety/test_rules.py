@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolmesh.config_defaults import DEFAULT_ROUTER_THRESHOLD
+from toolmesh.config.config_defaults import DEFAULT_ROUTER_THRESHOLD
 from toolmesh.router.embedding.embedder import OnnxEmbedder
 from toolmesh.router.routing import Router
 from toolmesh.router.safety.rules import (

@@ -7,10 +7,10 @@ import pytest
 
 import toolmesh
 from toolmesh.errors import DefinitionError
+from toolmesh.protocol.wire import spec_from_proto, spec_to_proto
 from toolmesh.runtimes.functions.discovery import host_function
 from toolmesh.runtimes.functions.features import prompt_messages, template_variables
 from toolmesh.runtimes.functions.spec import COMPLETION, RESOURCE, spec_from_dict, spec_to_dict
-from toolmesh.runtimes.pod.wire import spec_from_proto, spec_to_proto
 
 
 def test_a_template_resource_is_described_with_its_variables_as_parameters() -> None:

@@ -7,9 +7,9 @@ import pytest
 
 import toolmesh
 from toolmesh.errors import DefinitionError
+from toolmesh.protocol.wire import spec_from_proto, spec_to_proto
 from toolmesh.runtimes.functions.discovery import host_function
 from toolmesh.runtimes.functions.spec import spec_from_dict, spec_to_dict
-from toolmesh.runtimes.pod.wire import spec_from_proto, spec_to_proto
 
 
 @toolmesh.function(task_support="required")

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import InProcessPod
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.call_events import (
     MAX_LOG_EVENTS,
     MAX_PROGRESS_EVENTS,
@@ -23,7 +24,6 @@ from toolmesh.runtimes.functions.call_events import (
     ProgressEvent,
 )
 from toolmesh.runtimes.functions.results import Result, Text
-from toolmesh.runtimes.pod.executor import Call
 
 Invoke = Callable[[Call], Awaitable[Result]]
 

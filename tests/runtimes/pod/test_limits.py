@@ -15,10 +15,10 @@ import pytest
 
 from tests.conftest import PodProcess, pod_env
 from toolmesh.error_shapes import from_rpc_error
+from toolmesh.protocol import wire
+from toolmesh.protocol.calls import REFUSED
+from toolmesh.protocol.defaults import RECYCLED
 from toolmesh.runtimes.functions.results import Result
-from toolmesh.runtimes.pod import wire
-from toolmesh.runtimes.pod.defaults import RECYCLED
-from toolmesh.runtimes.pod.executor import REFUSED
 from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
 StartProcess = Callable[..., PodProcess]

@@ -16,8 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import toolmesh
 from tests.conftest import InProcessPod
 from toolmesh.error_shapes import from_grpc_status
+from toolmesh.protocol import wire
 from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
-from toolmesh.runtimes.pod import wire
 from toolmesh.v1 import function_pb2, invoke_pb2
 
 

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from tests.conftest import PodProcess, pod_env
-from toolmesh.runtimes.pod import wire
+from toolmesh.protocol import wire
 from toolmesh.v1 import invoke_pb2, runtime_pb2_grpc
 
 StartProcess = Callable[..., PodProcess]

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from toolmesh.cli import build_parser
-from toolmesh.runtimes.pod.pod_env import PodEnvironment
+from toolmesh.protocol.pod_env import PodEnvironment
 from toolmesh.runtimes.pod.settings import COMMAND, PodSettings, add_arguments
 
 EXAMPLES = [

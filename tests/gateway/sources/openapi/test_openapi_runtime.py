@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.openapi.shop import DOCUMENT, LONG_OPERATION_ID, serve_shop
 from toolmesh.config import KeyConfig, RouterConfig, RuntimeConfig, hash_key
-from toolmesh.runtime_config import HeaderFromEnv
+from toolmesh.config.runtime_config import HeaderFromEnv
 
 
 @pytest.fixture(scope="module")

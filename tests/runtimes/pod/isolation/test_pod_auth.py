@@ -17,8 +17,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.conftest import PodProcess, pod_env
+from toolmesh.protocol.pod_env import POD_TOKEN_ENV
 from toolmesh.runtimes.pod.isolation.pod_auth import authorized, bearer_matches
-from toolmesh.runtimes.pod.pod_env import POD_TOKEN_ENV
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
 
 TOKEN = "s3cret-pod-token"

@@ -11,11 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolmesh import config_defaults as defaults
+from toolmesh.config import config_defaults as defaults
 from toolmesh.directories import default_data_dir
-from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
-from toolmesh.runtimes.mcp import BRIDGE_MODULE
-from toolmesh.runtimes.pod.defaults import (
+from toolmesh.protocol.defaults import (
     DEFAULT_DRAIN_GRACE,
     DEFAULT_LOG_LEVEL,
     DEFAULT_LOOP_BLOCKED_AFTER,
@@ -29,6 +27,8 @@ from toolmesh.runtimes.pod.defaults import (
     LogLevel,
     TemplateMode,
 )
+from toolmesh.runtimes.functions.spec import FreeTextPolicy, FunctionSpec
+from toolmesh.runtimes.mcp import BRIDGE_MODULE
 
 RUNTIME_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 #: A Kubernetes CPU quantity: cores ("0.5", "2") or millicores ("250m").
@@ -155,7 +155,7 @@ class RuntimeConfig(BaseModel):
     #: cannot survive a fork, e.g. ones that start threads at import).
     spawn: TemplateMode = "fork"
     #: How the gateway sends unary calls to the pods it runs: over a Unix socket (fast; the
-    #: same messages, see runtimes/pod/socket_protocol.py) or over gRPC like everyone else.
+    #: same messages, see toolmesh/protocol/frames.py) or over gRPC like everyone else.
     transport: Literal["socket", "grpc"] = "socket"
     #: The pods' log level; "warning" silences their per-call log lines.
     log_level: LogLevel = DEFAULT_LOG_LEVEL

@@ -1,5 +1,5 @@
 """The defaults of `toolmesh.toml`'s gateway-side sections, one named constant each (the pods'
-own are in `toolmesh.runtimes.pod.defaults`)."""
+own are in `toolmesh.protocol.defaults`)."""
 
 from __future__ import annotations
 
@@ -96,9 +96,6 @@ DEFAULT_JOB_LEASE = 30.0
 DEFAULT_CALLBACK_ATTEMPTS = 8
 DEFAULT_CALLBACK_BACKOFF = 1.0
 DEFAULT_CALLBACK_TIMEOUT = 10.0
-#: A project's data directory (jobs, router sessions, learned examples, function state), inside
-#: the project's own directory: the config file's, or with `toolmesh up --module` the current one.
-PROJECT_DATA_DIR = ".toolmesh"
 #: Seconds of leeway on a token's `exp`, `nbf` and `iat` (clocks drift).
 DEFAULT_OAUTH_CLOCK_SKEW = 30.0
 #: Fewest seconds between two fetches of an issuer's keys on an unknown `kid`.

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from toolmesh import config_defaults as defaults
+from toolmesh.config import config_defaults as defaults
 
 #: Signature algorithms accepted by default: asymmetric only (an HMAC "signed" with the public
 #: key would verify against a key every client can read).

@@ -7,8 +7,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
-from toolmesh.runtime_config import RUNTIME_NAME
+from toolmesh.config.mesh_config import ConfigError, MeshConfig, RuntimeConfig
+from toolmesh.config.runtime_config import RUNTIME_NAME
 
 #: The file `toolmesh up`, `deploy render` and `router` read when given no --config, if it exists
 #: in the current directory.

@@ -1,7 +1,8 @@
 """Conversions between the core types and toolmesh.v1 protobuf messages.
 
-The only module besides the servicers that touches protobuf types; the gateway
-reuses it on its side of the wire.
+The only module besides the servicers that touches protobuf types: the pods (their servicer
+and socket server), the gateway (its pool's clients and its Mesh service) and the gRPC client
+SDK all convert here, so protobuf messages never reach the function SDK or the router.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import grpc
 
 from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
+from toolmesh.protocol.calls import Call, new_request_id
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.functions.spec import (
@@ -23,7 +25,6 @@ from toolmesh.runtimes.functions.spec import (
     FunctionSpec,
     NamespaceSpec,
 )
-from toolmesh.runtimes.pod.executor import Call, new_request_id
 from toolmesh.v1 import function_pb2, invoke_pb2
 
 

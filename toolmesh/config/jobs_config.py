@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolmesh import config_defaults as defaults
+from toolmesh.config import config_defaults as defaults
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

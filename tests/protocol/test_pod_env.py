@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolmesh.runtimes.pod.pod_env import (
+from toolmesh.protocol.pod_env import (
     MESH_ADDRESS_ENV,
     MESH_TOKEN_ENV,
     POD_ENVIRONMENT,

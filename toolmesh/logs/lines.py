@@ -1,5 +1,8 @@
 """Logs on stderr: one JSON object per line for machines, or, for a person at a terminal
-(`toolmesh up` on a TTY, `--log-format text`), the same fields as a readable line."""
+(`toolmesh up` on a TTY, `--log-format text`), the same fields as a readable line.
+
+Both sides write through here: the pods (their per-call line, runtimes/pod/invocation_log.py)
+and the gateway (its access and audit lines, through `LineBuffer`)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,7 @@ import logging
 import sys
 import time
 from collections.abc import Mapping
-from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, TextIO
-
-from toolmesh.runtimes.pod.executor import Call
 
 #: LogRecord attributes that are not user-supplied `extra` fields (uvicorn adds color_message).
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -135,43 +135,10 @@ class LineBuffer:
             self._lines.clear()
 
 
-class InvocationLog(LineBuffer):
-    """Executor observer that writes one JSON line per finished call, with the fields
-    JsonFormatter would give it, through a LineBuffer."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        super().__init__(stream)
-        self.enabled = invocations.isEnabledFor(logging.INFO)
-
-    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
-        if not self.enabled:
-            return
-        self.add(
-            f'{{"ts": {time.time():.6f}, "level": "info", "logger": "toolmesh.invocations", '
-            f'"msg": "invocation", "request_id": {_quote(call.request_id)}, '
-            f'"session_id": {_quote(call.session_id)}, '
-            f'"function": {_quote(function or call.function[:128])}, '
-            f'"outcome": "{outcome}", "duration_ms": {seconds * 1000:.3f}}}\n'
-        )
-
-
-class Observers:
-    """Fans one executor event out to several observers."""
-
-    def __init__(self, *observers: Any) -> None:
-        self._observers = observers
-
-    def finished(self, call: Call, function: str, outcome: str, seconds: float) -> None:
-        for observer in self._observers:
-            observer.finished(call, function, outcome, seconds)
-
-
 __all__ = [
     "LOG_FORMATS",
-    "InvocationLog",
     "JsonFormatter",
     "LineBuffer",
-    "Observers",
     "TextFormatter",
     "access",
     "configure",

@@ -1,14 +1,13 @@
-"""A runtime pod's defaults, each defined once.
+"""A runtime pod's defaults, each defined once: the numbers both sides of the contract agree on.
 
 `toolmesh runtime`'s flags, `PodSettings`, the executor and the gateway's
-``[[runtimes]]`` entries (toolmesh/config.py) all take their defaults from here.
+``[[runtimes]]`` entries (toolmesh/config/runtime.py) all take their defaults from here.
 It imports nothing of toolmesh, so the gateway's config and the deploy renderer
 can read it without loading a pod.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, get_args
 
 #: The pod's log levels; "warning" silences the per-call log lines.
@@ -62,27 +61,3 @@ POD_OOM_SCORE_ADJ = 500
 RECYCLED = 75
 #: How deep ctx.invoke chains may go.
 DEFAULT_MAX_DEPTH = 8
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutorConfig:
-    """How a pod's executor runs calls (`toolmesh runtime`'s flags and PodSettings fill it in)."""
-
-    #: Seconds a call may run when its function sets no timeout.
-    default_timeout: float = DEFAULT_TIMEOUT
-    #: Calls running at once before new ones are turned away (RESOURCE_EXHAUSTED).
-    max_inflight: int = DEFAULT_MAX_INFLIGHT
-    #: Threads for sync functions.
-    workers: int = DEFAULT_WORKERS
-    #: Threads stuck in timed-out sync calls at which the pod stops taking calls to be
-    #: replaced; None: half the workers (at least one), so the pod still has threads to finish
-    #: the calls it is draining.
-    max_stuck: int | None = None
-    #: Largest result, in bytes; larger ones become resource_exhausted errors.
-    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
-    #: The pod's memory limit, named in the error of a call that runs out of memory.
-    max_memory_mb: int | None = DEFAULT_MAX_MEMORY_MB
-    #: How deep ctx.invoke chains may go, which stops runaway recursion.
-    max_depth: int = DEFAULT_MAX_DEPTH
-    #: Put tracebacks in error results. Never on in production: it leaks code paths.
-    debug: bool = False

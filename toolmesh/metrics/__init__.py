@@ -1,0 +1,1 @@
+"""Metrics both sides keep: call_metrics.py (calls by function and outcome, pods and the gateway)."""
