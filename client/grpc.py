@@ -25,8 +25,8 @@ import grpc
 from toolmesh.client.retrying import RetryPolicy
 from toolmesh.error_shapes import from_rpc_error
 from toolmesh.errors import FunctionNotFound, InvalidRequest
-from toolmesh.gateway.pool.runtime_client import CHANNEL_OPTIONS
 from toolmesh.protocol import wire
+from toolmesh.protocol.channel import CHANNEL_OPTIONS
 from toolmesh.runtimes.functions.results import Content, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 from toolmesh.v1 import function_pb2, invoke_pb2, mesh_pb2, mesh_pb2_grpc

@@ -1,10 +1,11 @@
 """The package's layers, one line from the bottom up:
 
-    contract (protos, runtimes, toolmesh/ errors and config) < router (embedding < search <
-    safety, extraction < router) < gateway/state, identity < idempotency < core < jobs, openai <
-    triggers < front doors (http/guards < http/lean, openapi < http; grpc; mcp) and sources
-    (base < openapi, remote_mcp, grpc_reflection < sources), reload < pool < gateway (server),
-    listing < toolmesh/commands < toolmesh/cli
+    toolmesh/ (errors, directories), logs, metrics, tracing < runtimes/functions (the SDK) <
+    protocol (the gateway<->pod contract) < runtimes/pod, runtimes/mcp < config < router (embedding
+    < search < safety, extraction < router) < gateway/state, identity < idempotency < core < jobs,
+    openai < triggers < front doors (http/guards < http/lean, openapi < http; grpc; mcp) and sources
+    (base < openapi, remote_mcp, grpc_reflection < sources), reload < pool < gateway (server), listing
+    < toolmesh/commands < toolmesh/cli; the client SDK stands on the contract alone
 
 Each folder is a node of its own (a parent and its subfolder are two: a parent sits above its
 subfolders), and so are the public face (toolmesh/__init__.py) and the CLI (toolmesh/cli.py,
@@ -247,6 +248,23 @@ def test_only_the_pool_and_the_cli_reach_into_the_pod() -> None:
     assert not offending, (
         "outside runtimes/, only gateway/pool and the CLI import runtimes.pod:\n" + "\n".join(offending)
     )
+
+
+def test_the_client_sdk_and_the_contract_stand_on_their_own() -> None:
+    # A program that only calls a gateway needs no gateway code; the contract needs neither side.
+    apart = {
+        "client": ("gateway/", "runtimes/pod", "router"),
+        "toolmesh/protocol": ("gateway/", "runtimes/pod", "router"),
+    }
+    offending = sorted(
+        f"{each.module}: {each.name}"
+        for each in package_imports()
+        for folder, banned in apart.items()
+        if node_of_file(ROOT / each.module) == folder
+        and (node := node_of_module(each.name)) is not None
+        and any(node == b.rstrip("/") or node.startswith(b) for b in banned)
+    )
+    assert not offending, "the client SDK or the contract imports a side:\n" + "\n".join(offending)
 
 
 def test_the_walker_reads_folders_as_nodes() -> None:

@@ -14,20 +14,11 @@ from toolmesh.error_shapes import GRPC_CODE_KEY, from_rpc_error
 from toolmesh.errors import PermissionDenied, ResourceExhausted, ToolmeshError, Unauthenticated, Unavailable
 from toolmesh.protocol import wire
 from toolmesh.protocol.calls import Call
+from toolmesh.protocol.channel import CHANNEL_OPTIONS
 from toolmesh.protocol.defaults import WIRE_LIMIT_BYTES
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.v1 import function_pb2, runtime_pb2_grpc
-
-#: gRPC's default reconnect backoff starts near 1 s: far too slow for a pod that
-#: was starting a moment ago. These keep reconnects quick but bounded.
-CHANNEL_OPTIONS: list[tuple[str, int]] = [
-    ("grpc.initial_reconnect_backoff_ms", 50),
-    ("grpc.min_reconnect_backoff_ms", 50),
-    ("grpc.max_reconnect_backoff_ms", 1000),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-]
 
 #: For a runtime behind many addresses (a headless Service, an `ipv4:a,b,c` list): spread
 #: calls round robin over the pods that are up, skip pods whose health says NOT_SERVING
