@@ -3,6 +3,7 @@ grpcio and most servers serve, or v1) over the runtime's own channel."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import grpc
@@ -110,6 +111,17 @@ async def _read_files(
             missing = _missing(files)
         await call.done_writing()
         return names, files
+    except grpc.aio.AioRpcError as exc:
+        # A write that races the server's refusal (UNIMPLEMENTED on a server without this
+        # version) fails "INTERNAL: Internal error from Core"; the call's own status says why.
+        if exc.code() is grpc.StatusCode.INTERNAL and not call.cancelled():
+            code = await asyncio.wait_for(call.code(), timeout)
+            if code is not grpc.StatusCode.INTERNAL:
+                details = await call.details()
+                raise grpc.aio.AioRpcError(
+                    code, grpc.aio.Metadata(), grpc.aio.Metadata(), details, None
+                ) from None
+        raise
     finally:
         call.cancel()
 
