@@ -48,6 +48,14 @@ async def check_features(url: str) -> None:
         assert simple.messages and simple.messages[0].role == "user"
         argued = await client.get_prompt("everything__args_prompt", {"city": "Paris", "state": "TX"})
         assert "Paris" in argued.messages[0].content.text  # type: ignore[union-attr]
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
+        listed = (await plain.get("/v1/resources")).json()["resources"]
+        dynamic_uri = "demo://resource/dynamic/text/{resourceId}"
+        assert {"uri": dynamic_uri, "template": True}.items() <= next(
+            r for r in listed if r["uri"] == dynamic_uri
+        ).items()
+        read = await plain.get("/v1/resources/read", params={"uri": "demo://resource/dynamic/text/2"})
+        assert read.status_code == 200 and read.json()["content"][0]["text"]
 
 
 async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
