@@ -1,5 +1,5 @@
 """The module a runtime with `mcp_command` serves: the MCP server's tools as functions, and its
-resources, resource templates and prompts as feature functions (server_features.py).
+resources, resource templates, prompts and completions as feature functions (server_features.py).
 
 Imported by the runtime's template, it starts the server once to list what it brings, stops it,
 and defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid
@@ -28,6 +28,7 @@ from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
 from toolmesh.runtimes.mcp.server_features import (
+    completion_definitions,
     function_name,
     name_limit,
     prompt_definitions,
@@ -163,7 +164,12 @@ def _definitions() -> dict[str, FunctionDefinition]:
             ),
         )
     found.update(resource_definitions(listing.resources, listing.templates, namespace, taken, _ask))
-    found.update(prompt_definitions(listing.prompts, namespace, taken, _ask))
+    prompts: dict[str, str] = {}
+    found.update(prompt_definitions(listing.prompts, namespace, taken, _ask, prompts))
+    if listing.completes:
+        found.update(
+            completion_definitions(listing.prompts, prompts, listing.templates, namespace, taken, _ask)
+        )
     return found
 
 

@@ -1,11 +1,13 @@
-"""A stdio MCP server's resources, resource templates and prompts as feature functions of its pods
-(FunctionDefinitions with a `Feature`), which every door that serves resources and prompts serves
-as it serves a Python runtime's `@toolmesh.resource` and `@toolmesh.prompt`; and the names of
-everything the server brings, made names the mesh can carry.
+"""A stdio MCP server's resources, resource templates, prompts and completions as feature functions
+of its pods (FunctionDefinitions with a `Feature`), which every door that serves resources and
+prompts serves as it serves a Python runtime's `@toolmesh.resource`, `@toolmesh.prompt` and
+`@toolmesh.completion`; and the names of everything the server brings, made names the mesh can
+carry.
 
 The mapping is an `mcp_url` runtime's (gateway/sources/remote_mcp/mcp_features.py): a resource's
 function reads its URI (a template's, with its variables as string arguments), a prompt's gets the
-prompt with its (string) arguments and answers its messages. It is written again here because the
+prompt with its (string) arguments and answers its messages; a completion function per argument of
+each prompt and template asks the server's `completion/complete`. It is written again here because the
 pods' side imports nothing of the gateway's.
 """
 
@@ -23,12 +25,14 @@ from toolmesh.runtimes.functions.definition import FunctionDefinition
 from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE
 from toolmesh.runtimes.functions.results import Binary, Text
 from toolmesh.runtimes.functions.spec import (
+    COMPLETION,
     MAX_TOOL_NAME,
     PROMPT,
     RESOURCE,
     TOOL_NAME_SEPARATOR,
     Annotations,
     Feature,
+    qualify,
 )
 
 #: Sends one request to the pod's server and returns its result.
@@ -91,8 +95,13 @@ def resource_definitions(
 
 
 def prompt_definitions(
-    prompts: Sequence[Mapping[str, Any]], namespace: str, taken: set[str], ask: Ask
+    prompts: Sequence[Mapping[str, Any]],
+    namespace: str,
+    taken: set[str],
+    ask: Ask,
+    named: dict[str, str] | None = None,
 ) -> dict[str, FunctionDefinition]:
+    """`named`, when given, gets each prompt's function name by its own name."""
     found: dict[str, FunctionDefinition] = {}
     for item in prompts:
         raw = item.get("name")
@@ -107,6 +116,8 @@ def prompt_definitions(
             for a in arguments
         }
         name = function_name(raw, name_limit(namespace), taken)
+        if named is not None:
+            named[raw] = name
         title = _title(item)
         found[name] = FunctionDefinition(
             name=name,
@@ -122,6 +133,66 @@ def prompt_definitions(
             feature=Feature(PROMPT, title=title),
         )
     return found
+
+
+def completion_definitions(
+    prompts: Sequence[Mapping[str, Any]],
+    prompt_names: Mapping[str, str],
+    templates: Sequence[Mapping[str, Any]],
+    namespace: str,
+    taken: set[str],
+    ask: Ask,
+) -> dict[str, FunctionDefinition]:
+    """A completion function for each argument of each prompt and resource template, asking the
+    server (`completion/complete`) for the suggestions: for a server whose capabilities say it
+    completes. `prompt_names` are the prompts' function names by their own names."""
+    targets: list[tuple[str, dict[str, str], str]] = []
+    for item in prompts:
+        raw = item.get("name")
+        if isinstance(raw, str) and raw in prompt_names:
+            name = prompt_names[raw]
+            for argument in item.get("arguments") or ():
+                if isinstance(argument, dict) and isinstance(argument.get("name"), str):
+                    ref = {"type": "ref/prompt", "name": raw}
+                    targets.append((qualify(namespace, name), ref, argument["name"]))
+    for item in templates:
+        uri = item.get("uriTemplate")
+        if isinstance(uri, str):
+            for variable in TEMPLATE_VARIABLE.findall(uri):
+                targets.append((uri, {"type": "ref/resource", "uri": uri}, variable))
+    found: dict[str, FunctionDefinition] = {}
+    for target, ref, argument in targets:
+        name = function_name(f"complete_{target}_{argument}", name_limit(namespace), taken)
+        found[name] = FunctionDefinition(
+            name=name,
+            handler=_completer(ref, argument, ask),
+            description=f"Suggest values for {argument!r} of {target}.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "value": {"type": "string"},
+                    "context": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+                "required": ["value"],
+            },
+            namespace=namespace,
+            annotations=Annotations(read_only=True),
+            feature=Feature(COMPLETION, target=target, argument=argument),
+        )
+    return found
+
+
+def _completer(ref: dict[str, str], argument: str, ask: Ask) -> Callable[..., Awaitable[list[str]]]:
+    async def complete(value: str, context: dict[str, str] | None = None) -> list[str]:
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": context}
+        answer = await ask("completion/complete", params)
+        completion = answer.get("completion") if isinstance(answer, dict) else None
+        values = completion.get("values") if isinstance(completion, dict) else None
+        return [str(v) for v in values] if isinstance(values, list) else []
+
+    return complete
 
 
 def _title(item: Mapping[str, Any]) -> str:

@@ -32,6 +32,8 @@ class Listing:
     resources: list[dict[str, Any]] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[dict[str, Any]] = field(default_factory=list)
+    #: Whether it answers `completion/complete`.
+    completes: bool = False
 
 
 async def list_server(command: Sequence[str]) -> Listing:
@@ -50,6 +52,7 @@ async def list_server(command: Sequence[str]) -> Listing:
             listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
         if "prompts" in capabilities:
             listing.prompts = await _pages(session, "prompts/list", "prompts")
+        listing.completes = "completions" in capabilities
         return listing
     except (ServerExited, RpcError) as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -84,3 +85,13 @@ async def test_over_stdio(gateway_factory: StartGateway) -> None:
     )
     await check_tools(gateway.url)
     await check_features(gateway.url)
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        # The server's own completions, through the gateway (a stdio server's only, for now).
+        team = types.PromptReference(name="everything__completable_prompt")
+        departments = await client.complete(team, {"name": "department", "value": "S"})
+        people = await client.complete(team, {"name": "name", "value": ""}, {"department": "Sales"})
+    assert departments.completion.values == ["Sales", "Support"]
+    assert people.completion.values == ["David", "Eve", "Frank"]
