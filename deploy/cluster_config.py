@@ -116,7 +116,8 @@ def cluster_toml(config: MeshConfig, cluster_domain: str, namespace: str, shared
             # gateway's Deployment puts in this variable.
             "token_env": POD_TOKEN_ENV,
             # The gateway reads the functions from the modules (its image has them), so it
-            # knows the catalog while KEDA keeps the runtime at zero pods.
+            # knows the catalog while KEDA keeps the runtime at zero pods. A stdio MCP server's
+            # (`mcp_command`) are read from its pods, of which one stays up.
             "modules": list(r.modules),
         }
         if r.runs_pods

@@ -2,7 +2,8 @@
 
 Every object is a copy of a file in this folder's kustomize tree, retargeted. The
 `examples` runtime's Deployment, headless Service, ScaledObject and
-PodDisruptionBudget become one set per ``[[runtimes]]`` entry with `modules`; the
+PodDisruptionBudget become one set per ``[[runtimes]]`` entry with `modules` or
+`mcp_command` (pods of the bridge to a stdio MCP server, in the runtime's `image`); the
 gateway's ConfigMap carries a toolmesh.toml in which those runtimes are
 ``dns:///<service>.<namespace>.svc.<domain>:<port>`` addresses, and its
 Deployment the checksum of that text. Runtimes given by `address` stay as they
@@ -49,6 +50,7 @@ from toolmesh.deploy.names import (
 )
 from toolmesh.deploy.trigger_scalers import queue_scalers
 from toolmesh.protocol.pod_env import MESH_ADDRESS_ENV
+from toolmesh.runtimes.mcp import bridge_environment
 
 Manifest = dict[str, Any]
 
@@ -138,8 +140,6 @@ def _check(config: MeshConfig, options: RenderOptions) -> None:
         if getattr(config.gateway, field) == 0:
             problems.append(f"gateway.{field}: a Service needs a fixed port, not 0")
     for index, runtime in enumerate(config.runtimes):
-        if runtime.mcp_command:
-            problems.append(f"runtimes.{index}: `mcp_command` runtimes are not rendered for Kubernetes yet")
         if runtime.runs_pods and len(runtime_resource(runtime.name)) > MAX_NAME:
             limit = MAX_NAME - len(runtime_resource(""))
             problems.append(
@@ -242,7 +242,7 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
     )
     pod = deployment["spec"]["template"]["spec"]
     container = _container(deployment)
-    container["image"] = options.image
+    container["image"] = runtime.image or options.image
     args = []
     for arg in container["args"]:
         flag = arg.partition("=")[0]
@@ -259,11 +259,18 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
         args.append(f"--max-memory-mb={runtime.max_memory_mb}")
         container["resources"]["limits"]["memory"] = f"{runtime.max_memory_mb}Mi"
     _resources(runtime, container["resources"])
-    container["args"] = args + [f"--module={module}" for module in runtime.modules]
+    container["args"] = args + [f"--module={module}" for module in runtime.pod_modules]
     mesh = f"{service_host(GATEWAY, options.namespace, options.cluster_domain)}:{config.gateway.grpc_port}"
     env = [{**item, "value": mesh} if item["name"] == MESH_ADDRESS_ENV else item for item in container["env"]]
-    env = [item for item in env if item["name"] not in runtime.env]
-    container["env"] = env + [{"name": name, "value": value} for name, value in runtime.env.items()]
+    own = dict(runtime.env)
+    if runtime.mcp_command:
+        # The bridge's pods start the server (its image has the command: `image`), and the
+        # server lists its tools while the pod starts, which the startup probe waits for.
+        own.update(bridge_environment(runtime.mcp_command, runtime.name))
+        probe = container["startupProbe"]
+        probe["failureThreshold"] = max(probe["failureThreshold"], math.ceil(runtime.startup_timeout))
+    env = [item for item in env if item["name"] not in own]
+    container["env"] = env + [{"name": name, "value": value} for name, value in own.items()]
     # The kubelet's SIGKILL must come after preStop and the whole drain.
     pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
     pod["terminationGracePeriodSeconds"] = pre_stop + math.ceil(runtime.drain_grace) + SHUTDOWN_MARGIN
@@ -317,7 +324,9 @@ def _runtime(runtime: RuntimeConfig, config: MeshConfig, options: RenderOptions)
 def _scaling(spec: Manifest, runtime: RuntimeConfig, options: RenderOptions) -> None:
     """A runtime's ScaledObject: its pod counts, idle time and calls per pod, as the gateway
     scales the pods it runs locally."""
-    spec["minReplicaCount"] = runtime.min_replicas
+    # The gateway learns a stdio MCP server's functions from its pods (the gateway's image has no
+    # server), so one pod stays up.
+    spec["minReplicaCount"] = max(runtime.min_replicas, 1) if runtime.mcp_command else runtime.min_replicas
     spec["maxReplicaCount"] = runtime.max_replicas
     # KEDA's cooldown is whole seconds (int32); rounding up never stops a pod sooner.
     spec["cooldownPeriod"] = math.ceil(runtime.idle_timeout)

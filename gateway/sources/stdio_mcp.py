@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import json
-
 from toolmesh.config.runtime_config import RuntimeConfig
-from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+from toolmesh.runtimes import mcp
 
 
 def bridge_environment(config: RuntimeConfig) -> dict[str, str]:
     """What the pods of an `mcp_command` runtime need in their environment."""
-    return {COMMAND_ENV: json.dumps(list(config.mcp_command)), NAMESPACE_ENV: config.name}
+    return mcp.bridge_environment(config.mcp_command, config.name)

@@ -46,7 +46,7 @@ from toolmesh.runtimes.functions.schema import (
     build_arguments,
     signature_parameters,
 )
-from toolmesh.runtimes.functions.spec import Annotations, qualify
+from toolmesh.runtimes.functions.spec import Annotations, Feature, qualify
 from toolmesh.runtimes.functions.violations import (
     from_json_schema,
     invalid_arguments,
@@ -140,6 +140,9 @@ class FunctionDefinition:
     examples: Sequence[str] = ()
     #: "optional" or "required": MCP clients may (must) run it as a task (`@toolmesh.function`).
     task_support: str = ""
+    #: Set when it serves an MCP resource, prompt or completion rather than a tool (the bridge of
+    #: a stdio MCP server, runtimes/mcp/); its handler returns what the feature's method answers.
+    feature: Feature | None = None
 
     def host(self, namespace: str = "") -> HostedFunction:
         ns = self.namespace or namespace
@@ -165,6 +168,7 @@ class FunctionDefinition:
             streaming=kind.streaming,
             examples=self.examples,
             task_support=self.task_support,
+            feature=self.feature,
         )
         return HostedFunction(spec, self.handler, kind, validator, context_param)
 

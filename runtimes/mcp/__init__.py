@@ -6,6 +6,9 @@ Only names here: the bridge itself (mcp_bridge.py) is imported by the pods, neve
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 #: The module a runtime with `mcp_command` serves.
 BRIDGE_MODULE = "toolmesh.runtimes.mcp.mcp_bridge"
 #: The server's command line (a JSON array), in the pods' environment.
@@ -13,4 +16,11 @@ COMMAND_ENV = "TOOLMESH_MCP_COMMAND"
 #: The namespace of its tools (the runtime's name), in the pods' environment.
 NAMESPACE_ENV = "TOOLMESH_MCP_NAMESPACE"
 
-__all__ = ["BRIDGE_MODULE", "COMMAND_ENV", "NAMESPACE_ENV"]
+
+def bridge_environment(command: Sequence[str], namespace: str) -> dict[str, str]:
+    """What the pods of an `mcp_command` runtime need in their environment: the server's command
+    and the namespace of its functions (the runtime's name)."""
+    return {COMMAND_ENV: json.dumps(list(command)), NAMESPACE_ENV: namespace}
+
+
+__all__ = ["BRIDGE_MODULE", "COMMAND_ENV", "NAMESPACE_ENV", "bridge_environment"]

@@ -1,10 +1,14 @@
-"""The module a runtime with `mcp_command` serves: the MCP server's tools as functions.
+"""The module a runtime with `mcp_command` serves: the MCP server's tools as functions, and its
+resources, resource templates, prompts and completions as feature functions (server_features.py).
 
-Imported by the runtime's template, it starts the server once to list its tools, stops it, and
-defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid function
-name). Each pod forked from the template starts its own server on its first call and forwards calls
-to it (server_process.py, over the lean JSON-RPC client of stdio_session.py: the SDK's session cost
-more than the rest of a pod's call); the server is the pod's child, so it goes with the pod.
+Imported by the runtime's template, it starts the server once to list what it brings, stops it,
+and defines a `FunctionDefinition` per tool (its input schema as written, its name made a valid
+function name). Each pod forked from the template starts its own server on its first call and
+forwards calls to it (server_process.py, over the lean JSON-RPC client of stdio_session.py: the
+SDK's session cost more than the rest of a pod's call); the server is the pod's child, so it goes
+with the pod. The server is the pod's whole work, so when it exits during a call the pod exits
+too: the pool then sees a pod that died mid-call, as for any runtime, and sends the call to a
+new pod (with a new server) when that is safe (its tool says it is idempotent).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import asyncio
 import base64 as _base64
 import json
 import os
-import re
+import sys as _sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -23,7 +27,17 @@ from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
-from toolmesh.runtimes.mcp.server_process import ServerProcess, list_tools
+from toolmesh.runtimes.mcp.server_features import (
+    completion_definitions,
+    function_name,
+    name_limit,
+    prompt_definitions,
+    resource_definitions,
+)
+from toolmesh.runtimes.mcp.server_process import ExitedMidCall, RpcError, ServerProcess, list_server
+
+#: The pod's exit status when its server exited during a call.
+SERVER_EXITED = 70
 
 
 class McpToolError(RuntimeError):
@@ -38,17 +52,6 @@ def _command() -> list[str]:
     if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
         raise RuntimeError(f"{COMMAND_ENV} must be a JSON array of strings")
     return command
-
-
-def _name(raw: str, taken: set[str]) -> str:
-    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or "tool"
-    if not name[0].isalpha():
-        name = f"tool_{name}"
-    unique, counter = name, 2
-    while unique in taken:
-        unique, counter = f"{name}_{counter}", counter + 1
-    taken.add(unique)
-    return unique
 
 
 def _result(answer: Any) -> Any:
@@ -87,10 +90,25 @@ def _parameters(schema: Any) -> dict[str, Any]:
 _server = ServerProcess(_command())
 
 
+async def _ask(
+    method: str, params: dict[str, Any], heard: Callable[[dict[str, Any]], None] | None = None
+) -> Any:
+    """`method`'s result from the pod's server; when the server exits first, the pod exits."""
+    try:
+        return await _server.request(method, params, None, heard)
+    except RpcError as exc:
+        raise McpToolError(f"the MCP server refused {method}: {exc}") from None
+    except ExitedMidCall as exc:
+        _sys.stderr.write(f"toolmesh: {exc}; the pod exits with it\n")
+        _sys.stderr.flush()
+        os._exit(SERVER_EXITED)
+
+
 def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
     # The context's parameter name is one no tool argument has (they are the rest, by keyword).
     async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
-        return _result(await _server.call(tool, arguments, None, _listener(_toolmesh_context)))
+        params = {"name": tool, "arguments": arguments}
+        return _result(await _ask("tools/call", params, _listener(_toolmesh_context)))
 
     return call
 
@@ -122,11 +140,12 @@ def _listener(ctx: _Context) -> Callable[[dict[str, Any]], None]:
 
 def _definitions() -> dict[str, FunctionDefinition]:
     namespace = os.environ.get(NAMESPACE_ENV, "")
+    listing = asyncio.run(list_server(_command()))
     taken: set[str] = set()
     found = {}
-    for tool in asyncio.run(list_tools(_command())):
+    for tool in listing.tools:
         raw = str(tool.get("name", ""))
-        name = _name(raw, taken)
+        name = function_name(raw, name_limit(namespace), taken)
         hints = tool.get("annotations") or {}
         schema, output = tool.get("inputSchema"), tool.get("outputSchema")
         found[name] = FunctionDefinition(
@@ -143,6 +162,13 @@ def _definitions() -> dict[str, FunctionDefinition]:
                 open_world=bool(hints.get("openWorldHint")),
                 title=str(hints.get("title") or tool.get("title") or ""),
             ),
+        )
+    found.update(resource_definitions(listing.resources, listing.templates, namespace, taken, _ask))
+    prompts: dict[str, str] = {}
+    found.update(prompt_definitions(listing.prompts, namespace, taken, _ask, prompts))
+    if listing.completes:
+        found.update(
+            completion_definitions(listing.prompts, prompts, listing.templates, namespace, taken, _ask)
         )
     return found
 

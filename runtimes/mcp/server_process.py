@@ -1,12 +1,14 @@
 """One stdio MCP server process and the session to it (stdio_session.py), started on first use in
-a pod. When the server exits, the calls in flight fail naming the exit, and the next call starts
-a new server.
+a pod. When the server exits between calls, the next call starts a new one; when it exits during
+calls, they raise `ExitedMidCall` (the bridge then ends its pod, so the pool treats the crash as a
+pod's: see mcp_bridge.py). A JSON-RPC error answer is raised as `RpcError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
@@ -14,33 +16,62 @@ from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, S
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
 
-__all__ = ["ServerExited", "ServerProcess", "list_tools"]
+__all__ = ["ExitedMidCall", "Listing", "RpcError", "ServerExited", "ServerProcess", "list_server"]
 
 
-async def list_tools(command: Sequence[str]) -> list[dict[str, Any]]:
-    """The server's tools (their JSON), from a server started for the purpose and stopped after;
-    ServerExited naming the command and the cause when it cannot be."""
+class ExitedMidCall(ServerExited):
+    """The server ended while it was answering a call: the call may have run."""
+
+
+@dataclass
+class Listing:
+    """What a server brings, as its JSON: its tools, and the resources, resource templates and
+    prompts it says (in its capabilities) that it has."""
+
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    #: Whether it answers `completion/complete`.
+    completes: bool = False
+
+
+async def list_server(command: Sequence[str]) -> Listing:
+    """Everything the server brings, from a server started for the purpose and stopped after;
+    ServerExited naming the command and the cause when it cannot be listed."""
     shown = " ".join(command)
     try:
         session = await StdioSession.start(command)
     except ServerExited as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     try:
-        tools: list[dict[str, Any]] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            page = await session.request("tools/list", {"cursor": cursor} if cursor else None)
-            if not isinstance(page, dict):
-                raise ServerExited("tools/list answered no list")
-            tools.extend(tool for tool in page.get("tools") or () if isinstance(tool, dict))
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
-        return tools
+        capabilities = session.server.get("capabilities") or {}
+        listing = Listing(await _pages(session, "tools/list", "tools"))
+        if "resources" in capabilities:
+            listing.resources = await _pages(session, "resources/list", "resources")
+            listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+        if "prompts" in capabilities:
+            listing.prompts = await _pages(session, "prompts/list", "prompts")
+        listing.completes = "completions" in capabilities
+        return listing
     except (ServerExited, RpcError) as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     finally:
         await session.close()
+
+
+async def _pages(session: StdioSession, method: str, key: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await session.request(method, {"cursor": cursor} if cursor else None)
+        if not isinstance(page, dict):
+            raise ServerExited(f"{method} answered no list")
+        items.extend(item for item in page.get(key) or () if isinstance(item, dict))
+        cursor = page.get("nextCursor")
+        if not cursor:
+            break
+    return items
 
 
 class ServerProcess:
@@ -67,17 +98,23 @@ class ServerProcess:
         self, name: str, arguments: dict[str, Any], timeout: float | None, heard: Heard | None = None
     ) -> Any:
         """The `tools/call` result (a CallToolResult's JSON); `heard` gets its progress and logs."""
+        return await self.request("tools/call", {"name": name, "arguments": arguments}, timeout, heard)
+
+    async def request(
+        self, method: str, params: dict[str, Any], timeout: float | None = None, heard: Heard | None = None
+    ) -> Any:
+        """`method`'s result: RpcError for an error answer, ExitedMidCall when the server ends
+        before it answers, ServerExited when it cannot be started."""
         session = await self.session()
-        params = {"name": name, "arguments": arguments}
         try:
             if timeout is None:
-                return await session.request("tools/call", params, heard)
+                return await session.request(method, params, heard)
             async with asyncio.timeout(timeout):
-                return await session.request("tools/call", params, heard)
-        except RpcError as exc:
-            raise ServerExited(f"the MCP server refused the call: {exc}") from None
+                return await session.request(method, params, heard)
         except ServerExited as exc:
-            raise ServerExited(f"the MCP server {self._command[0]!r} exited during the call: {exc}") from None
+            raise ExitedMidCall(
+                f"the MCP server {self._command[0]!r} exited during the call: {exc}"
+            ) from None
 
     async def close(self) -> None:
         session, self._session = self._session, None

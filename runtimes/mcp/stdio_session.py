@@ -57,6 +57,8 @@ class StdioSession:
         self._reader = asyncio.get_running_loop().create_task(self._read())
         #: Why the server is gone, once it is.
         self.gone: str | None = None
+        #: What the server said of itself in `initialize` (`capabilities`, `serverInfo`...).
+        self.server: dict[str, Any] = {}
 
     @classmethod
     async def start(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> StdioSession:
@@ -75,7 +77,8 @@ class StdioSession:
         session = cls(command, process)
         try:
             hello = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
-            await session.request("initialize", hello)
+            server = await session.request("initialize", hello)
+            session.server = server if isinstance(server, dict) else {}
             await session._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         except BaseException:
             await session.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one
+from tests.deploy.conftest import DEPLOY, Manifest, containers, kustomize, kustomize_rendered, one, validate
 from toolmesh.cli import main
 from toolmesh.config import (
     ConfigError,
@@ -24,6 +25,7 @@ from toolmesh.config import (
 )
 from toolmesh.deploy.names import CONFIG_CHECKSUM, GATEWAY
 from toolmesh.deploy.render import RenderOptions, render, stream
+from toolmesh.runtimes.mcp import BRIDGE_MODULE, COMMAND_ENV, NAMESPACE_ENV
 
 TOML = """
 [gateway]
@@ -442,10 +444,47 @@ def test_sqlite_jobs_are_off_in_the_cluster_unless_the_config_turns_them_on() ->
     } in gateway["env"]
 
 
-def test_a_stdio_mcp_runtime_is_refused_not_rendered_without_its_server() -> None:
-    config = MeshConfig(runtimes=(RuntimeConfig(name="clock", mcp_command=("mcp-server-time",)),))
-    with pytest.raises(ConfigError, match=r"runtimes\.0: `mcp_command` runtimes are not rendered"):
-        render(config, RenderOptions())
+def test_a_stdio_mcp_runtime_renders_as_pods_of_the_bridge_in_its_own_image(tmp_path: Path) -> None:
+    command = ("mcp-server-time", "--local-timezone", "UTC")
+    config = MeshConfig(
+        runtimes=(
+            RuntimeConfig(
+                name="clock",
+                mcp_command=command,
+                image="reg.example/toolmesh-time:1",
+                env={"TZ": "UTC"},
+                startup_timeout=90,
+            ),
+            RuntimeConfig(name="weather", modules=("examples.weather",)),
+        )
+    )
+    files = render(config, RenderOptions(namespace="tools", image="reg.example/toolmesh:1.2"))
+    objects = kustomize_rendered(files, tmp_path)
+    validate(objects)
+
+    (clock,) = containers(one(objects, "Deployment", "toolmesh-runtime-clock"))
+    # Its own image (toolmesh and the server's command); the other runtimes keep --image.
+    assert clock["image"] == "reg.example/toolmesh-time:1"
+    (weather,) = containers(one(objects, "Deployment", "toolmesh-runtime-weather"))
+    assert weather["image"] == "reg.example/toolmesh:1.2"
+    assert [a for a in clock["args"] if a.startswith("--module")] == [f"--module={BRIDGE_MODULE}"]
+    env = {e["name"]: e.get("value") for e in clock["env"]}
+    assert json.loads(env[COMMAND_ENV]) == list(command) and env[NAMESPACE_ENV] == "clock"
+    assert env["TZ"] == "UTC"
+    # The server lists its tools while the pod starts: the startup probe waits startup_timeout.
+    assert clock["startupProbe"]["failureThreshold"] == 90
+    # The gateway (whose image has no server) learns the functions from its pods: one stays up.
+    scaled = one(objects, "ScaledObject", "toolmesh-runtime-clock")["spec"]
+    assert scaled["minReplicaCount"] == 1
+    assert one(objects, "ScaledObject", "toolmesh-runtime-weather")["spec"]["minReplicaCount"] == 0
+    (gateway_entry,) = [r for r in parse_config(_toml(files)).runtimes if r.name == "clock"]
+    assert gateway_entry.address == "dns:///toolmesh-runtime-clock.tools.svc.cluster.local:50061"
+    assert not gateway_entry.mcp_command and not gateway_entry.modules
+
+
+def test_an_image_is_for_runtimes_with_pods() -> None:
+    with pytest.raises(ValueError, match="`image` goes with `modules` or `mcp_command`"):
+        RuntimeConfig(name="remote", mcp_url="http://127.0.0.1:1/mcp", image="x")
 
 
 def test_the_gateway_is_set_up_to_lose_a_replica_without_losing_callers() -> None:

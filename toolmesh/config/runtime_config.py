@@ -91,6 +91,10 @@ class RuntimeConfig(BaseModel):
     #: A stdio MCP server (its command line) whose tools are the runtime's functions: each of the
     #: runtime's pods runs one server process (see runtimes/mcp/), scaled like any pod.
     mcp_command: tuple[str, ...] = ()
+    #: On Kubernetes (`toolmesh deploy render`), the image of the runtime's pods; unset, the one
+    #: given by `--image`. With `mcp_command` it must hold the server's command as well as
+    #: toolmesh (build it FROM the toolmesh image).
+    image: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
     #: Default per-call timeout inside the pod, in seconds.
@@ -252,6 +256,10 @@ class RuntimeConfig(BaseModel):
             raise ValueError(
                 "`base_url`, `headers`, `include` and `exclude` go with `openapi`, `mcp_url` or "
                 "`grpc_reflection`"
+            )
+        if self.image is not None and not self.runs_pods:
+            raise ValueError(
+                "`image` goes with `modules` or `mcp_command`: it is the image of the runtime's pods"
             )
         if self.catalog is not None and (self.address is None or self.modules):
             raise ValueError(

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -29,6 +30,35 @@ async def check_tools(url: str) -> None:
         assert "42" in summed["content"][0]["text"]
 
 
+async def check_features(url: str) -> None:
+    """Its resources, resource templates and prompts, under the runtime's namespace on /mcp."""
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+    ):
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        resources = (await client.list_resources()).resources
+        templates = (await client.list_resource_templates()).resource_templates
+        assert {"everything__simple_prompt", "everything__args_prompt"} <= prompts
+        assert "demo://resource/dynamic/text/{resourceId}" in {t.uri_template for t in templates}
+        document = await client.read_resource(resources[0].uri)
+        assert document.contents and document.contents[0].text  # type: ignore[union-attr]
+        dynamic = await client.read_resource("demo://resource/dynamic/text/1")
+        assert dynamic.contents and dynamic.contents[0].text  # type: ignore[union-attr]
+        simple = await client.get_prompt("everything__simple_prompt", {})
+        assert simple.messages and simple.messages[0].role == "user"
+        argued = await client.get_prompt("everything__args_prompt", {"city": "Paris", "state": "TX"})
+        assert "Paris" in argued.messages[0].content.text  # type: ignore[union-attr]
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
+        listed = (await plain.get("/v1/resources")).json()["resources"]
+        dynamic_uri = "demo://resource/dynamic/text/{resourceId}"
+        assert {"uri": dynamic_uri, "template": True}.items() <= next(
+            r for r in listed if r["uri"] == dynamic_uri
+        ).items()
+        read = await plain.get("/v1/resources/read", params={"uri": "demo://resource/dynamic/text/2"})
+        assert read.status_code == 200 and read.json()["content"][0]["text"]
+
+
 async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
     everything = everything_server().start()
     try:
@@ -40,21 +70,7 @@ async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
             await session.close()
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_tools(gateway.url)
-        async with (
-            httpx2.AsyncClient(timeout=30) as http,
-            Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
-        ):
-            prompts = {p.name for p in (await client.list_prompts()).prompts}
-            resources = (await client.list_resources()).resources
-            templates = (await client.list_resource_templates()).resource_templates
-            assert {"everything__simple_prompt", "everything__args_prompt"} <= prompts
-            assert "demo://resource/dynamic/text/{resourceId}" in {t.uri_template for t in templates}
-            document = await client.read_resource(resources[0].uri)
-            assert document.contents and document.contents[0].text  # type: ignore[union-attr]
-            dynamic = await client.read_resource("demo://resource/dynamic/text/1")
-            assert dynamic.contents and dynamic.contents[0].text  # type: ignore[union-attr]
-            simple = await client.get_prompt("everything__simple_prompt", {})
-            assert simple.messages and simple.messages[0].role == "user"
+        await check_features(gateway.url)
     finally:
         everything.kill()
 
@@ -68,3 +84,14 @@ async def test_over_stdio(gateway_factory: StartGateway) -> None:
         )
     )
     await check_tools(gateway.url)
+    await check_features(gateway.url)
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        # The server's own completions, through the gateway (a stdio server's only, for now).
+        team = types.PromptReference(name="everything__completable_prompt")
+        departments = await client.complete(team, {"name": "department", "value": "S"})
+        people = await client.complete(team, {"name": "name", "value": ""}, {"department": "Sales"})
+    assert departments.completion.values == ["Sales", "Support"]
+    assert people.completion.values == ["David", "Eve", "Frank"]
