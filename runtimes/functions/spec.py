@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -257,3 +258,29 @@ def render_function(spec: FunctionSpec) -> str:
 def render_functions(specs: Iterable[FunctionSpec]) -> str:
     """One block per function: qualified name and signature, description, argument docs."""
     return "\n\n".join(render_function(spec) for spec in specs)
+
+
+#: Characters of the hash that keeps a shortened or clashing name unique.
+_HASH = 8
+
+
+def name_limit(namespace: str) -> int:
+    """The longest function name under `namespace` (so that its tool name fits 64 characters)."""
+    return MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
+
+
+def function_name(raw: str, limit: int, taken: set[str], prefix: str = "tool") -> str:
+    """`raw` made a valid function name of at most `limit` characters, not in `taken`: a name that
+    does not start with a letter gets `prefix`, one too long or taken a hash of `raw`."""
+    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or prefix
+    if not name[0].isalpha():
+        name = f"{prefix}_{name}"
+    if len(name) > limit or name in taken:
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:_HASH]
+        name = f"{name[: limit - _HASH - 1].rstrip('_')}_{digest}"
+    unique, counter = name, 2
+    while unique in taken:  # a hash that clashes too: count
+        unique = f"{name[: limit - len(str(counter)) - 1].rstrip('_')}_{counter}"
+        counter += 1
+    taken.add(unique)
+    return unique

@@ -25,12 +25,10 @@ from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
-from toolmesh.runtimes.functions.spec import Annotations
+from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
 from toolmesh.runtimes.mcp.server_features import (
     completion_definitions,
-    function_name,
-    name_limit,
     prompt_definitions,
     resource_definitions,
 )

@@ -1,22 +1,19 @@
 """A stdio MCP server's resources, resource templates, prompts and completions as feature functions
 of its pods (FunctionDefinitions with a `Feature`), which every door that serves resources and
 prompts serves as it serves a Python runtime's `@toolmesh.resource`, `@toolmesh.prompt` and
-`@toolmesh.completion`; and the names of everything the server brings, made names the mesh can
-carry.
+`@toolmesh.completion`.
 
 The mapping is an `mcp_url` runtime's (gateway/sources/remote_mcp/mcp_features.py): a resource's
 function reads its URI (a template's, with its variables as string arguments), a prompt's gets the
 prompt with its (string) arguments and answers its messages; a completion function per argument of
-each prompt and template asks the server's `completion/complete`. It is written again here because the
-pods' side imports nothing of the gateway's.
+each prompt and template asks the server's `completion/complete`. The pods' side imports nothing
+of the gateway's, so the gateway's mapping reuses what it can from here (`read_contents`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -26,41 +23,17 @@ from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE
 from toolmesh.runtimes.functions.results import Binary, Text
 from toolmesh.runtimes.functions.spec import (
     COMPLETION,
-    MAX_TOOL_NAME,
     PROMPT,
     RESOURCE,
-    TOOL_NAME_SEPARATOR,
     Annotations,
     Feature,
+    function_name,
+    name_limit,
     qualify,
 )
 
 #: Sends one request to the pod's server and returns its result.
 Ask = Callable[[str, dict[str, Any]], Awaitable[Any]]
-#: Characters of the hash that keeps a shortened or clashing name unique.
-_HASH = 8
-
-
-def name_limit(namespace: str) -> int:
-    """The longest function name under `namespace` (its tool name fits 64 characters)."""
-    return MAX_TOOL_NAME - len(namespace) - len(TOOL_NAME_SEPARATOR)
-
-
-def function_name(raw: str, limit: int, taken: set[str]) -> str:
-    """`raw` made a valid function name of at most `limit` characters, not in `taken` (a name
-    too long or taken keeps a hash of `raw`, so that it stays the same from pod to pod)."""
-    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or "tool"
-    if not name[0].isalpha():
-        name = f"tool_{name}"
-    if len(name) > limit or name in taken:
-        digest = hashlib.sha256(raw.encode()).hexdigest()[:_HASH]
-        name = f"{name[: limit - _HASH - 1].rstrip('_')}_{digest}"
-    unique, counter = name, 2
-    while unique in taken:
-        unique = f"{name[: limit - len(str(counter)) - 1].rstrip('_')}_{counter}"
-        counter += 1
-    taken.add(unique)
-    return unique
 
 
 def resource_definitions(

@@ -24,13 +24,13 @@ from google.protobuf.message import Message
 
 from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
-from toolmesh.gateway.sources.base.naming import function_name, name_limit, selected
+from toolmesh.gateway.sources.base.naming import selected
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Json, Result
-from toolmesh.runtimes.functions.spec import FunctionSpec
+from toolmesh.runtimes.functions.spec import FunctionSpec, function_name, name_limit
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -189,7 +189,7 @@ def _methods(
         path = f"/{m.containing_service.full_name}/{m.name}"
         streams = bool(m.server_streaming)
         spec = FunctionSpec(
-            name=function_name(raw, limit, taken),
+            name=function_name(raw, limit, taken, prefix="op"),
             description=(
                 f"gRPC {'server-streaming ' if streams else ''}method {path[1:]}: takes a "
                 f"{m.input_type.full_name}, answers {'a stream of ' if streams else ''}"

@@ -12,9 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmesh.gateway.sources.base.naming import function_name, name_limit
 from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConverter, resolve, with_definitions
-from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 #: Where a parameter goes; cookies are not sent.
@@ -82,7 +81,7 @@ def _operation(
     taken: set[str],
 ) -> Operation:
     raw = str(operation.get("operationId") or f"{method}_{path}")
-    name = function_name(raw, limit, taken)
+    name = function_name(raw, limit, taken, prefix="op")
     used: set[str] = set()
     properties: dict[str, Any] = {}
     required: list[str] = []

@@ -8,24 +8,20 @@ gets the prompt with its arguments, and answers the messages as its structured r
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from toolmesh.gateway.sources.base.naming import function_name
-from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
-from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec
+from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE
+from toolmesh.runtimes.functions.results import Json, Result
+from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec, function_name
+from toolmesh.runtimes.mcp.server_features import read_contents
 
 TOOLS_CALL = "tools/call"
 RESOURCES_READ = "resources/read"
 PROMPTS_GET = "prompts/get"
-#: A URI template's variables, RFC 6570 level 1 (what the MCP endpoint matches).
-_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +45,7 @@ def resource_specs(
         uri = item.get(key)
         if not isinstance(uri, str) or not uri:
             continue
-        variables = _VARIABLE.findall(uri)
+        variables = TEMPLATE_VARIABLE.findall(uri)
         name = function_name(str(item.get("name") or uri), limit, taken)
         schema: dict[str, Any] = {
             "type": "object",
@@ -84,7 +80,7 @@ def prompt_specs(
             "properties": properties,
             "required": [str(a["name"]) for a in arguments if a.get("required")],
         }
-        name = function_name(raw, limit, taken)
+        name = function_name(raw, limit, taken, prefix="op")
         feature = Feature(PROMPT, title=_title(item))
         spec = FunctionSpec(
             name, str(item.get("description") or raw), schema, namespace=namespace, feature=feature
@@ -101,7 +97,7 @@ def _title(item: Mapping[str, Any]) -> str:
 def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
     """The params of the request that serves a call to `target` with `arguments`."""
     if target.method == RESOURCES_READ:
-        uri = _VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), target.name)
+        uri = TEMPLATE_VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), target.name)
         return {"uri": uri}
     if target.method == PROMPTS_GET:
         return {
@@ -113,20 +109,7 @@ def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def read_result(answer: Any) -> Result:
     """A `resources/read` result: each of its contents an item (text, or bytes of its type)."""
-    items: list[Content] = []
-    contents = answer.get("contents") if isinstance(answer, dict) else None
-    for item in contents if isinstance(contents, list) else ():
-        if not isinstance(item, dict):
-            continue
-        if isinstance(item.get("text"), str):
-            items.append(Text(item["text"]))
-        elif isinstance(item.get("blob"), str):
-            try:
-                data = base64.b64decode(item["blob"], validate=True)
-            except (binascii.Error, ValueError):
-                continue
-            items.append(Binary(data, str(item.get("mimeType") or "application/octet-stream")))
-    return Result(content=items)
+    return Result(content=list(read_contents(answer)))
 
 
 def prompt_result(answer: Any) -> Result:

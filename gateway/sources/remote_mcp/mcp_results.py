@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolmesh.gateway.sources.base.naming import function_name, name_limit, selected
+from toolmesh.gateway.sources.base.naming import selected
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
-from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec
+from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
 
 def tool_specs(
@@ -30,7 +30,7 @@ def tool_specs(
         raw = str(tool.get("name", ""))
         if not raw or not selected(raw, include, exclude):
             continue
-        name = function_name(raw, limit, taken)
+        name = function_name(raw, limit, taken, prefix="op")
         hints = tool.get("annotations") or {}
         schema = tool.get("inputSchema")
         output = tool.get("outputSchema")

@@ -17,7 +17,6 @@ import httpx
 
 from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
-from toolmesh.gateway.sources.base.naming import name_limit
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
@@ -35,7 +34,7 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
-from toolmesh.runtimes.functions.spec import FunctionSpec
+from toolmesh.runtimes.functions.spec import FunctionSpec, name_limit
 
 log = logging.getLogger("toolmesh.sources")
 

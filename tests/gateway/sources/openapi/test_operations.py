@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from toolmesh.gateway.sources.openapi.operations import BODY, function_name, read_operations
+from toolmesh.gateway.sources.openapi.operations import BODY, read_operations
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
-from toolmesh.runtimes.functions.spec import check_name
+from toolmesh.runtimes.functions.spec import check_name, function_name
 
 
 def document(paths: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -20,7 +20,10 @@ OK = {"200": {"description": "ok"}}
 
 def test_names_are_valid_unique_and_fit_with_the_namespace() -> None:
     taken: set[str] = set()
-    names = [function_name(raw, 20, taken) for raw in ("get user", "get-user!", "9lives", "x" * 40, "x" * 41)]
+    names = [
+        function_name(raw, 20, taken, prefix="op")
+        for raw in ("get user", "get-user!", "9lives", "x" * 40, "x" * 41)
+    ]
     assert names[0] == "get_user" and names[1].startswith("get_user_") and names[1] != names[0]
     assert names[2] == "op_9lives"
     assert all(len(n) <= 20 and check_name(n) for n in names) and len(set(names)) == 5
