@@ -239,7 +239,11 @@ class DirectCalls:
             return False
         meta = params.get("_meta")
         if version == MODERN:
-            return isinstance(meta, dict) and not meta.keys() - _MODERN_META and self._modern_ok(decoded, headers)
+            return (
+                isinstance(meta, dict)
+                and not meta.keys() - _MODERN_META
+                and self._modern_ok(decoded, headers)
+            )
         return meta is None or meta == {}
 
     def _plan(

@@ -103,7 +103,7 @@ class DirectReads:
                 principal.privileged,
                 str(state.get(NAMESPACE, "")),
                 bool(state.get(SEARCHING)),
-                typed.cursor if typed is not None else None,
+                getattr(typed, "cursor", None),
             )
             cached = self._cache.get(key)
             if cached is not None:

@@ -68,7 +68,11 @@ async def read(
 
 
 def names(response: httpx2.Response) -> list[str]:
-    data = response.text if response.headers["content-type"] == "application/json" else response.text.split("data: ", 1)[1]
+    data = (
+        response.text
+        if response.headers["content-type"] == "application/json"
+        else response.text.split("data: ", 1)[1]
+    )
     return [tool["name"] for tool in json.loads(data)["result"]["tools"]]
 
 
