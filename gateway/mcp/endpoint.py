@@ -14,7 +14,10 @@ envelope (2026-07-28).
 The common tools/call (no progress token, log level, task or requestState) is answered by
 direct_calls.py without the SDK's per-request machinery, with the bytes the SDK would send; a call
 that turns out to need the response stream (it logs, in the handshake era, or asks its caller) is
-handed to the SDK while it runs and finished by `_call_tool`.
+handed to the SDK while it runs and finished by `_call_tool`. tools/list, resources/list,
+resources/read, prompts/list and prompts/get are answered the same way by direct_reads.py (the
+handlers below, the server's middleware, the SDK's serializer), listings from a cache that a
+catalog change clears.
 
 Logs and progress: during a tools/call, what the function logs with `ctx.logger` is sent as
 `notifications/message` (at or above the call's level: see notifications.py for how the level
