@@ -90,7 +90,6 @@ class DirectReads:
             return False
         try:
             _methods.validate_client_request(method, version, params)
-            typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
         except (ValidationError, KeyError):
             return False  # the SDK's error, from the SDK
         state = scope.get("state", {})
@@ -103,12 +102,16 @@ class DirectReads:
                 principal.privileged,
                 str(state.get(NAMESPACE, "")),
                 bool(state.get(SEARCHING)),
-                getattr(typed, "cursor", None),
+                (params or {}).get("cursor"),  # a string or none: validated above
             )
             cached = self._cache.get(key)
             if cached is not None:
                 await self._send(request_id, cached, modern, send)
                 return True
+        try:
+            typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
+        except ValidationError:
+            return False
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             session=cast(Any, None),
             lifespan_context=None,
