@@ -67,10 +67,13 @@ class DirectReads:
         # Only its server is read by `_serialize` and the middleware composition.
         self._runner = ServerRunner(server=server, connection=cast(Any, None), lifespan_state=None)
         self._cache: dict[_Key, bytes] = {}
+        #: Bumped by each change, so a listing computed across one is not kept.
+        self._generation = 0
 
     def invalidate(self) -> None:
         """Forget every cached listing (the catalog changed)."""
         self._cache.clear()
+        self._generation += 1
 
     async def serve(
         self,
@@ -108,6 +111,7 @@ class DirectReads:
             if cached is not None:
                 await self._send(request_id, cached, modern, send)
                 return True
+        generation = self._generation
         try:
             typed = entry.params_type.model_validate({} if params is None else params, by_name=False)
         except ValidationError:
@@ -135,7 +139,7 @@ class DirectReads:
             await self._error(request_id, exc, modern, send)
             return True
         encoded = _encode(wire, modern)
-        if key is not None:
+        if key is not None and generation == self._generation:
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
             self._cache[key] = encoded
