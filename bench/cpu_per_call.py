@@ -11,6 +11,8 @@ streams in flight for gRPC (as a grpc channel would use).
     HTTP  POST /v1/functions/noop/invoke   plain Starlette route (bench/plain_starlette.py)
     MCP   tools/call, 2025-11-25 (stateless POST)          HTTP invoke
     MCP   tools/call, 2026-07-28 (per-request envelope)    HTTP invoke
+    MCP   tools/list, both revisions          HTTP invoke, and the same list through the SDK's
+                                              machinery (an inert `_meta` key the fast path leaves)
     gRPC  toolmesh.v1.Mesh/Invoke           plain grpc.aio servicer (bench/plain_grpc.py), and HTTP invoke
     OpenAI POST /v1/tool_calls (one call)   HTTP invoke
 
@@ -61,21 +63,28 @@ class Measured:
     rps: float
 
 
-def mcp_body(revision: str) -> bytes:
-    params: dict[str, object] = {"name": "noop", "arguments": {}}
+def mcp_body(revision: str, method: str = "tools/call", sdk: bool = False) -> bytes:
+    """The request; with `sdk`, an inert `_meta` key the fast path leaves to the SDK's machinery."""
+    params: dict[str, object] = {"name": "noop", "arguments": {}} if method == "tools/call" else {}
+    meta: dict[str, object] = {}
     if revision == "2026-07-28":
-        params["_meta"] = {
+        meta = {
             "io.modelcontextprotocol/protocolVersion": revision,
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {},
         }
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    if sdk:
+        meta["org.example/bench"] = True
+    if meta:
+        params["_meta"] = meta
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
 
 
-def mcp_headers(revision: str) -> tuple[str, ...]:
+def mcp_headers(revision: str, method: str = "tools/call") -> tuple[str, ...]:
     headers = (*JSON_HEADERS, MCP_ACCEPT, f"mcp-protocol-version: {revision}")
     if revision == "2026-07-28":
-        return (*headers, "mcp-method: tools/call", "mcp-name: noop")
+        named = ("mcp-name: noop",) if method == "tools/call" else ()
+        return (*headers, f"mcp-method: {method}", *named)
     return headers
 
 
@@ -160,6 +169,17 @@ def gateway_loads(http: str, grpc_port: int) -> list[Load]:
             Load(f"mcp_{rev}", f"MCP tools/call {rev}", f"{http}/mcp", mcp_body(rev), mcp_headers(rev))
             for rev in ("2025-11-25", "2026-07-28")
         ),
+        *(
+            Load(
+                f"list{'_sdk' if sdk else ''}_{rev}",
+                f"MCP tools/list {rev}{' (SDK)' if sdk else ''}",
+                f"{http}/mcp",
+                mcp_body(rev, "tools/list", sdk),
+                mcp_headers(rev, "tools/list"),
+            )
+            for rev in ("2025-11-25", "2026-07-28")
+            for sdk in (False, True)
+        ),
         Load(
             "grpc",
             "gRPC Mesh/Invoke",
@@ -209,11 +229,21 @@ ROWS = [
     ("http", "HTTP invoke", "starlette", 2.0),
     ("mcp_2025-11-25", "MCP tools/call 2025-11-25", "http", 1.5),
     ("mcp_2026-07-28", "MCP tools/call 2026-07-28", "http", 1.5),
+    ("list_2025-11-25", "MCP tools/list 2025-11-25", "http", None),
+    ("list_2026-07-28", "MCP tools/list 2026-07-28", "http", None),
+    ("list_2025-11-25", "MCP tools/list 2025-11-25", "list_sdk_2025-11-25", None),
+    ("list_2026-07-28", "MCP tools/list 2026-07-28", "list_sdk_2026-07-28", None),
     ("grpc", "gRPC Mesh/Invoke", "http", 1.5),
     ("grpc", "gRPC Mesh/Invoke", "plain_grpc", None),
     ("openai", "OpenAI /v1/tool_calls", "http", None),
 ]
-NAMES = {"starlette": "plain Starlette", "http": "HTTP invoke", "plain_grpc": "plain grpc.aio"}
+NAMES = {
+    "starlette": "plain Starlette",
+    "http": "HTTP invoke",
+    "plain_grpc": "plain grpc.aio",
+    "list_sdk_2025-11-25": "its SDK path",
+    "list_sdk_2026-07-28": "its SDK path",
+}
 
 
 def main() -> int:

@@ -48,6 +48,7 @@ from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
 from toolmesh.gateway.mcp.convert import call_result
+from toolmesh.gateway.mcp.direct_reads import READS, DirectReads
 from toolmesh.gateway.mcp.input_requests import Round
 from toolmesh.gateway.mcp.tool_search import META_TOOLS, searching
 from toolmesh.runtimes.functions.asking import KINDS, pending_asks
@@ -133,8 +134,11 @@ class DirectCalls:
         server_info: Callable[[], dict[str, Any]],
         level_of: Callable[[Principal, str], int],
         max_body: int,
+        reads: DirectReads | None = None,
     ) -> None:
         self._mesh = mesh
+        #: Where tools/list, resources/read, prompts/get... go (direct_reads.py).
+        self._reads = reads
         self._server_info = server_info
         #: The Python level of a handshake-era call's records (the endpoint's session levels).
         self._level_of = level_of
@@ -169,7 +173,16 @@ class DirectCalls:
             await sdk(scope, replayed, send)
             return
         body = b"".join(m.get("body", b"") for m in messages)
-        planned = self._plan(body, headers, version, principal, namespace, searching(scope))
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            decoded = None
+        if self._reads is not None and self._is_read(decoded, headers, version):
+            if await self._reads.serve(scope, send, principal, decoded, version, version == MODERN):
+                return
+            await sdk(scope, replayed, send)
+            return
+        planned = self._plan(decoded, headers, version, principal, namespace, searching(scope))
         if planned is None:
             await sdk(scope, replayed, send)
             return
@@ -208,9 +221,34 @@ class DirectCalls:
             return
         await self._answer(request_id, spec, result, modern, send)
 
+    def _is_read(self, decoded: Any, headers: Headers, version: str) -> bool:
+        """Whether `decoded` is one of the reads `DirectReads` serves, in an envelope the SDK
+        would accept and with nothing that needs the response stream."""
+        if (
+            not isinstance(decoded, dict)
+            or decoded.keys() - _CALL_KEYS
+            or decoded.get("method") not in READS
+            or decoded.get("jsonrpc") != "2.0"
+            or type(decoded.get("id")) not in (int, str)
+        ):
+            return False
+        params = decoded.get("params")
+        if params is None:
+            return version != MODERN  # a 2026-07-28 request carries its envelope in `_meta`
+        if not isinstance(params, dict) or params.keys() - READS[decoded["method"]]:
+            return False
+        meta = params.get("_meta")
+        if version == MODERN:
+            return (
+                isinstance(meta, dict)
+                and not meta.keys() - _MODERN_META
+                and self._modern_ok(decoded, headers)
+            )
+        return meta is None or meta == {}
+
     def _plan(
         self,
-        body: bytes,
+        decoded: Any,
         headers: Headers,
         version: str,
         principal: Principal,
@@ -219,10 +257,6 @@ class DirectCalls:
     ) -> tuple[Any, FunctionSpec, InvokeRequest, bool] | None:
         """The request's id, its function, the call `_call_tool` would make, and its era; None
         for the SDK (which also serves tool-search mode's meta-tools, when `search`)."""
-        try:
-            decoded = json.loads(body)
-        except (ValueError, RecursionError):
-            return None
         if (
             not isinstance(decoded, dict)
             or decoded.keys() - _CALL_KEYS

@@ -14,7 +14,10 @@ envelope (2026-07-28).
 The common tools/call (no progress token, log level, task or requestState) is answered by
 direct_calls.py without the SDK's per-request machinery, with the bytes the SDK would send; a call
 that turns out to need the response stream (it logs, in the handshake era, or asks its caller) is
-handed to the SDK while it runs and finished by `_call_tool`.
+handed to the SDK while it runs and finished by `_call_tool`. tools/list, resources/list,
+resources/read, prompts/list and prompts/get are answered the same way by direct_reads.py (the
+handlers below, the server's middleware, the SDK's serializer), listings from a cache that a
+catalog change clears.
 
 Logs and progress: during a tools/call, what the function logs with `ctx.logger` is sent as
 `notifications/message` (at or above the call's level: see notifications.py for how the level
@@ -103,6 +106,7 @@ from toolmesh.gateway.mcp.client_requests import ClientRequests
 from toolmesh.gateway.mcp.completion import Completions
 from toolmesh.gateway.mcp.convert import call_result, progress_message, tool
 from toolmesh.gateway.mcp.direct_calls import ADOPTED, Adopted, DirectCalls
+from toolmesh.gateway.mcp.direct_reads import DirectReads
 from toolmesh.gateway.mcp.input_requests import Round, input_required, read_round, state_boundary
 from toolmesh.gateway.mcp.notifications import (
     DEFAULT_LEVEL,
@@ -183,8 +187,13 @@ class McpEndpoint:
             stateless=True,
             max_request_body_size=mesh.config.max_body_bytes,
         )
+        self._reads = DirectReads(self.server)
         self._direct = DirectCalls(
-            mesh, lambda: self.server.server_info_stamp, self._level_of, mesh.config.max_body_bytes
+            mesh,
+            lambda: self.server.server_info_stamp,
+            self._level_of,
+            mesh.config.max_body_bytes,
+            self._reads,
         )
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -471,10 +480,12 @@ class McpEndpoint:
     def _catalog_changed(self) -> None:
         # To the feed, not straight to the streams: the feed brings it back to this replica's
         # streams (and, shared, to every other replica's), so each stream hears it once.
+        self._reads.invalidate()
         self._later(self._feed.publish())
 
     def _notify_streams(self) -> None:
         # A catalog change may change any of the three lists; each stream hears only what it asked for.
+        self._reads.invalidate()
         for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
             self._later(self._bus.publish(event))
 

@@ -110,7 +110,7 @@ async def test_what_the_fast_path_does_not_take_reaches_the_sdk_whole(
         "mcp-protocol-version": era,
     }
     bodies = [
-        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"org.example/x":1}}}',
         b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope","arguments":{}}}',
         b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":[]}}',
         b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},'
