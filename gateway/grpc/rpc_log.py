@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
@@ -26,7 +26,7 @@ import grpc
 import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
-from toolmesh.gateway.grpc.decoding import Context, _Interceptor
+from toolmesh.gateway.grpc.decoding import Context, Handler
 from toolmesh.logs.lines import LineBuffer, access
 from toolmesh.protocol.calls import new_request_id
 
@@ -61,30 +61,16 @@ class _Rpc:
                 request.request_id = self.request_id
 
 
-class RpcLog(_Interceptor):
-    """Wraps the Mesh service's handlers, once per method (as `RejectUndecodable` does)."""
+class RpcLog:
+    """Wraps the Mesh service's handlers, once each, when they are registered (wrapping_server.py)."""
 
     def __init__(self, auth: Authenticator, *, log: bool = True) -> None:
         self._auth = auth
         self.lines = LineBuffer() if log and access.isEnabledFor(logging.INFO) else None
-        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        method = handler_call_details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(handler_call_details)
-        if handler is None or not method.startswith(MESH_PREFIX) or handler.request_streaming:
+    def wrap(self, method: str, handler: Handler) -> Handler:
+        if not method.startswith(MESH_PREFIX) or handler.request_streaming:
             return handler
-        self._wrapped[method] = wrapped = self._wrap(method, handler)
-        return wrapped
-
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
         if handler.unary_unary is not None:
             # The stubs type behaviours as sync ones; on a grpc.aio server they are coroutines.
             behaviour: Any = handler.unary_unary
