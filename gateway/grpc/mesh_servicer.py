@@ -151,7 +151,7 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
             await wire.abort(context, exc)
             raise
         if result.replayed:
-            context.set_trailing_metadata(REPLAYED_METADATA)
+            context.set_trailing_metadata((*context.trailing_metadata(), *REPLAYED_METADATA))
         return wire.result_to_proto(result)
 
     async def InvokeStream(
