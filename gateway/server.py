@@ -299,7 +299,7 @@ async def start_gateway(
                 raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    # One servicer for both doors (the interceptors keep one handler per method): ctx.state is
+    # One servicer for both doors (each wrapped once, wrapping_server.py): ctx.state is
     # served to a runtime's token wherever it arrives, and to no other caller.
     servicer = MeshServicer(mesh, jobs, function_state)
     mesh_pb2_grpc.add_MeshServicer_to_server(servicer, public.registrar)

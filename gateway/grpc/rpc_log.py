@@ -112,7 +112,7 @@ class RpcLog:
         else:
             # A unary answer's trailers leave with it, in the one batch that sends the answer;
             # initial metadata would be a batch of its own through C-core and its poller thread
-            # (about a fifth of the gateway's CPU per call). Servicers add theirs to it (wire.abort).
+            # (bench/RESULTS.md, issue #31). Servicers add theirs to it (wire.abort).
             context.set_trailing_metadata(sent)
         await self._auth.prepare(rpc.authorization)  # an OAuth issuer's new key, before the servicer
         return rpc
