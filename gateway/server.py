@@ -44,6 +44,7 @@ from toolmesh.gateway.grpc.decoding import RejectUndecodable
 from toolmesh.gateway.grpc.mesh_servicer import MeshServicer
 from toolmesh.gateway.grpc.rpc_log import RpcLog
 from toolmesh.gateway.grpc.server_limits import public_server_options
+from toolmesh.gateway.grpc.wrapping_server import WrappingServer
 from toolmesh.gateway.http.app import create_app, metrics_only_app
 from toolmesh.gateway.http.chat_routes import chat_routes
 from toolmesh.gateway.http.guards.connection_guard import ConnectionGuard, connection_cap
@@ -220,10 +221,10 @@ async def start_gateway(
     guard = ConnectionGuard(
         connection_cap(settings.max_connections), settings.header_timeout, settings.body_timeout
     )
-    grpc_server = grpc.aio.server(
-        options=public_server_options(guard.cap, settings.header_timeout),
-        interceptors=[rpc_log, RejectUndecodable()],
-    )
+    # No interceptors: they would run on every call; the handlers are wrapped once instead.
+    wraps = (rpc_log.wrap, RejectUndecodable.wrap)
+    grpc_server = grpc.aio.server(options=public_server_options(guard.cap, settings.header_timeout))
+    public = WrappingServer(grpc_server, wraps)
     try:
         grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
     except RuntimeError:
@@ -236,7 +237,7 @@ async def start_gateway(
     if pool is None:
         # The pods' own way in for ctx.invoke: loopback only, and open until the public ports
         # have drained, so that a call in flight at SIGTERM can still call other functions.
-        pods_server = grpc.aio.server(options=server_options(), interceptors=[rpc_log, RejectUndecodable()])
+        pods_server = grpc.aio.server(options=server_options())
         pods_port = pods_server.add_insecure_port("127.0.0.1:0")
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
         access = MeshAccess(f"127.0.0.1:{pods_port}", token)
@@ -298,14 +299,16 @@ async def start_gateway(
                 raise
 
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
-    # One servicer for both doors (the interceptors keep one handler per method): ctx.state is
+    # One servicer for both doors (each wrapped once, wrapping_server.py): ctx.state is
     # served to a runtime's token wherever it arrives, and to no other caller.
     servicer = MeshServicer(mesh, jobs, function_state)
-    mesh_pb2_grpc.add_MeshServicer_to_server(servicer, grpc_server)
+    mesh_pb2_grpc.add_MeshServicer_to_server(servicer, public.registrar)
     if pods_server is not None:
-        mesh_pb2_grpc.add_MeshServicer_to_server(servicer, pods_server)
+        mesh_pb2_grpc.add_MeshServicer_to_server(servicer, WrappingServer(pods_server, wraps).registrar)
         await pods_server.start()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, grpc_server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, public.registrar)
+    # Reflection's one rpc streams requests, which neither wrapper touches (it checks for a
+    # grpc.aio.Server, too).
     reflection.enable_server_reflection(
         (MESH_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME), grpc_server
     )

@@ -9,8 +9,8 @@ other refusal has (toolmesh.error_shapes).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeAlias
 
 import grpc
 
@@ -18,10 +18,7 @@ from toolmesh.errors import InvalidRequest
 from toolmesh.protocol import wire
 
 Context = grpc.aio.ServicerContext[Any, Any]
-if TYPE_CHECKING:  # generic only in the type stubs
-    _Interceptor = grpc.aio.ServerInterceptor[Any, Any]
-else:
-    _Interceptor = grpc.aio.ServerInterceptor
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"  # generic only in the type stubs
 
 
 class Undecodable:
@@ -68,34 +65,14 @@ def _unary_stream(method: str, behaviour: Callable[..., Any]) -> Callable[..., A
     return checked
 
 
-class RejectUndecodable(_Interceptor):
-    """Wraps every unary-request handler (streaming-request ones are left as they are).
-
-    A method's handler never changes once the server runs, so each is wrapped once and kept:
-    the interceptor sits on every call's path.
-    """
-
-    def __init__(self) -> None:
-        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        method = handler_call_details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming or handler.request_deserializer is None:
-            return handler
-        self._wrapped[method] = wrapped = self._wrap(method, handler)
-        return wrapped
+class RejectUndecodable:
+    """Wraps every unary-request handler (streaming-request ones are left as they are), once,
+    when it is registered (wrapping_server.py)."""
 
     @staticmethod
-    def _wrap(method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
-        assert handler.request_deserializer is not None
+    def wrap(method: str, handler: Handler) -> Handler:
+        if handler.request_streaming or handler.request_deserializer is None:
+            return handler
         decode = _lenient(handler.request_deserializer)
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(

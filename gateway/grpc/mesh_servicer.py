@@ -52,15 +52,27 @@ def _authorization(context: Context) -> str | None:
     return _metadata(context, "authorization") or None
 
 
+def _call_metadata(context: Context) -> tuple[str | None, str]:
+    """The caller's authorization and the call's idempotency key, in one pass over the metadata."""
+    authorization: str | None = None
+    key = ""
+    for name, value in context.invocation_metadata() or ():
+        if name == "authorization":
+            authorization = (value if isinstance(value, str) else value.decode()) or None
+        elif name == "idempotency-key":
+            key = value if isinstance(value, str) else value.decode()
+    return authorization, key
+
+
 def _invocation(
-    request: invoke_pb2.InvokeRequest, context: Context, events: Listener | None = None
+    request: invoke_pb2.InvokeRequest, context: Context, key: str, events: Listener | None = None
 ) -> InvokeRequest:
     options = CallOptions.parse(
         request.request_id,
         request.session_id,
         request.metadata,
         context.time_remaining(),
-        idempotency_key=_metadata(context, "idempotency-key"),
+        idempotency_key=key,
     )
     return InvokeRequest(request.function, request.arguments or b"{}", options, events)
 
@@ -146,12 +158,14 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
 
     async def Invoke(self, request: invoke_pb2.InvokeRequest, context: Context) -> invoke_pb2.InvokeResponse:
         try:
-            result = await self._mesh.invoke(self._principal(context), _invocation(request, context))
+            authorization, key = _call_metadata(context)
+            principal = self._mesh.authenticate(authorization)  # before the request is read
+            result = await self._mesh.invoke(principal, _invocation(request, context, key))
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise
         if result.replayed:
-            context.set_trailing_metadata(REPLAYED_METADATA)
+            context.set_trailing_metadata((*context.trailing_metadata(), *REPLAYED_METADATA))
         return wire.result_to_proto(result)
 
     async def InvokeStream(
@@ -163,7 +177,9 @@ class MeshServicer(mesh_pb2_grpc.MeshServicer):
         interleaving = Interleaving(request.log_level, request.progress) if wanted else None
         listener = interleaving.listener if interleaving is not None else None
         try:
-            stream = self._mesh.stream(self._principal(context), _invocation(request, context, listener))
+            authorization, key = _call_metadata(context)
+            principal = self._mesh.authenticate(authorization)
+            stream = self._mesh.stream(principal, _invocation(request, context, key, listener))
             events = stream if interleaving is None else interleaving.merge(stream)
             async for event in events:
                 for message in wire.stream_messages(event):

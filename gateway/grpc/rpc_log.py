@@ -1,8 +1,9 @@
 """Around every Mesh gRPC call: its request id, its access-log line and its server span.
 
 The id is the request's `request_id` field, else an ``x-request-id`` metadata entry, else a new
-one, which is then written into the field so the call uses it; it is sent back in the
-response's initial metadata as ``x-request-id``. The access-log line (`[gateway] access_log`):
+one, which is then written into the field so the call uses it; it is sent back as
+``x-request-id`` in the trailing metadata of a unary call (errors included) and in the initial
+metadata of a server-streaming one. The access-log line (`[gateway] access_log`):
 
     {"ts": ..., "level": "info", "logger": "toolmesh.access", "msg": "grpc",
      "method": "/toolmesh.v1.Mesh/Invoke", "code": "OK", "duration_ms": 0.9,
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any
 
@@ -26,7 +27,7 @@ import grpc
 import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Authenticator
 from toolmesh.gateway.core.requests import MAX_REQUEST_ID
-from toolmesh.gateway.grpc.decoding import Context, _Interceptor
+from toolmesh.gateway.grpc.decoding import Context, Handler
 from toolmesh.logs.lines import LineBuffer, access
 from toolmesh.protocol.calls import new_request_id
 
@@ -61,36 +62,22 @@ class _Rpc:
                 request.request_id = self.request_id
 
 
-class RpcLog(_Interceptor):
-    """Wraps the Mesh service's handlers, once per method (as `RejectUndecodable` does)."""
+class RpcLog:
+    """Wraps the Mesh service's handlers, once each, when they are registered (wrapping_server.py)."""
 
     def __init__(self, auth: Authenticator, *, log: bool = True) -> None:
         self._auth = auth
         self.lines = LineBuffer() if log and access.isEnabledFor(logging.INFO) else None
-        self._wrapped: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        method = handler_call_details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(handler_call_details)
-        if handler is None or not method.startswith(MESH_PREFIX) or handler.request_streaming:
+    def wrap(self, method: str, handler: Handler) -> Handler:
+        if not method.startswith(MESH_PREFIX) or handler.request_streaming:
             return handler
-        self._wrapped[method] = wrapped = self._wrap(method, handler)
-        return wrapped
-
-    def _wrap(self, method: str, handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
         if handler.unary_unary is not None:
             # The stubs type behaviours as sync ones; on a grpc.aio server they are coroutines.
             behaviour: Any = handler.unary_unary
 
             async def unary(request: Any, context: Context) -> Any:
-                rpc = await self._begin(request, context)
+                rpc = await self._begin(request, context, streamed=False)
                 try:
                     with tracing.span(method, {"rpc.method": method}, parent=rpc.trace, server=True):
                         return await behaviour(request, context)
@@ -104,7 +91,7 @@ class RpcLog(_Interceptor):
         assert stream_behaviour is not None
 
         async def stream(request: Any, context: Context) -> AsyncIterator[Any]:
-            rpc = await self._begin(request, context)
+            rpc = await self._begin(request, context, streamed=True)
             try:
                 with tracing.span(method, {"rpc.method": method}, parent=rpc.trace, server=True):
                     async for item in stream_behaviour(request, context):
@@ -116,9 +103,17 @@ class RpcLog(_Interceptor):
             stream, handler.request_deserializer, handler.response_serializer
         )
 
-    async def _begin(self, request: Any, context: Context) -> _Rpc:
+    async def _begin(self, request: Any, context: Context, *, streamed: bool) -> _Rpc:
         rpc = _Rpc(request, context, tracing.enabled())
-        await context.send_initial_metadata(((REQUEST_ID_KEY, rpc.request_id),))
+        sent = ((REQUEST_ID_KEY, rpc.request_id),)
+        if streamed:
+            # Before the first item, which may be long in coming.
+            await context.send_initial_metadata(sent)
+        else:
+            # A unary answer's trailers leave with it, in the one batch that sends the answer;
+            # initial metadata would be a batch of its own through C-core and its poller thread
+            # (bench/RESULTS.md, issue #31). Servicers add theirs to it (wire.abort).
+            context.set_trailing_metadata(sent)
         await self._auth.prepare(rpc.authorization)  # an OAuth issuer's new key, before the servicer
         return rpc
 

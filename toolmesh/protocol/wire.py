@@ -235,5 +235,6 @@ def stream_messages(
 async def abort(context: grpc.aio.ServicerContext[object, object], error: ToolmeshError) -> None:
     """End an RPC with the error's status and the trailers that let a toolmesh client rebuild it."""
     status, details, trailers = grpc_status(error)
-    context.set_trailing_metadata(trailers)
+    # After what the call has set already (the gateway's x-request-id, gateway/grpc/rpc_log.py).
+    context.set_trailing_metadata((*context.trailing_metadata(), *trailers))
     await context.abort(status, details)

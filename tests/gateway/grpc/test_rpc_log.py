@@ -10,25 +10,37 @@ import pytest
 
 from tests.gateway.conftest import StartGateway
 from tests.gateway.grpc.test_mesh_servicer import mesh_stub, request
+from toolmesh.error_shapes import from_rpc_error
+from toolmesh.errors import FunctionNotFound
 from toolmesh.protocol import wire
 
 
-async def test_the_request_id_comes_back_in_initial_metadata(gateway_factory: StartGateway) -> None:
+async def test_the_request_id_comes_back_in_the_metadata(gateway_factory: StartGateway) -> None:
     gateway = await gateway_factory()
     channel, mesh = mesh_stub(gateway)
     async with channel:
         generated = mesh.Invoke(request("add", a=1))
         result = wire.result_from_proto(await generated)
-        sent = dict(await generated.initial_metadata())
+        sent = dict(await generated.trailing_metadata())
         assert sent["x-request-id"] == result.request_id and len(result.request_id) == 32
         chosen = mesh.Invoke(request("add", a=1), metadata=(("x-request-id", "from-metadata"),))
         assert wire.result_from_proto(await chosen).request_id == "from-metadata"
-        assert dict(await chosen.initial_metadata())["x-request-id"] == "from-metadata"
+        assert dict(await chosen.trailing_metadata())["x-request-id"] == "from-metadata"
         own = request("add", a=1)
         own.request_id = "in-the-message"
         in_message = mesh.Invoke(own, metadata=(("x-request-id", "ignored"),))
         assert wire.result_from_proto(await in_message).request_id == "in-the-message"
-        assert dict(await in_message.initial_metadata())["x-request-id"] == "in-the-message"
+        assert dict(await in_message.trailing_metadata())["x-request-id"] == "in-the-message"
+        # A refusal keeps both: the id, and the trailers a toolmesh client rebuilds the error from.
+        refused = mesh.Invoke(request("no_such_function"), metadata=(("x-request-id", "refused"),))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await refused
+        assert dict(caught.value.trailing_metadata())["x-request-id"] == "refused"
+        assert isinstance(from_rpc_error(caught.value), FunctionNotFound)
+        # A stream's id comes before its first item, in the initial metadata.
+        streamed = mesh.InvokeStream(request("count", n=2), metadata=(("x-request-id", "streamed"),))
+        assert dict(await streamed.initial_metadata())["x-request-id"] == "streamed"
+        assert [event async for event in streamed]
 
 
 async def test_one_access_line_per_mesh_call_with_its_code(
