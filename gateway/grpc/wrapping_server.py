@@ -36,14 +36,17 @@ class _WrappedGeneric(_Generic):
     def __init__(self, inner: _Generic, wrap: Wrap) -> None:
         self._inner = inner
         self._wrap = wrap
-        self._wrapped: dict[str, Handler | None] = {}
+        self._wrapped: dict[str, Handler] = {}
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> Handler | None:
         method = handler_call_details.method
-        if method not in self._wrapped:  # a handler never changes once the server runs
+        wrapped = self._wrapped.get(method)
+        if wrapped is None:
             handler = self._inner.service(handler_call_details)
-            self._wrapped[method] = None if handler is None else self._wrap(method, handler)
-        return self._wrapped[method]
+            if handler is None:  # not ours: never kept, or any client could grow the dict
+                return None
+            wrapped = self._wrapped[method] = self._wrap(method, handler)  # it never changes
+        return wrapped
 
 
 class WrappingServer:
