@@ -59,11 +59,20 @@ Handler = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[Any]]
 _Key = tuple[str, str, tuple[str, ...], bool, str, bool, str | None]
 
 
+#: What the fast path borrows from the SDK's private side; an SDK without it answers every read.
+_BORROWED = (
+    (ServerRunner, "_serialize"),
+    (ServerRunner, "_compose_server_middleware"),
+    (_methods, "validate_client_request"),
+)
+
+
 class DirectReads:
     """Serves the methods of `READS` for `DirectCalls` (see the module's docstring)."""
 
     def __init__(self, server: Server[Any]) -> None:
         self._server = server
+        self.enabled = all(hasattr(owner, name) for owner, name in _BORROWED)
         # Only its server is read by `_serialize` and the middleware composition.
         self._runner = ServerRunner(server=server, connection=cast(Any, None), lifespan_state=None)
         self._cache: dict[_Key, bytes] = {}
@@ -85,6 +94,8 @@ class DirectReads:
         modern: bool,
     ) -> bool:
         """Answer the read `decoded`; False (nothing sent) when the SDK must answer it."""
+        if not self.enabled:
+            return False
         method: str = decoded["method"]
         request_id = decoded["id"]
         params: dict[str, Any] | None = decoded.get("params")
