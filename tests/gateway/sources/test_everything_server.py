@@ -143,9 +143,9 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
                     sampling_callback=caller.sample,
                 ) as client,
             ):
-                elicited = await client.call_tool("everything__trigger-elicitation-request", {})
+                elicited = await client.call_tool("everything__trigger_elicitation_request", {})
                 sampled = await client.call_tool(
-                    "everything__trigger-sampling-request", {"prompt": "frogs", "maxTokens": 20}
+                    "everything__trigger_sampling_request", {"prompt": "frogs", "maxTokens": 20}
                 )
         assert not elicited.is_error, elicited
         assert "Ada Lovelace" in str(elicited.content), elicited
@@ -156,7 +156,7 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
             "Resource trigger-sampling-request context: frogs",
         ], mode
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as plain:
-        refused = await plain.post("/v1/functions/everything.trigger-elicitation-request/invoke", json={})
+        refused = await plain.post("/v1/functions/everything.trigger_elicitation_request/invoke", json={})
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"]["code"] == "input_required"
         assert "MCP client" in refused.json()["error"]["message"]
