@@ -27,6 +27,7 @@ from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
 from toolmesh.runtimes.mcp.server_asks import answerer as _answerer
 from toolmesh.runtimes.mcp.server_features import (
     completion_definitions,
@@ -34,7 +35,6 @@ from toolmesh.runtimes.mcp.server_features import (
     resource_definitions,
 )
 from toolmesh.runtimes.mcp.server_process import ExitedMidCall, RpcError, ServerProcess, list_server
-from toolmesh.runtimes.mcp.stdio_session import Answerer as _Answerer
 
 #: The pod's exit status when its server exited during a call.
 SERVER_EXITED = 70
@@ -112,7 +112,8 @@ def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
     async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
         params = {"name": tool, "arguments": arguments}
         context = _toolmesh_context
-        return _result(await _ask("tools/call", params, _listener(context), _answerer(context)))
+        answer = _answerer(lambda kind, asked: context.ask_all_sync((kind, None, asked))[0])
+        return _result(await _ask("tools/call", params, _listener(context), answer))
 
     return call
 

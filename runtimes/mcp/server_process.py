@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmesh.runtimes.mcp.stdio_session import Answerer, Heard, RpcError, ServerExited, StdioSession
+from toolmesh.runtimes.mcp.server_asks import Answerer
+from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100

@@ -20,6 +20,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+
 #: The revision offered; a server may answer with an older one it speaks.
 PROTOCOL_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "toolmesh", "version": "1"}
@@ -31,14 +33,6 @@ MAX_LINE = 64 * 1024 * 1024
 
 #: Receives a notification the server sent about a request (its JSON-RPC message).
 Heard = Callable[[dict[str, Any]], None]
-#: Answers a request the server sent during a request (its method and params) with its result.
-#: What it raises ends the request it belongs to with that exception (the server's request gets an
-#: error, and the server is told the request is cancelled): how a call stops to ask its caller.
-Answerer = Callable[[str, dict[str, Any]], dict[str, Any]]
-#: The server's requests to the client that an `Answerer` may answer.
-ANSWERABLE = frozenset({"elicitation/create", "sampling/createMessage"})
-#: What the client offers in `initialize`: the server sends these requests only to a client that does.
-CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}}
 #: JSON-RPC's "internal error", the answer to a request whose call stopped to ask its caller.
 INTERNAL_ERROR = -32603
 
@@ -220,7 +214,7 @@ class StdioSession:
             ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
-            elif method in ANSWERABLE and len(self._waiting) == 1:
+            elif method in KINDS and len(self._waiting) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from toolmesh.config.runtime_config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
@@ -33,8 +33,10 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
 from toolmesh.protocol.calls import Call
+from toolmesh.runtimes.functions.asking import Asker, input_required_result
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, name_limit
+from toolmesh.runtimes.mcp.server_asks import Answerer, answerer
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -130,11 +132,14 @@ class RemoteMcpRuntime(GatewaySource):
         self._inflight += 1
         try:
             async with asyncio.timeout(limit):
-                answer = await session.request(target.method, params, heard, log_level)
+                answer = await session.request(target.method, params, heard, log_level, _answerer(call))
         except TimeoutError:
             raise FunctionTimeout(
                 f"{_what(target)} of {self.name!r} did not answer within {limit:g} s"
             ) from None
+        except InputRequired as exc:
+            # The server asked the caller what the call's answers do not hold yet.
+            result = input_required_result(exc)
         except McpRpcError as exc:
             if exc.code == INVALID_PARAMS:
                 raise InvalidArguments(f"{call.function}: {exc}", ()) from None
@@ -154,6 +159,12 @@ class RemoteMcpRuntime(GatewaySource):
 
 
 _RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+
+
+def _answerer(call: Call) -> Answerer:
+    """What answers the server's requests during `call`: its caller, by replay (server_asks.py)."""
+    asker = Asker(call.function, call.metadata)
+    return answerer(lambda kind, params: asker.ask([(kind, None, params)])[0])
 
 
 def _what(target: McpTarget) -> str:

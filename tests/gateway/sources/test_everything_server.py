@@ -120,16 +120,9 @@ class Caller:
         )
 
 
-async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
+async def check_asks(url: str) -> None:
     """The server's elicitation and sampling requests during a tool call are the call's asks: an
     MCP client answers them (either era), an HTTP caller is told it cannot (409)."""
-    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
-    node = require_tool("node", "Node.js 20+")
-    gateway = await gateway_factory(
-        RuntimeConfig(
-            name="everything", mcp_command=(node, str(EVERYTHING_MAIN), "stdio"), startup_timeout=60
-        )
-    )
     for mode in ("auto", "legacy"):
         caller = Caller()
         with warnings.catch_warnings():
@@ -137,7 +130,7 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
             async with (
                 httpx2.AsyncClient(timeout=30) as http,
                 Client(
-                    streamable_http_client(f"{gateway.url}/mcp", http_client=http),
+                    streamable_http_client(f"{url}/mcp", http_client=http),
                     mode=mode,
                     elicitation_callback=caller.elicit,
                     sampling_callback=caller.sample,
@@ -155,7 +148,7 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
             "Please provide inputs for the following fields:",
             "Resource trigger-sampling-request context: frogs",
         ], mode
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as plain:
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
         refused = await plain.post("/v1/functions/everything.trigger_elicitation_request/invoke", json={})
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"]["code"] == "input_required"
@@ -163,3 +156,23 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
         # The server was told the call is over and serves the next one.
         echoed = await plain.post("/v1/functions/everything.echo/invoke", json={"message": "hi"})
         assert echoed.json()["content"][0]["text"] == "Echo: hi"
+
+
+async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    gateway = await gateway_factory(
+        RuntimeConfig(
+            name="everything", mcp_command=(node, str(EVERYTHING_MAIN), "stdio"), startup_timeout=60
+        )
+    )
+    await check_asks(gateway.url)
+
+
+async def test_remote_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
+    everything = everything_server().start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
+        await check_asks(gateway.url)
+    finally:
+        everything.kill()
