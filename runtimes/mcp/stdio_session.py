@@ -4,7 +4,7 @@ The official client session costs a task group, memory streams and model validat
 a pod forwards each call as it is, so this client writes the request line, and one reader task
 resolves the caller's future when the answer's line arrives. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
-to the request that listens for them, its `list_changed` notifications to `changed`. Its requests:
+to the request that listens for them, others (`list_changed`) are dropped. Its requests:
 `ping` is answered with an empty result; elicitation and sampling go to the request in flight that
 answers them (`Answerer`), when it is the only one (stdio does not say whose they are); anything
 else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
@@ -52,15 +52,8 @@ class RpcError(Exception):
 class StdioSession:
     """A started server and its reader: `request` sends one request and waits for its answer."""
 
-    def __init__(
-        self,
-        command: Sequence[str],
-        process: asyncio.subprocess.Process,
-        changed: Callable[[str], None] | None = None,
-    ) -> None:
+    def __init__(self, command: Sequence[str], process: asyncio.subprocess.Process) -> None:
         self._command = list(command)
-        #: Gets the method of each `notifications/*/list_changed` the server sends.
-        self._changed = changed
         self._process = process
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
@@ -75,14 +68,8 @@ class StdioSession:
         self.server: dict[str, Any] = {}
 
     @classmethod
-    async def start(
-        cls,
-        command: Sequence[str],
-        env: Mapping[str, str] | None = None,
-        changed: Callable[[str], None] | None = None,
-    ) -> StdioSession:
-        """Start the server and shake hands; ServerExited when it cannot be started or answer.
-        `changed` gets the method of each `list_changed` notification the server sends."""
+    async def start(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> StdioSession:
+        """Start the server and shake hands; ServerExited when it cannot be started or answer."""
         try:
             process = await asyncio.create_subprocess_exec(
                 *command,
@@ -94,7 +81,7 @@ class StdioSession:
             )
         except OSError as exc:
             raise ServerExited(f"the MCP server {command[0]!r} did not start: {exc}") from None
-        session = cls(command, process, changed)
+        session = cls(command, process)
         try:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -193,12 +180,8 @@ class StdioSession:
         if not isinstance(message, dict):
             return
         method = message.get("method")
-        if "id" not in message:
-            if isinstance(method, str) and method.endswith("/list_changed"):
-                if self._changed is not None:
-                    self._changed(method)
-            elif self._listening:
-                self._notified(message)
+        if "id" not in message and self._listening:
+            self._notified(message)
             return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
@@ -209,7 +192,7 @@ class StdioSession:
                 answer.set_exception(RpcError(int(error.get("code", 0)), str(error.get("message", ""))))
             else:
                 answer.set_result(message.get("result"))
-        else:
+        elif "id" in message:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
             ended: int | None = None
             if method == "ping":
