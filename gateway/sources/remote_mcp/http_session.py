@@ -10,7 +10,9 @@ cannot be reached. A request that never reached the server is sent again once. T
 server sends while it answers (progress, log messages) go to the request's `heard`. Its elicitation
 and sampling requests on a request's event stream go to the request's `answer` (the call's caller,
 runtimes/mcp/server_asks.py); others (roots), and these with no one to answer, are declined, as the
-SDK's client declines them when given no callbacks.
+SDK's client declines them when given no callbacks. Its `list_changed` notifications, on a
+request's stream or on the session's standalone stream (a GET the session keeps open in the
+handshake era), go to `changed`.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 CLIENT_INFO = {"name": "toolmesh-gateway", "version": "1"}
+#: Seconds before the standalone stream is opened again after it ended or failed.
+LISTEN_RETRY = 1.0
+#: The standalone stream waits as long as the server is silent.
+LISTEN_TIMEOUT = httpx.Timeout(None, connect=10)
 #: JSON-RPC's "method not found", the answer to requests the gateway does not serve.
 METHOD_NOT_FOUND = -32601
 #: JSON-RPC's "internal error", the answer to a request whose call stopped to ask its caller.
@@ -76,8 +82,18 @@ class _SessionGone(Exception):
 class McpHttpSession:
     """Requests to one Streamable HTTP MCP endpoint, its session kept across calls."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        changed: Callable[[str], None] | None = None,
+    ) -> None:
+        """`changed` gets the method of each `notifications/*/list_changed` the server sends."""
         self._client = client
+        self._changed = changed
+        #: The standalone stream's reader, while a session of the handshake era is open.
+        self._listening: asyncio.Task[None] | None = None
         self._url = url
         self._headers = {
             **headers,
@@ -132,6 +148,7 @@ class McpHttpSession:
     async def close(self) -> None:
         """End the session on the server (best effort)."""
         session, self._session, self._version = self._session, None, None
+        self._stop_listening()
         if session is not None:
             with contextlib.suppress(httpx.HTTPError):
                 headers = {**self._headers, SESSION_HEADER: session}
@@ -142,6 +159,7 @@ class McpHttpSession:
             if self._version is not None and not (again and self._session == seen):
                 return
             self._session, self._version = None, None
+            self._stop_listening()
             if await self._discover():
                 return
             try:
@@ -168,6 +186,49 @@ class McpHttpSession:
             except httpx.HTTPError as exc:
                 self._version = None
                 raise McpHttpError(_describe(exc)) from None
+            self._start_listening()
+
+    def _start_listening(self) -> None:
+        """Open the standalone stream of the session just made, when someone hears `changed`."""
+        if self._changed is not None and self._session is not None:
+            self._listening = asyncio.get_running_loop().create_task(self._listen(self._session))
+
+    def _stop_listening(self) -> None:
+        listening, self._listening = self._listening, None
+        if listening is not None:
+            listening.cancel()
+
+    async def _listen(self, session: str) -> None:
+        """Read the session's standalone stream (GET) while the session lasts, for what the server
+        says outside any request; a server that offers none (405) is not asked again."""
+        headers = {key: value for key, value in self._request_headers().items() if key != "content-type"}
+        headers["accept"] = "text/event-stream"
+        while self._session == session:
+            try:
+                timeout = httpx.Timeout(None, connect=10)
+                async with self._client.stream(
+                    "GET", self._url, headers=headers, timeout=timeout
+                ) as response:
+                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if response.status_code != 200 or kind != "text/event-stream":
+                        return
+                    async for event in self._events(response):
+                        if "id" in event:
+                            await self._answer_server(event, 0, None)
+                        else:
+                            self._heard_changed(event)
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(LISTEN_RETRY)
+
+    def _heard_changed(self, event: dict[str, Any]) -> bool:
+        """Whether `event` is a `list_changed` notification (then `changed` has it)."""
+        method = event.get("method")
+        if not isinstance(method, str) or not method.endswith("/list_changed"):
+            return False
+        if self._changed is not None:
+            self._changed(method)
+        return True
 
     async def _discover(self) -> bool:
         """Whether the server speaks the per-request era (then it is agreed on)."""
@@ -261,7 +322,11 @@ class McpHttpSession:
                         return _outcome(event)
                     if "id" in event:
                         await self._answer_server(event, ident, answer)
-                    elif heard is not None and isinstance(event.get("method"), str):
+                    elif (
+                        not self._heard_changed(event)
+                        and heard is not None
+                        and isinstance(event.get("method"), str)
+                    ):
                         heard(event)
                 raise McpHttpError(f"{method}: the event stream ended without an answer")
             try:
