@@ -129,7 +129,7 @@ class RemoteMcpRuntime(GatewaySource):
                 log.warning(
                     "runtime %r: the MCP server's lists changed but could not be read again: %s",
                     self.name,
-                    exc or type(exc).__name__,
+                    str(exc) or type(exc).__name__,
                     extra={"runtime": self.name},
                 )
                 return
