@@ -6,7 +6,7 @@ plug in their own, and the core never imports the pool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,6 +44,11 @@ class RuntimePool(Protocol):
 
     def prepare_reloads(self) -> None:
         """Reloads are coming (the gateway watches the modules): get ready to make them fast."""
+        ...
+
+    def on_listing_changed(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Call `listener` when a runtime's functions changed on their own (a remote MCP server's
+        `list_changed`): the catalog is to be read again."""
         ...
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...

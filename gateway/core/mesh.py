@@ -86,6 +86,7 @@ class Mesh:
         self.drain = Drain()
         #: Hot reload of the runtimes (`reload`, SIGHUP, `toolmesh up --reload`).
         self.reloader = Reloader(catalog, pool, self.router)
+        pool.on_listing_changed(self.reloader.follow)
         #: The last calls, for the console's live view (`recent_invocations`).
         self.recent = RecentInvocations()
         #: One record per call (who, what, outcome), when `[gateway] audit_log` is on.

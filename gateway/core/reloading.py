@@ -108,6 +108,20 @@ class Reloader:
         )
         return ReloadReport(tuple(outcomes), changed)
 
+    async def follow(self) -> None:
+        """A runtime's functions changed on their own (a remote MCP server's `list_changed`): the
+        catalog, and what follows it, are brought up to date as after a reload."""
+        async with self._lock:
+            try:
+                changed = await self._catalog.reload(self._pool)
+            except ConfigError as exc:
+                log.error(f"the catalog cannot follow a runtime's change, it keeps its old contents: {exc}")
+                return
+            if changed:
+                documents = spec_documents(self._catalog.specs())
+                await self._router.in_worker(functools.partial(self._router.sync, documents))
+        log.info("catalog followed a runtime's own change", extra={"catalog_changed": changed})
+
     async def _one(self, runtime: str) -> RuntimeReload:
         try:
             await self._pool.reload(runtime)

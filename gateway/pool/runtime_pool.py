@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +98,8 @@ class Pool:
         #: Templates started ahead of reloads (launcher.py's Standbys), for the runtimes in `_reloadable`.
         self._standbys = Standbys()
         self._reloadable: set[str] = set()
+        #: Who hears that a runtime's functions changed on their own (`on_listing_changed`).
+        self._listing_listeners: list[Callable[[], Awaitable[None]]] = []
 
     def runtimes(self) -> Sequence[str]:
         return list(self._configs)
@@ -111,6 +113,7 @@ class Pool:
             for config in self._configs.values():
                 if config.in_gateway:
                     service = service_runtime(config, self._headers.get(config.name, {}), self._directory)
+                    service.listing_changed = self._listing_changed
                     self._services[config.name] = service
                     self._metrics.watch(config.name, service)
             for config in self._configs.values():
@@ -142,6 +145,13 @@ class Pool:
         except BaseException:
             await self.close()
             raise
+
+    def on_listing_changed(self, listener: Callable[[], Awaitable[None]]) -> None:
+        self._listing_listeners.append(listener)
+
+    async def _listing_changed(self) -> None:
+        for listener in list(self._listing_listeners):
+            await listener()
 
     def prepare_reloads(self) -> None:
         """Reloads are coming (`toolmesh up --reload`): have every local runtime keep a standby

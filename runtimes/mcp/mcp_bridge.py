@@ -27,6 +27,8 @@ from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
+from toolmesh.runtimes.mcp.server_asks import answerer as _answerer
 from toolmesh.runtimes.mcp.server_features import (
     completion_definitions,
     prompt_definitions,
@@ -89,11 +91,14 @@ _server = ServerProcess(_command())
 
 
 async def _ask(
-    method: str, params: dict[str, Any], heard: Callable[[dict[str, Any]], None] | None = None
+    method: str,
+    params: dict[str, Any],
+    heard: Callable[[dict[str, Any]], None] | None = None,
+    answer: _Answerer | None = None,
 ) -> Any:
     """`method`'s result from the pod's server; when the server exits first, the pod exits."""
     try:
-        return await _server.request(method, params, None, heard)
+        return await _server.request(method, params, None, heard, answer)
     except RpcError as exc:
         raise McpToolError(f"the MCP server refused {method}: {exc}") from None
     except ExitedMidCall as exc:
@@ -106,7 +111,9 @@ def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
     # The context's parameter name is one no tool argument has (they are the rest, by keyword).
     async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
         params = {"name": tool, "arguments": arguments}
-        return _result(await _ask("tools/call", params, _listener(_toolmesh_context)))
+        context = _toolmesh_context
+        answer = _answerer(lambda kind, asked: context.ask_all_sync((kind, None, asked))[0])
+        return _result(await _ask("tools/call", params, _listener(context), answer))
 
     return call
 

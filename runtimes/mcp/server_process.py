@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmesh.runtimes.mcp.server_asks import Answerer
 from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
@@ -101,16 +102,22 @@ class ServerProcess:
         return await self.request("tools/call", {"name": name, "arguments": arguments}, timeout, heard)
 
     async def request(
-        self, method: str, params: dict[str, Any], timeout: float | None = None, heard: Heard | None = None
+        self,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None = None,
+        heard: Heard | None = None,
+        answer: Answerer | None = None,
     ) -> Any:
         """`method`'s result: RpcError for an error answer, ExitedMidCall when the server ends
-        before it answers, ServerExited when it cannot be started."""
+        before it answers, ServerExited when it cannot be started. `answer` answers what the
+        server asks the client meanwhile (see StdioSession.request)."""
         session = await self.session()
         try:
             if timeout is None:
-                return await session.request(method, params, heard)
+                return await session.request(method, params, heard, answer)
             async with asyncio.timeout(timeout):
-                return await session.request(method, params, heard)
+                return await session.request(method, params, heard, answer)
         except ServerExited as exc:
             raise ExitedMidCall(
                 f"the MCP server {self._command[0]!r} exited during the call: {exc}"

@@ -4,9 +4,10 @@ The official client session costs a task group, memory streams and model validat
 a pod forwards each call as it is, so this client writes the request line, and one reader task
 resolves the caller's future when the answer's line arrives. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
-to the request that listens for them, others (`list_changed`) are dropped; its requests are
-answered as the SDK's session answers them when given no callbacks: `ping` with an empty result,
-sampling, elicitation and roots with an error.
+to the request that listens for them, others (`list_changed`) are dropped. Its requests:
+`ping` is answered with an empty result; elicitation and sampling go to the request in flight that
+answers them (`Answerer`), when it is the only one (stdio does not say whose they are); anything
+else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+
 #: The revision offered; a server may answer with an older one it speaks.
 PROTOCOL_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "toolmesh", "version": "1"}
@@ -30,6 +33,8 @@ MAX_LINE = 64 * 1024 * 1024
 
 #: Receives a notification the server sent about a request (its JSON-RPC message).
 Heard = Callable[[dict[str, Any]], None]
+#: JSON-RPC's "internal error", the answer to a request whose call stopped to ask its caller.
+INTERNAL_ERROR = -32603
 
 
 class ServerExited(RuntimeError):
@@ -54,6 +59,8 @@ class StdioSession:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         #: What each request that listens hears, by its id (which is also its progress token).
         self._listening: dict[int, Heard] = {}
+        #: Who answers the server's requests during each request that can, by its id.
+        self._answering: dict[int, Answerer] = {}
         self._reader = asyncio.get_running_loop().create_task(self._read())
         #: Why the server is gone, once it is.
         self.gone: str | None = None
@@ -76,7 +83,11 @@ class StdioSession:
             raise ServerExited(f"the MCP server {command[0]!r} did not start: {exc}") from None
         session = cls(command, process)
         try:
-            hello = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
+            hello = {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": CAPABILITIES,
+                "clientInfo": CLIENT_INFO,
+            }
             server = await session.request("initialize", hello)
             session.server = server if isinstance(server, dict) else {}
             await session._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -90,12 +101,17 @@ class StdioSession:
         return self.gone is None
 
     async def request(
-        self, method: str, params: Mapping[str, Any] | None = None, heard: Heard | None = None
+        self,
+        method: str,
+        params: Mapping[str, Any] | None = None,
+        heard: Heard | None = None,
+        answer: Answerer | None = None,
     ) -> Any:
         """The result of `method`: RpcError for an error answer, ServerExited when the server ends
         first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
         request's progress notifications, and the server's log messages while it is the only
-        request in flight (stdio has no other way to tell whose they are)."""
+        request in flight (stdio has no other way to tell whose they are); `answer` answers the
+        server's elicitation and sampling requests in that case too."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
@@ -103,22 +119,29 @@ class StdioSession:
         if heard is not None:
             self._listening[ident] = heard
             params = {**(params or {}), "_meta": {**(params or {}).get("_meta", {}), "progressToken": ident}}
+        if answer is not None:
+            self._answering[ident] = answer
         if params is not None:
             message["params"] = params
-        answer = asyncio.get_running_loop().create_future()
-        self._waiting[ident] = answer
+        answered = asyncio.get_running_loop().create_future()
+        self._waiting[ident] = answered
         try:
             await self._send(message)
-            return await answer
+            return await answered
         except asyncio.CancelledError:
-            if self.gone is None:
-                cancelled = {"requestId": ident}
-                with contextlib.suppress(ServerExited):
-                    self._write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled})
+            self._cancel(ident)
             raise
         finally:
             self._waiting.pop(ident, None)
             self._listening.pop(ident, None)
+            self._answering.pop(ident, None)
+
+    def _cancel(self, ident: int) -> None:
+        """Tell the server to stop working on request `ident`."""
+        if self.gone is None:
+            cancelled = {"requestId": ident}
+            with contextlib.suppress(ServerExited):
+                self._write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled})
 
     async def _send(self, message: Mapping[str, Any]) -> None:
         self._write(message)
@@ -171,12 +194,36 @@ class StdioSession:
                 answer.set_result(message.get("result"))
         elif "id" in message:
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+            ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
+            elif method in KINDS and len(self._waiting) == 1:
+                ended = self._answered(reply, str(method), message.get("params"))
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
             with contextlib.suppress(ServerExited):
                 self._write(reply)
+            if ended is not None:
+                self._cancel(ended)
+
+    def _answered(self, reply: dict[str, Any], method: str, params: Any) -> int | None:
+        """`reply` to the server's `method` by the only request in flight's answerer. When that
+        raises, the request ends with its exception, and its id is returned: the server is to be
+        told it is cancelled (after the reply)."""
+        ident: int = next(iter(self._waiting))
+        answer = self._answering.get(ident)
+        if answer is None:
+            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
+            return None
+        try:
+            reply["result"] = answer(method, params if isinstance(params, dict) else {})
+        except Exception as exc:
+            reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+            waiting = self._waiting.get(ident)
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(exc)
+            return ident
+        return None
 
     def _notified(self, message: dict[str, Any]) -> None:
         params = message.get("params")

@@ -4,7 +4,7 @@ every such source shares: its bookkeeping (`GatewaySource`) and a call's argumen
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from toolmesh.config.runtime_config import RuntimeConfig
@@ -22,6 +22,8 @@ class ServiceRuntime(Protocol):
     namespaces: list[NamespaceSpec]
     #: Why its functions could not be read at start, when they could not.
     error: str | None
+    #: Called when its functions changed on their own (the service said so), set by the pool.
+    listing_changed: Callable[[], Awaitable[None]] | None
 
     @property
     def ready(self) -> bool: ...
@@ -68,6 +70,8 @@ class GatewaySource:
         self.namespaces: list[NamespaceSpec] = []
         #: Why its functions could not be read at start, when they could not.
         self.error: str | None = None
+        #: Called when its functions changed on their own (the service said so), set by the pool.
+        self.listing_changed: Callable[[], Awaitable[None]] | None = None
 
     @property
     def ready(self) -> bool:

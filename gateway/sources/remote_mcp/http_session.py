@@ -7,9 +7,12 @@ request carries the protocol version and the client's capabilities in `_meta` an
 there is no session); any other is asked to `initialize` (the handshake era, 2024-11-05 to
 2025-11-25), whose session (`Mcp-Session-Id`) is made again when the server forgets it (404) or
 cannot be reached. A request that never reached the server is sent again once. The notifications the
-server sends while it answers (progress, log messages) go to the request's `heard`. Requests it
-makes of the client (sampling, elicitation, roots) are declined, as the SDK's client declines them
-when given no callbacks: they do not travel on to the gateway's caller yet.
+server sends while it answers (progress, log messages) go to the request's `heard`. Its elicitation
+and sampling requests on a request's event stream go to the request's `answer` (the call's caller,
+runtimes/mcp/server_asks.py); others (roots), and these with no one to answer, are declined, as the
+SDK's client declines them when given no callbacks. Its `list_changed` notifications, on a
+request's stream or on the session's standalone stream (a GET the session keeps open in the
+handshake era), go to `changed`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import httpx
+
+from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -43,8 +48,14 @@ CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 CLIENT_INFO = {"name": "toolmesh-gateway", "version": "1"}
+#: Seconds before the standalone stream is opened again after it ended or failed.
+LISTEN_RETRY = 1.0
+#: The standalone stream waits as long as the server is silent.
+LISTEN_TIMEOUT = httpx.Timeout(None, connect=10)
 #: JSON-RPC's "method not found", the answer to requests the gateway does not serve.
 METHOD_NOT_FOUND = -32601
+#: JSON-RPC's "internal error", the answer to a request whose call stopped to ask its caller.
+INTERNAL_ERROR = -32603
 
 
 #: Receives a notification the server sent while answering a request (its JSON-RPC message).
@@ -71,8 +82,18 @@ class _SessionGone(Exception):
 class McpHttpSession:
     """Requests to one Streamable HTTP MCP endpoint, its session kept across calls."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        changed: Callable[[str], None] | None = None,
+    ) -> None:
+        """`changed` gets the method of each `notifications/*/list_changed` the server sends."""
         self._client = client
+        self._changed = changed
+        #: The standalone stream's reader, while a session of the handshake era is open.
+        self._listening: asyncio.Task[None] | None = None
         self._url = url
         self._headers = {
             **headers,
@@ -98,20 +119,23 @@ class McpHttpSession:
         params: Mapping[str, Any] | None = None,
         heard: Heard | None = None,
         log_level: str | None = None,
+        answer: Answerer | None = None,
     ) -> Any:
         """`method`'s result; raises McpRpcError for an error answer, McpHttpError when the
         server cannot be reached or breaks the protocol. `heard` gets the notifications the
         server sends while it answers (progress, and log messages at `log_level` and above,
-        an MCP level name, which a per-request era server sends only when asked)."""
+        an MCP level name, which a per-request era server sends only when asked); `answer`
+        answers its elicitation and sampling requests meanwhile (what it raises, the request
+        raises, once the server is told to stop)."""
         await self._ensure_session(None)
         generation = self._session
         try:
-            return await self._send(method, self._params(params, log_level), heard)
+            return await self._send(method, self._params(params, log_level), heard, answer=answer)
         except (_SessionGone, httpx.ConnectError):
             # It never ran: the server refused the session, or was not there (restarted?).
             await self._ensure_session(generation, again=True)
             try:
-                return await self._send(method, self._params(params, log_level), heard)
+                return await self._send(method, self._params(params, log_level), heard, answer=answer)
             except _SessionGone:
                 raise McpHttpError("the server forgot the session it had just made") from None
             except httpx.HTTPError as exc:
@@ -124,6 +148,7 @@ class McpHttpSession:
     async def close(self) -> None:
         """End the session on the server (best effort)."""
         session, self._session, self._version = self._session, None, None
+        self._stop_listening()
         if session is not None:
             with contextlib.suppress(httpx.HTTPError):
                 headers = {**self._headers, SESSION_HEADER: session}
@@ -134,12 +159,17 @@ class McpHttpSession:
             if self._version is not None and not (again and self._session == seen):
                 return
             self._session, self._version = None, None
+            self._stop_listening()
             if await self._discover():
                 return
             try:
                 result = await self._send(
                     "initialize",
-                    {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {}, "clientInfo": CLIENT_INFO},
+                    {
+                        "protocolVersion": PROTOCOL_VERSIONS[0],
+                        "capabilities": CAPABILITIES,
+                        "clientInfo": CLIENT_INFO,
+                    },
                     initializing=True,
                 )
             except (httpx.HTTPError, _SessionGone) as exc:
@@ -156,6 +186,49 @@ class McpHttpSession:
             except httpx.HTTPError as exc:
                 self._version = None
                 raise McpHttpError(_describe(exc)) from None
+            self._start_listening()
+
+    def _start_listening(self) -> None:
+        """Open the standalone stream of the session just made, when someone hears `changed`."""
+        if self._changed is not None and self._session is not None:
+            self._listening = asyncio.get_running_loop().create_task(self._listen(self._session))
+
+    def _stop_listening(self) -> None:
+        listening, self._listening = self._listening, None
+        if listening is not None:
+            listening.cancel()
+
+    async def _listen(self, session: str) -> None:
+        """Read the session's standalone stream (GET) while the session lasts, for what the server
+        says outside any request; a server that offers none (405) is not asked again."""
+        headers = {key: value for key, value in self._request_headers().items() if key != "content-type"}
+        headers["accept"] = "text/event-stream"
+        while self._session == session:
+            try:
+                timeout = httpx.Timeout(None, connect=10)
+                async with self._client.stream(
+                    "GET", self._url, headers=headers, timeout=timeout
+                ) as response:
+                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if response.status_code != 200 or kind != "text/event-stream":
+                        return
+                    async for event in self._events(response):
+                        if "id" in event:
+                            await self._answer_server(event, 0, None)
+                        else:
+                            self._heard_changed(event)
+            except httpx.HTTPError:
+                pass
+            await asyncio.sleep(LISTEN_RETRY)
+
+    def _heard_changed(self, event: dict[str, Any]) -> bool:
+        """Whether `event` is a `list_changed` notification (then `changed` has it)."""
+        method = event.get("method")
+        if not isinstance(method, str) or not method.endswith("/list_changed"):
+            return False
+        if self._changed is not None:
+            self._changed(method)
+        return True
 
     async def _discover(self) -> bool:
         """Whether the server speaks the per-request era (then it is agreed on)."""
@@ -205,8 +278,10 @@ class McpHttpSession:
                 headers[NAME_HEADER] = _header_value(named)
         return headers
 
-    async def _notify(self, method: str) -> None:
-        message = {"jsonrpc": "2.0", "method": method}
+    async def _notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
         response = await self._client.post(
             self._url, content=json.dumps(message), headers=self._request_headers()
         )
@@ -221,6 +296,7 @@ class McpHttpSession:
         heard: Heard | None = None,
         *,
         initializing: bool = False,
+        answer: Answerer | None = None,
     ) -> Any:
         ident = next(self._ids)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
@@ -241,13 +317,17 @@ class McpHttpSession:
                 self._session = response.headers.get(SESSION_HEADER)
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
             if kind == "text/event-stream":
-                async for answer in self._events(response):
-                    if answer.get("id") == ident and ("result" in answer or "error" in answer):
-                        return _outcome(answer)
-                    if "id" in answer:
-                        await self._answer_server(answer)
-                    elif heard is not None and isinstance(answer.get("method"), str):
-                        heard(answer)
+                async for event in self._events(response):
+                    if event.get("id") == ident and ("result" in event or "error" in event):
+                        return _outcome(event)
+                    if "id" in event:
+                        await self._answer_server(event, ident, answer)
+                    elif (
+                        not self._heard_changed(event)
+                        and heard is not None
+                        and isinstance(event.get("method"), str)
+                    ):
+                        heard(event)
                 raise McpHttpError(f"{method}: the event stream ended without an answer")
             try:
                 answer = json.loads(await response.aread())
@@ -274,25 +354,40 @@ class McpHttpSession:
                 if isinstance(message, dict):
                     yield message
 
-    async def _answer_server(self, message: dict[str, Any]) -> None:
-        """A request of the server's gets an answer."""
-        if "method" not in message:
+    async def _answer_server(self, message: dict[str, Any], during: int, answer: Answerer | None) -> None:
+        """A request of the server's (sent during request `during`) gets an answer. When `answer`
+        raises, the server's request gets an error, `during` is cancelled, and this raises it."""
+        method = message.get("method")
+        if not isinstance(method, str):
             return
-        if message["method"] == "ping":
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        ended: Exception | None = None
+        if method == "ping":
+            reply["result"] = {}
+        elif method in KINDS and answer is not None:
+            params = message.get("params")
+            try:
+                reply["result"] = answer(method, params if isinstance(params, dict) else {})
+            except Exception as exc:
+                reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
+                ended = exc
         else:
-            error = {
-                "code": METHOD_NOT_FOUND,
-                "message": f"{message['method']} is not available through toolmesh",
-            }
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+            refused = f"{method} is not available through toolmesh"
+            reply["error"] = {"code": METHOD_NOT_FOUND, "message": refused}
+        await self._reply(reply, method)
+        if ended is not None:
+            with contextlib.suppress(httpx.HTTPError, McpHttpError):
+                await self._notify("notifications/cancelled", {"requestId": during})
+            raise ended
+
+    async def _reply(self, reply: dict[str, Any], method: str) -> None:
         try:
             response = await self._client.post(
                 self._url, content=json.dumps(reply), headers=self._request_headers()
             )
             await response.aclose()
         except httpx.HTTPError as exc:
-            log.warning("could not answer an MCP server's %s: %s", message["method"], _describe(exc))
+            log.warning("could not answer an MCP server's %s: %s", method, _describe(exc))
 
 
 def _outcome(answer: dict[str, Any]) -> Any:

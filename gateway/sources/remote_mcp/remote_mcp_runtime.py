@@ -1,8 +1,10 @@
 """`RemoteMcpRuntime`: a remote MCP server's tools, called over Streamable HTTP by the gateway.
 
 One pooled httpx client and one MCP session per runtime (http_session.py), no pods. The tools are
-listed at start and on reload; a server that cannot be reached at start does not stop the gateway:
-the runtime logs why, serves nothing and is not ready, and a reload tries again.
+listed at start and on reload, and again when the server says they changed (its `list_changed`
+notifications): the pool then has the catalog follow, as after a reload. A server that cannot be
+reached at start does not stop the gateway: the runtime logs why, serves nothing and is not ready,
+and a reload tries again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import httpx
 
 from toolmesh.config.runtime_config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
@@ -33,8 +35,10 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
 from toolmesh.protocol.calls import Call
+from toolmesh.runtimes.functions.asking import Asker, input_required_result
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
 from toolmesh.runtimes.functions.spec import FunctionSpec, name_limit
+from toolmesh.runtimes.mcp.server_asks import Answerer, answerer
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -58,6 +62,10 @@ class RemoteMcpRuntime(GatewaySource):
         self._targets: dict[str, McpTarget] = {}
         self._session: McpHttpSession | None = None
         self._client: httpx.AsyncClient | None = None
+        #: Listing the server again after its `list_changed`, while it does; `_stale` when it
+        #: said so again meanwhile.
+        self._relisting: asyncio.Task[None] | None = None
+        self._stale = False
 
     @property
     def ready(self) -> bool:
@@ -75,7 +83,7 @@ class RemoteMcpRuntime(GatewaySource):
             ),
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
-        session = McpHttpSession(client, config.mcp_url, self._headers)
+        session = McpHttpSession(client, config.mcp_url, self._headers, self._heard_changed)
         try:
             async with asyncio.timeout(config.startup_timeout):
                 found = await _list(session, config)
@@ -103,7 +111,37 @@ class RemoteMcpRuntime(GatewaySource):
         if old_client is not None:
             await old_client.aclose()
 
+    def _heard_changed(self, method: str) -> None:
+        self._stale = True
+        if self._relisting is None or self._relisting.done():
+            self._relisting = asyncio.get_running_loop().create_task(self._relist())
+
+    async def _relist(self) -> None:
+        """List the server again (as often as it said its lists changed meanwhile), then tell the
+        pool; a failure keeps what was served."""
+        config = self.config
+        while self._stale and (session := self._session) is not None:
+            self._stale = False
+            try:
+                async with asyncio.timeout(config.startup_timeout):
+                    found = await _list(session, config)
+            except (McpHttpError, McpRpcError, TimeoutError) as exc:
+                log.warning(
+                    "runtime %r: the MCP server's lists changed but could not be read again: %s",
+                    self.name,
+                    str(exc) or type(exc).__name__,
+                    extra={"runtime": self.name},
+                )
+                return
+            self._targets = {name: target for name, (target, _) in found.items()}
+            self.specs = [spec for _, spec in found.values()]
+            if self.listing_changed is not None:
+                await self.listing_changed()
+
     async def close(self) -> None:
+        relisting, self._relisting = self._relisting, None
+        if relisting is not None:
+            relisting.cancel()
         session, self._session = self._session, None
         client, self._client = self._client, None
         if session is not None:
@@ -130,11 +168,14 @@ class RemoteMcpRuntime(GatewaySource):
         self._inflight += 1
         try:
             async with asyncio.timeout(limit):
-                answer = await session.request(target.method, params, heard, log_level)
+                answer = await session.request(target.method, params, heard, log_level, _answerer(call))
         except TimeoutError:
             raise FunctionTimeout(
                 f"{_what(target)} of {self.name!r} did not answer within {limit:g} s"
             ) from None
+        except InputRequired as exc:
+            # The server asked the caller what the call's answers do not hold yet.
+            result = input_required_result(exc)
         except McpRpcError as exc:
             if exc.code == INVALID_PARAMS:
                 raise InvalidArguments(f"{call.function}: {exc}", ()) from None
@@ -154,6 +195,12 @@ class RemoteMcpRuntime(GatewaySource):
 
 
 _RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+
+
+def _answerer(call: Call) -> Answerer:
+    """What answers the server's requests during `call`: its caller, by replay (server_asks.py)."""
+    asker = Asker(call.function, call.metadata)
+    return answerer(lambda kind, params: asker.ask([(kind, None, params)])[0])
 
 
 def _what(target: McpTarget) -> str:

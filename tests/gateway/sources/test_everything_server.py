@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import httpx
@@ -10,6 +11,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.conftest import require_tool
 from tests.gateway.conftest import StartGateway
@@ -95,3 +97,82 @@ async def test_over_stdio(gateway_factory: StartGateway) -> None:
         people = await client.complete(team, {"name": "name", "value": ""}, {"department": "Sales"})
     assert departments.completion.values == ["Sales", "Support"]
     assert people.completion.values == ["David", "Eve", "Frank"]
+
+
+class Caller:
+    """An MCP client's side of what the server asks through the gateway: the user's form and the
+    caller's model, and what each was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada Lovelace"})
+
+    async def sample(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        prompt = params.messages[0].content
+        self.asked.append(prompt.text if isinstance(prompt, types.TextContent) else "?")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="a frog jumps in"), model="test-model"
+        )
+
+
+async def check_asks(url: str) -> None:
+    """The server's elicitation and sampling requests during a tool call are the call's asks: an
+    MCP client answers them (either era), an HTTP caller is told it cannot (409)."""
+    for mode in ("auto", "legacy"):
+        caller = Caller()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # sampling, from 2026-07-28
+            async with (
+                httpx2.AsyncClient(timeout=30) as http,
+                Client(
+                    streamable_http_client(f"{url}/mcp", http_client=http),
+                    mode=mode,
+                    elicitation_callback=caller.elicit,
+                    sampling_callback=caller.sample,
+                ) as client,
+            ):
+                elicited = await client.call_tool("everything__trigger_elicitation_request", {})
+                sampled = await client.call_tool(
+                    "everything__trigger_sampling_request", {"prompt": "frogs", "maxTokens": 20}
+                )
+        assert not elicited.is_error, elicited
+        assert "Ada Lovelace" in str(elicited.content), elicited
+        assert not sampled.is_error, sampled
+        assert "a frog jumps in" in str(sampled.content) and "test-model" in str(sampled.content)
+        assert caller.asked == [
+            "Please provide inputs for the following fields:",
+            "Resource trigger-sampling-request context: frogs",
+        ], mode
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
+        refused = await plain.post("/v1/functions/everything.trigger_elicitation_request/invoke", json={})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "input_required"
+        assert "MCP client" in refused.json()["error"]["message"]
+        # The server was told the call is over and serves the next one.
+        echoed = await plain.post("/v1/functions/everything.echo/invoke", json={"message": "hi"})
+        assert echoed.json()["content"][0]["text"] == "Echo: hi"
+
+
+async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    gateway = await gateway_factory(
+        RuntimeConfig(
+            name="everything", mcp_command=(node, str(EVERYTHING_MAIN), "stdio"), startup_timeout=60
+        )
+    )
+    await check_asks(gateway.url)
+
+
+async def test_remote_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
+    everything = everything_server().start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
+        await check_asks(gateway.url)
+    finally:
+        everything.kill()

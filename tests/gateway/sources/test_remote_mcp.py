@@ -9,11 +9,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ToolsListChanged
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
@@ -218,3 +220,31 @@ async def test_the_servers_resources_and_prompts_are_the_namespaces(
         asked = await client.get_prompt("clock__ask_time", {"zone": "CET"})
     assert asked.messages[0].role == "user"
     assert asked.messages[0].content.text == "What time is it in CET? Please."  # type: ignore[union-attr]
+
+
+async def test_a_servers_list_changed_is_followed(gateway_factory: StartGateway) -> None:
+    """A tool the server adds while serving is served once it says `tools/list_changed`, on a
+    call's stream or on its session's own (GET), and MCP callers listening hear list_changed."""
+    growing = python_server("--legacy", "--growing").start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=growing.url))
+        assert "clock.grown" not in await listing(gateway.url)
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+            client.listen(tools_list_changed=True) as subscription,
+        ):
+            assert (await invoke(gateway.url, "clock.grow", {})).json()["structured"] == {"result": "grew"}
+            with anyio.fail_after(10):
+                assert isinstance(await anext(aiter(subscription)), ToolsListChanged)
+            assert "clock__grown" in {tool.name for tool in (await client.list_tools()).tools}
+        assert (await invoke(gateway.url, "clock.grown", {})).json()["content"][0]["text"] == "new"
+        await invoke(gateway.url, "clock.grow_quietly", {})
+        for _ in range(200):  # the gateway lists the server again on its own: give it 10 s
+            if "clock.grown_quietly" in await listing(gateway.url):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("list_changed on the session's own stream was not followed")
+    finally:
+        growing.kill()
