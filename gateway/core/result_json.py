@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
+import math
+from json.encoder import encode_basestring_ascii as _quote
 
 from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text, result_from_document
 
@@ -24,6 +26,14 @@ def content_json(item: Content) -> bytes:
     )
 
 
+def _timing(queued_ms: float, duration_ms: float) -> bytes:
+    """`json.dumps({"queued_ms": ..., "duration_ms": ...})`, written out: a number's JSON is its
+    repr (json's own rule) except for NaN and infinities, left to json."""
+    if math.isfinite(queued_ms) and math.isfinite(duration_ms):
+        return f'{{"queued_ms": {queued_ms!r}, "duration_ms": {duration_ms!r}}}'.encode()
+    return json.dumps({"queued_ms": queued_ms, "duration_ms": duration_ms}).encode()
+
+
 def result_json(result: Result) -> bytes:
     """`{"is_error", "content", "structured", "request_id", "timing", "error"?}` as bytes."""
     parts = [
@@ -34,11 +44,9 @@ def result_json(result: Result) -> bytes:
         b'],"structured":',
         result.structured_json if result.structured_json is not None else b"null",
         b',"request_id":',
-        json.dumps(result.request_id).encode(),
+        _quote(result.request_id).encode(),  # what json.dumps does for a str, without its layers
         b',"timing":',
-        json.dumps(
-            {"queued_ms": round(result.queued_ms, 3), "duration_ms": round(result.duration_ms, 3)}
-        ).encode(),
+        _timing(round(result.queued_ms, 3), round(result.duration_ms, 3)),
     ]
     if result.error is not None:
         error = {

@@ -18,6 +18,7 @@ the pods' spans join the caller's trace.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from json.encoder import encode_basestring_ascii as _quote
 
@@ -35,8 +36,13 @@ _TRACE_HEADERS = (b"traceparent", b"tracestate")
 MAX_LOGGED_PATH = 512
 
 
+#: A request id that is echoed: 1 to MAX_REQUEST_ID printable ASCII bytes (one C-level match
+#: rather than a Python loop over the bytes).
+_VALID_ID = re.compile(rb"[\x20-\x7e]{1,%d}" % MAX_REQUEST_ID)
+
+
 def _valid_id(value: bytes) -> bool:
-    return 0 < len(value) <= MAX_REQUEST_ID and all(32 <= b < 127 for b in value)
+    return _VALID_ID.fullmatch(value) is not None
 
 
 class RequestLog:

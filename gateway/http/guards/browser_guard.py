@@ -37,6 +37,9 @@ from toolmesh.errors import PermissionDenied, ToolmeshError, UnsupportedMediaTyp
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Where errors are JSON-RPC shaped (the MCP endpoint).
 _JSONRPC_PREFIX = "/mcp"
+#: Most Host values whose verdict a guard remembers: they are the client's, so the memory is
+#: bounded (a full one starts again); a gateway sees a handful (its names, IPs and ports).
+HOSTS_REMEMBERED = 64
 
 
 def split_host(host: str) -> tuple[str, str]:
@@ -117,6 +120,8 @@ class BrowserGuard:
     ) -> None:
         self.allowed_hosts = allowed_hosts
         self.allowed_origins = allowed_origins
+        # The Host check parses an IP literal or matches globs: once per value, not per request.
+        self._hosts: dict[str, bool] = {}
         self.app: ASGIApp = app
         if allowed_origins:
             pattern = "|".join(fnmatch.translate(origin) for origin in allowed_origins)
@@ -139,7 +144,7 @@ class BrowserGuard:
 
     def check(self, headers: Headers, method: str) -> None:
         host = headers.get("host")
-        if not host_allowed(host, self.allowed_hosts):
+        if not self._host_allowed(host):
             raise PermissionDenied(
                 f"this gateway does not serve the host {host!r}; add it to [gateway] allowed_hosts",
                 param="Host",
@@ -156,6 +161,16 @@ class BrowserGuard:
                 f"not {headers.get('content-type')!r}",
                 param="Content-Type",
             )
+
+    def _host_allowed(self, host: str | None) -> bool:
+        if host is None:
+            return host_allowed(host, self.allowed_hosts)
+        verdict = self._hosts.get(host)
+        if verdict is None:
+            if len(self._hosts) >= HOSTS_REMEMBERED:
+                self._hosts.clear()
+            verdict = self._hosts[host] = host_allowed(host, self.allowed_hosts)
+        return verdict
 
     @staticmethod
     async def _refuse(error: ToolmeshError, path: str, send: Send) -> None:

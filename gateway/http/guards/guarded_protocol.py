@@ -13,6 +13,7 @@ import asyncio
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from toolmesh.gateway.http.guards.connection_guard import ConnectionGuard
+from toolmesh.gateway.http.guards.write_coalescing import CoalescingTransport
 
 #: Largest request head (request line and headers) in bytes. httptools sets no limit of its own
 #: (h11's default is 16 KiB); a longer head gets 431 and the connection closes.
@@ -43,7 +44,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     # -- the connection -------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # A response's head and body in one send (write_coalescing.py).
+        super().connection_made(CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
         if not self.guard.admit(self):
             transport.close()
             return

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.http.guards.browser_guard import BrowserGuard
+from toolmesh.gateway.http.lean.headers import IndexedHeaders
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -49,14 +50,21 @@ class HotRoute:
         return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path) + "$")
 
 
-def endpoint(handler: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
-    """A request handler as an ASGI app that lets its errors out (for `HotRoutes` to render)."""
+class Endpoint:
+    """A request handler as an ASGI app that lets its errors out (for `HotRoutes` to render).
+    `HotRoutes` calls its `handler` itself, without the ASGI wrapping."""
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        response = await handler(Request(scope, receive, send))
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handler(Request(scope, receive, send))
         await response(scope, receive, send)
 
-    return app
+
+def endpoint(handler: Callable[[Request], Awaitable[Response]]) -> Endpoint:
+    """`handler` as an ASGI app for a `HotRoute`."""
+    return Endpoint(handler)
 
 
 class HotRoutes:
@@ -103,7 +111,7 @@ class HotRoutes:
         if hot is None:
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
+        headers = IndexedHeaders(scope)
         if "origin" in headers:  # CORS may have to add to the answer: the full app's job
             await self.app(scope, receive, send)
             return
@@ -115,7 +123,49 @@ class HotRoutes:
         scope["app"] = self.app
         scope["path_params"] = hot[1]
         scope["starlette.exception_handlers"] = self._scope_handlers
-        await self._serve(hot[0], scope, receive, send)
+        if isinstance(hot[0], Endpoint):
+            await self._respond(hot[0].handler, headers, scope, receive, send)
+        else:
+            await self._serve(hot[0], scope, receive, send)
+
+    async def _respond(
+        self,
+        handler: Callable[[Request], Awaitable[Response]],
+        headers: Headers,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """`handler`'s answer, without the ASGI app around it: nothing is sent before it returns,
+        so its errors are rendered as `_serve` renders those raised before the answer started."""
+        request = Request(scope, receive, send)
+        request._headers = headers  # looked up once, by the guard's check and the handler alike
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            handler_of = self._handler(exc)
+            if handler_of is None:
+                if self._unexpected is not None:
+                    response = await self._unexpected(Request(scope), exc)
+                    await response(scope, receive, send)
+                raise  # as Starlette's ServerErrorMiddleware: the server logs it
+            response = await handler_of(Request(scope, receive), exc)
+            await response(scope, receive, send)
+            exc.__traceback__ = None
+            return
+        if type(response) is Response and response.background is None:
+            # Two messages, as `Response.__call__` sends them; only the transport can fail here,
+            # which `_serve` would let out as well.
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": response.status_code,
+                    "headers": response.raw_headers,
+                }
+            )
+            await send({"type": "http.response.body", "body": response.body})
+        else:  # a stream, a background task: errors while answering as `_serve` treats them
+            await self._serve(response, scope, receive, send)
 
     async def _serve(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         started = False

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
 
 from tests.gateway.conftest import StartGateway
 from toolmesh.config import McpConfig
-from toolmesh.gateway.http.guards.browser_guard import host_allowed, origin_allowed, split_host
+from toolmesh.errors import PermissionDenied
+from toolmesh.gateway.http.guards.browser_guard import (
+    HOSTS_REMEMBERED,
+    BrowserGuard,
+    host_allowed,
+    origin_allowed,
+    split_host,
+)
 
 EVIL = "https://evil.example"
 
@@ -133,3 +142,19 @@ def test_host_and_origin_rules() -> None:
     assert origin_allowed("https://gw.example:8443", (), host="gw.example:8443")
     assert not origin_allowed("https://gw.example", (), host="gw.example:8443")
     assert not origin_allowed("file://", ()) and not origin_allowed("http://[bad", ())
+
+
+def test_remembered_host_verdicts_stay_right_past_the_bound() -> None:
+    guard = BrowserGuard(Starlette(), allowed_hosts=("*.svc.cluster.local",))
+    hosts = [f"h{i}.svc.cluster.local" for i in range(HOSTS_REMEMBERED)]
+    hosts += [f"rebound{i}.example" for i in range(HOSTS_REMEMBERED)]
+    for _ in range(2):  # the second round is answered (partly) from what the first remembered
+        for host in [*hosts, "127.0.0.1:8080", "localhost.evil.example"]:
+            scope = {"type": "http", "headers": [(b"host", host.encode())]}
+            refused = False
+            try:
+                guard.check(Headers(scope=scope), "GET")
+            except PermissionDenied:
+                refused = True
+            assert refused == (not host_allowed(host, guard.allowed_hosts)), host
+    assert len(guard._hosts) <= HOSTS_REMEMBERED
