@@ -1,0 +1,96 @@
+"""The bridge's JSON-RPC client over a real child process's pipes: lines however they arrive,
+a full input pipe, a line past the limit, and a server that exits with or without answering."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from toolmesh.runtimes.mcp import stdio_session
+from toolmesh.runtimes.mcp.stdio_session import RpcError, ServerExited, StdioSession
+
+#: A server that answers by method: what a real one does on the wire, and what it does badly.
+SERVER = r"""
+import json, os, sys, time
+out = sys.stdout.buffer
+def send(data):
+    out.write(data); out.flush()
+for line in sys.stdin.buffer:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    answer = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"said": message.get("params")}})
+    if method == "split":  # one answer in three writes
+        for start in range(0, len(answer), len(answer) // 3 + 1):
+            send(answer[start:start + len(answer) // 3 + 1].encode()); time.sleep(0.01)
+        send(b"\n")
+    elif method == "refuse":
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": "no"}}).encode() + b"\n")
+    elif method == "long":  # a line that never ends
+        send(b"x" * 4096)
+    elif method == "last":  # answer, then exit at once
+        send(answer.encode() + b"\n"); os._exit(5)
+    elif method == "die":
+        os._exit(3)
+    else:
+        send(answer.encode() + b"\n")
+"""
+COMMAND = [sys.executable, "-c", SERVER]
+
+
+async def test_answers_arrive_however_the_lines_are_cut() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        assert await session.request("echo", {"n": 1}) == {"said": {"n": 1}}
+        assert await session.request("split", {"n": 2}) == {"said": {"n": 2}}
+        with pytest.raises(RpcError) as refused:
+            await session.request("refuse")
+        assert refused.value.code == -32602
+    finally:
+        await session.close()
+
+
+async def test_a_request_larger_than_the_pipe_waits_for_the_server_to_read() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        big = "y" * (2 << 20)  # well past a pipe's buffer
+        assert await session.request("echo", {"big": big}) == {"said": {"big": big}}
+    finally:
+        await session.close()
+
+
+async def test_an_answer_written_just_before_the_server_exits_still_arrives() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        assert await session.request("last", {"n": 3}) == {"said": {"n": 3}}
+        with pytest.raises(ServerExited, match="status 5"):
+            await session.request("echo")
+        assert not session.alive
+    finally:
+        await session.close()
+
+
+async def test_a_server_that_exits_mid_request_fails_it_naming_its_status() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        with pytest.raises(ServerExited, match="exited with status 3"):
+            await session.request("die")
+    finally:
+        await session.close()
+
+
+async def test_a_line_past_the_limit_ends_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio_session, "MAX_LINE", 1024)
+    session = await StdioSession.start(COMMAND)
+    try:
+        with pytest.raises(ServerExited, match="broke its output"):
+            await session.request("long")
+    finally:
+        await session.close()
+
+
+async def test_a_command_that_does_not_start_names_itself() -> None:
+    with pytest.raises(ServerExited, match="did not start"):
+        await StdioSession.start(["/nonexistent/mcp-server"])
