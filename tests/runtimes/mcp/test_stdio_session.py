@@ -68,7 +68,6 @@ async def test_an_answer_written_just_before_the_server_exits_still_arrives() ->
         # Its status when the session learnt it first, else that its input is closed.
         with pytest.raises(ServerExited, match="exited"):
             await session.request("echo")
-        assert not session.alive
     finally:
         await session.close()
 
