@@ -27,7 +27,8 @@ for line in sys.stdin.buffer:
             send(answer[start:start + len(answer) // 3 + 1].encode()); time.sleep(0.01)
         send(b"\n")
     elif method == "refuse":
-        send(json.dumps({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": "no"}}).encode() + b"\n")
+        error = {"code": -32602, "message": "no"}
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}).encode() + b"\n")
     elif method == "long":  # a line that never ends
         send(b"x" * 4096)
     elif method == "last":  # answer, then exit at once
