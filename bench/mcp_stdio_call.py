@@ -1,17 +1,23 @@
 """A stdio MCP server as a runtime against calling it directly with the official client (issue #29).
 
-The server is tests/fixtures/stdio_mcp_server.py (written with the MCP SDK); its `add` tool is called
-sequentially (one in flight), warm, in interleaved rounds:
+The server is tests/fixtures/stdio_mcp_server.py (written with the MCP SDK; its `add` tool), or with
+`--server everything` the official npm `server-everything` (node; its `echo` tool, installed under
+tests/gateway/sources/everything). The tool is called sequentially (one in flight), warm, in
+interleaved rounds:
 
   direct stdio      the SDK's ClientSession over stdio to a server this process started: the baseline
   via gateway       `POST /v1/functions/clock.add/invoke` on `toolmesh up` (its own process), whose pod
                     forwards the call to its server over stdio. Target: p50 within 1.3x of direct.
   gateway noop      a Python no-op function on that gateway: what the gateway and a pod cost on their own
 
+A second table splits the gateway's calls: `in pod` is the pod's own time for the call (the answer's
+`timing.duration_ms`: the executor's, arguments to result), the rest the hops around it (client,
+gateway, socket to the pod and back).
+
 Then cold starts, the first call after the runtime scaled to zero (idle_timeout), side by side with a
 Python runtime's: for MCP the pod and its server start (the tools were listed when the gateway started).
 
-    .venv/bin/python bench/mcp_stdio_call.py [--calls 1000] [--rounds 3] [--cold 5]
+    .venv/bin/python bench/mcp_stdio_call.py [--calls 1000] [--rounds 3] [--cold 5] [--server everything]
 """
 
 from __future__ import annotations
@@ -35,7 +41,16 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = [sys.executable, "-m", "tests.fixtures.stdio_mcp_server"]
+EVERYTHING_MAIN = (
+    ROOT
+    / "tests/gateway/sources/everything/node_modules"
+    / "@modelcontextprotocol/server-everything/dist/index.js"
+)
+#: Per server: its command, the tool called and its arguments.
+SERVERS: dict[str, tuple[list[str], str, dict[str, object]]] = {
+    "fixture": ([sys.executable, "-m", "tests.fixtures.stdio_mcp_server"], "add", {"a": 2, "b": 40}),
+    "everything": (["node", str(EVERYTHING_MAIN), "stdio"], "echo", {"message": "hi"}),
+}
 #: Seconds without calls before a pod stops, in the cold-start part.
 IDLE = 1.0
 
@@ -47,21 +62,36 @@ def free_port() -> int:
         return port
 
 
-async def timed(call: Callable[[], Awaitable[object]], calls: int) -> list[float]:
+def expected(tool: str, answer: dict[str, object]) -> bool:
+    """Whether a gateway's answer (or a direct call's structured content) is the tool's."""
+    if tool == "add":
+        structured = answer.get("structured")
+        return isinstance(structured, dict) and structured.get("total") == 42
+    content = answer.get("content")
+    return isinstance(content, list) and content[0].get("text") == "Echo: hi"
+
+
+async def timed(call: Callable[[], Awaitable[float | None]], calls: int, pod: list[float]) -> list[float]:
     for _ in range(50):
         await call()
     samples = []
     for _ in range(calls):
         started = time.perf_counter()
-        await call()
+        inside = await call()
         samples.append((time.perf_counter() - started) * 1e6)
+        if inside is not None:
+            pod.append(inside * 1e3)
     return samples
 
 
-async def warm(gateway: str, env: dict[str, str], calls: int, rounds: int) -> dict[str, list[float]]:
-    params = StdioServerParameters(command=SERVER[0], args=SERVER[1:], env=env, cwd=str(ROOT))
+async def warm(
+    gateway: str, env: dict[str, str], server: str, calls: int, rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    command, tool, arguments = SERVERS[server]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(ROOT))
     results: dict[str, list[float]] = {}
-    body = json.dumps({"a": 2, "b": 40}).encode()
+    inside: dict[str, list[float]] = {}
+    body = json.dumps(arguments).encode()
     async with (
         stdio_client(params) as (read, write),
         ClientSession(read, write) as session,
@@ -70,27 +100,31 @@ async def warm(gateway: str, env: dict[str, str], calls: int, rounds: int) -> di
         await session.initialize()
 
         async def direct() -> None:
-            answer = await session.call_tool("add", {"a": 2, "b": 40})
-            assert answer.structured_content is not None and answer.structured_content["total"] == 42
+            answer = await session.call_tool(tool, arguments)
+            shown = answer.model_dump(by_alias=True)
+            assert expected(tool, {"structured": answer.structured_content, **shown}), answer
 
-        async def gateway_call() -> None:
-            answer = (await client.post("/v1/functions/clock.add/invoke", content=body)).json()
-            assert answer["structured"]["total"] == 42, answer
+        async def gateway_call() -> float:
+            answer = (await client.post(f"/v1/functions/clock.{tool}/invoke", content=body)).json()
+            assert expected(tool, answer), answer
+            return float(answer["timing"]["duration_ms"])
 
-        async def noop() -> None:
+        async def noop() -> float:
             answer = (await client.post("/v1/functions/noop/invoke", content=b"{}")).json()
             assert answer["is_error"] is False, answer
+            return float(answer["timing"]["duration_ms"])
 
         targets = {"direct stdio": direct, "via gateway": gateway_call, "gateway noop": noop}
         for _ in range(rounds):
             for name, call in targets.items():
-                results.setdefault(name, []).extend(await timed(call, calls))
-    return results
+                results.setdefault(name, []).extend(await timed(call, calls, inside.setdefault(name, [])))
+    return results, inside
 
 
-async def cold(gateway: str, samples: int) -> dict[str, list[float]]:
+async def cold(gateway: str, server: str, samples: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
-    calls = {"clock.add": b'{"a": 1, "b": 2}', "noop": b"{}"}
+    _, tool, arguments = SERVERS[server]
+    calls = {f"clock.{tool}": json.dumps(arguments).encode(), "noop": b"{}"}
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as client:
         for _ in range(samples):
             await asyncio.sleep(IDLE + 2)  # both runtimes at zero pods
@@ -102,13 +136,15 @@ async def cold(gateway: str, samples: int) -> dict[str, list[float]]:
     return results
 
 
-def start_gateway(work: Path, env: dict[str, str], port: int, idle: float | None) -> subprocess.Popen[str]:
+def start_gateway(
+    work: Path, env: dict[str, str], port: int, idle: float | None, server: str = "fixture"
+) -> subprocess.Popen[str]:
     idle_line = f"idle_timeout = {idle}\n" if idle is not None else "min_replicas = 1\n"
     config = work / f"toolmesh-{port}.toml"
     config.write_text(
         f"[gateway]\nhttp_port = {port}\ngrpc_port = 0\naccess_log = false\n"
         f'[[runtimes]]\nname = "noop"\nmodules = ["bench.noop_tools"]\nlog_level = "warning"\n{idle_line}'
-        f'[[runtimes]]\nname = "clock"\nmcp_command = {json.dumps(SERVER)}\n'
+        f'[[runtimes]]\nname = "clock"\nmcp_command = {json.dumps(SERVERS[server][0])}\n'
         f'log_level = "warning"\n{idle_line}'
     )
     process = subprocess.Popen(
@@ -145,6 +181,15 @@ def table(title: str, results: dict[str, list[float]], unit: str, base: str | No
         print(f"| {name} | {p50:.0f} | {p99:.0f} |{ratio}")
 
 
+def hops(results: dict[str, list[float]], inside: dict[str, list[float]]) -> None:
+    """The gateway's calls split: the pod's own time, and the hops around it (p50s)."""
+    print("| target | whole p50 µs | in pod p50 µs | around the pod µs |")
+    print("|---|---|---|---|")
+    for name in ("via gateway", "gateway noop"):
+        whole, pod = statistics.median(results[name]), statistics.median(inside[name])
+        print(f"| {name} | {whole:.0f} | {pod:.0f} | {whole - pod:.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -152,6 +197,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000, help="warm calls per target per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cold", type=int, default=5, help="cold starts per runtime")
+    parser.add_argument("--server", choices=sorted(SERVERS), default="fixture")
     args = parser.parse_args()
     env = {
         **os.environ,
@@ -159,23 +205,26 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="tm-bench-") as tmp:
         port = free_port()
-        gateway = start_gateway(Path(tmp), env, port, None)
+        gateway = start_gateway(Path(tmp), env, port, None, args.server)
         try:
-            results = asyncio.run(warm(f"http://127.0.0.1:{port}", env, args.calls, args.rounds))
+            url = f"http://127.0.0.1:{port}"
+            results, inside = asyncio.run(warm(url, env, args.server, args.calls, args.rounds))
         finally:
             stop(gateway)
         port = free_port()
-        gateway = start_gateway(Path(tmp), env, port, IDLE)
+        gateway = start_gateway(Path(tmp), env, port, IDLE, args.server)
         try:
-            starts = asyncio.run(cold(f"http://127.0.0.1:{port}", args.cold))
+            starts = asyncio.run(cold(f"http://127.0.0.1:{port}", args.server, args.cold))
         finally:
             stop(gateway)
     table(
-        f"warm: {args.rounds} rounds x {args.calls} sequential calls per target",
+        f"warm ({args.server} server): {args.rounds} rounds x {args.calls} sequential calls per target",
         results,
         "µs",
         "direct stdio",
     )
+    print()
+    hops(results, inside)
     print()
     table(f"cold: the first call after scale to zero, {args.cold} each", starts, "ms", None)
 

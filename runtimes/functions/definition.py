@@ -188,12 +188,73 @@ def _from_parameters(owner: str, parameters: Sequence[Any]) -> tuple[dict[str, A
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+#: What a flat check accepts for each scalar type: a subset of what JSON Schema does (1.0 is an
+#: integer there; it falls through to the full check).
+_FLAT_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda value: type(value) is str,
+    "integer": lambda value: type(value) is int,
+    "number": lambda value: type(value) is int or type(value) is float,
+    "boolean": lambda value: type(value) is bool,
+}
+#: Keywords that constrain no value (annotations, formats included, as 2020-12 has them).
+_ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly", "$comment"}
+    | {"format"}
+)
+_FLAT_TOP = _ANNOTATIONS | {"$schema", "type", "properties", "required", "additionalProperties"}
+
+
+class _FlatCheck:
+    """The shape most tools' schemas have (named properties of scalar types, some required, others
+    allowed or not), checked without jsonschema's machinery, which costs a stdio MCP server's call
+    about as much as the rest of the pod's work on it. `passes` is True only for arguments the full
+    check accepts; anything else goes to the full check, which names the violations."""
+
+    def __init__(self, types: dict[str, Callable[[Any], bool]], required: tuple[str, ...], closed: bool):
+        self._types = types
+        self._required = required
+        self._closed = closed
+
+    @classmethod
+    def of(cls, schema: Mapping[str, Any]) -> _FlatCheck | None:
+        """The check for a flat schema, or None for any other."""
+        properties, required = schema.get("properties", {}), schema.get("required", [])
+        extra = schema.get("additionalProperties", True)
+        if not set(schema) <= _FLAT_TOP or not isinstance(properties, dict) or not isinstance(extra, bool):
+            return None
+        if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+            return None
+        types = {}
+        for name, sub in properties.items():
+            if not isinstance(sub, dict) or not set(sub) <= _ANNOTATIONS | {"type"}:
+                return None
+            check = _FLAT_TYPES.get(sub.get("type"))  # type: ignore[arg-type]
+            if check is None:
+                return None
+            types[name] = check
+        return cls(types, tuple(required), closed=not extra)
+
+    def passes(self, arguments: dict[str, Any]) -> bool:
+        for name in self._required:
+            if name not in arguments:
+                return False
+        for name, value in arguments.items():
+            check = self._types.get(name)
+            if check is None:
+                if self._closed:
+                    return False
+            elif not check(value):
+                return False
+        return True
+
+
 class JsonSchemaArguments:
     """Validates arguments against a hand-written JSON Schema 2020-12 document.
 
     Formats are annotations, as 2020-12 has them by default. As for functions, an
     explicit ``null`` for an optional top-level argument whose schema does not allow
     null means "not given", and absent arguments get their schema's ``default``.
+    Flat schemas are checked by `_FlatCheck` first; what it does not pass, jsonschema judges.
     """
 
     def __init__(self, owner: str, schema: Mapping[str, Any]):
@@ -219,6 +280,7 @@ class JsonSchemaArguments:
         if self.schema.get("type") != "object":
             raise DefinitionError(f'{owner}: parameters must describe an object ("type": "object")')
         self._validator = jsonschema.Draft202012Validator(self.schema)
+        self._flat = _FlatCheck.of(self.schema)
         required = set(self.schema.get("required", ()))
         properties: dict[str, Any] = self.schema.get("properties", {})
         self._null_means_default = frozenset(
@@ -242,9 +304,11 @@ class JsonSchemaArguments:
         for name in self._null_means_default:
             if name in arguments and arguments[name] is None:
                 del arguments[name]
-        violations = [v for error in self._validator.iter_errors(arguments) for v in from_json_schema(error)]
-        if violations:
-            raise invalid_arguments(violations)
+        if self._flat is None or not self._flat.passes(arguments):
+            errors = self._validator.iter_errors(arguments)
+            violations = [v for error in errors for v in from_json_schema(error)]
+            if violations:
+                raise invalid_arguments(violations)
         for name, default in self._defaults:
             arguments.setdefault(name, copy.deepcopy(default))
         return arguments

@@ -109,3 +109,57 @@ def test_a_schema_that_is_not_valid_2020_12_fails_at_load_naming_the_function(
 def test_parameters_that_are_neither_a_list_of_parameters_nor_a_schema_are_refused() -> None:
     with pytest.raises(DefinitionError, match=r"list of toolmesh\.Parameter or a JSON Schema"):
         toolmesh.FunctionDefinition(name="odd", handler=lambda: 0, parameters=["city"]).host()  # type: ignore[list-item]
+
+
+#: Flat schemas as MCP servers write them (the Python SDK's, zod's): checked without jsonschema's
+#: machinery when they pass, so their verdicts must be jsonschema's.
+FLAT: list[dict[str, Any]] = [
+    {
+        "type": "object",
+        "title": "addArguments",
+        "properties": {"a": {"title": "A", "type": "integer"}, "b": {"type": "integer", "default": 1}},
+        "required": ["a"],
+    },
+    {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "description": "what to echo", "format": "email"},
+            "loud": {"type": "boolean"},
+            "ratio": {"type": "number"},
+        },
+        "required": ["message"],
+        "additionalProperties": False,
+    },
+]
+FLAT_ARGUMENTS: list[Any] = [
+    {},
+    {"a": 1},
+    {"a": 1, "b": 2, "c": "extra"},
+    {"a": 1.0},
+    {"a": True},
+    {"a": "1"},
+    {"a": None},
+    {"message": "hi"},
+    {"message": "hi", "loud": 1},
+    {"message": "hi", "loud": False, "ratio": 2},
+    {"message": "hi", "ratio": 0.5, "other": 1},
+    {"message": 3},
+    {"message": None, "loud": None},
+]
+
+
+@pytest.mark.parametrize("schema", FLAT)
+@pytest.mark.parametrize("arguments", FLAT_ARGUMENTS)
+def test_flat_schemas_are_judged_as_jsonschema_judges_them(schema: dict[str, Any], arguments: Any) -> None:
+    import jsonschema
+
+    hosted = host(schema)
+    assert hosted.validator._flat is not None  # type: ignore[attr-defined]
+    given = {k: v for k, v in arguments.items() if v is not None or k in schema["required"]}
+    valid = jsonschema.Draft202012Validator(schema).is_valid(given)
+    if valid:
+        defaults = {k: p["default"] for k, p in schema["properties"].items() if "default" in p}
+        assert check(arguments, schema) == {**defaults, **given}
+    else:
+        assert refused(arguments, schema)

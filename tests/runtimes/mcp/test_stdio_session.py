@@ -1,83 +1,97 @@
-"""The stdio session's handling of what a server asks its client during a call (elicitation,
-sampling), against a real server process (tests/fixtures/asking_stdio_server.py)."""
+"""The bridge's JSON-RPC client over a real child process's pipes: lines however they arrive,
+a full input pipe, a line past the limit, and a server that exits with or without answering."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from tests.conftest import pod_env
-from toolmesh.errors import InputRequired
-from toolmesh.runtimes.mcp.server_asks import CAPABILITIES
-from toolmesh.runtimes.mcp.stdio_session import StdioSession
+from toolmesh.runtimes.mcp import stdio_session
+from toolmesh.runtimes.mcp.stdio_session import RpcError, ServerExited, StdioSession
 
-COMMAND = [sys.executable, "-m", "tests.fixtures.asking_stdio_server"]
+#: A server that answers by method: what a real one does on the wire, and what it does badly.
+SERVER = r"""
+import json, os, sys, time
+out = sys.stdout.buffer
+def send(data):
+    out.write(data); out.flush()
+for line in sys.stdin.buffer:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    answer = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"said": message.get("params")}})
+    if method == "split":  # one answer in three writes
+        for start in range(0, len(answer), len(answer) // 3 + 1):
+            send(answer[start:start + len(answer) // 3 + 1].encode()); time.sleep(0.01)
+        send(b"\n")
+    elif method == "refuse":
+        error = {"code": -32602, "message": "no"}
+        send(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}).encode() + b"\n")
+    elif method == "long":  # a line that never ends
+        send(b"x" * 4096)
+    elif method == "last":  # answer, then exit at once
+        send(answer.encode() + b"\n"); os._exit(5)
+    elif method == "die":
+        os._exit(3)
+    else:
+        send(answer.encode() + b"\n")
+"""
+COMMAND = [sys.executable, "-c", SERVER]
 
 
-@pytest.fixture
-async def session() -> AsyncIterator[StdioSession]:
-    started = await StdioSession.start(COMMAND, {**pod_env(), "PYTHONUNBUFFERED": "1"})
+async def test_answers_arrive_however_the_lines_are_cut() -> None:
+    session = await StdioSession.start(COMMAND)
     try:
-        yield started
+        assert await session.request("echo", {"n": 1}) == {"said": {"n": 1}}
+        assert await session.request("split", {"n": 2}) == {"said": {"n": 2}}
+        with pytest.raises(RpcError) as refused:
+            await session.request("refuse")
+        assert refused.value.code == -32602
     finally:
-        await started.close()
+        await session.close()
 
 
-def replied(result: Any) -> dict[str, Any]:
-    """What the server got back from the client, as its tool call reports it."""
-    reply: dict[str, Any] = json.loads(result["content"][0]["text"])
-    return reply
+async def test_a_request_larger_than_the_pipe_waits_for_the_server_to_read() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        big = "y" * (2 << 20)  # well past a pipe's buffer
+        assert await session.request("echo", {"big": big}) == {"said": {"big": big}}
+    finally:
+        await session.close()
 
 
-async def test_the_client_offers_elicitation_and_sampling(session: StdioSession) -> None:
-    assert session.server["client"] == CAPABILITIES
+async def test_an_answer_written_just_before_the_server_exits_still_arrives() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        assert await session.request("last", {"n": 3}) == {"said": {"n": 3}}
+        # Its status when the session learnt it first, else that its input is closed.
+        with pytest.raises(ServerExited, match="exited"):
+            await session.request("echo")
+    finally:
+        await session.close()
 
 
-async def test_an_answer_goes_back_to_the_server(session: StdioSession) -> None:
-    asked: list[tuple[str, dict[str, Any]]] = []
-
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        asked.append((method, params))
-        return {"action": "accept", "content": {"city": "Lyon"}}
-
-    result = await session.request("tools/call", {"name": "plan", "arguments": {}}, answer=answer)
-    assert replied(result) == {"result": {"action": "accept", "content": {"city": "Lyon"}}}
-    assert asked == [
-        ("elicitation/create", {"message": "ask plan", "requestedSchema": asked[0][1]["requestedSchema"]})
-    ]
-    sampled = await session.request("tools/call", {"name": "sample"}, answer=lambda m, p: {"method": m})
-    assert replied(sampled) == {"result": {"method": "sampling/createMessage"}}
+async def test_a_server_that_exits_mid_request_fails_it_naming_its_status() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        with pytest.raises(ServerExited, match="exited with status 3"):
+            await session.request("die")
+    finally:
+        await session.close()
 
 
-async def test_an_ask_without_its_answer_ends_the_call_and_cancels_it(session: StdioSession) -> None:
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise InputRequired("waiting for the caller")
+async def test_a_line_past_the_limit_ends_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio_session, "MAX_LINE", 1024)
+    session = await StdioSession.start(COMMAND)
+    try:
+        with pytest.raises(ServerExited, match="broke its output"):
+            await session.request("long")
+    finally:
+        await session.close()
 
-    with pytest.raises(InputRequired, match="waiting for the caller"):
-        await session.request("tools/call", {"name": "plan", "arguments": {}}, answer=answer)
-    heard = replied(await session.request("tools/call", {"name": "heard"}))
-    cancelled = [m for m in heard if m["method"] == "notifications/cancelled"]
-    assert cancelled and cancelled[0]["params"]["requestId"] == 2  # the call (1 was `initialize`)
 
-
-async def test_with_no_answerer_or_two_calls_in_flight_the_server_is_refused(session: StdioSession) -> None:
-    alone = await session.request("tools/call", {"name": "plan"})
-    assert replied(alone)["error"]["code"] == -32601
-    answered: list[str] = []
-
-    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        answered.append(method)
-        return {"action": "accept"}
-
-    both = await asyncio.gather(
-        session.request("tools/call", {"name": "one"}, answer=answer),
-        session.request("tools/call", {"name": "two"}, answer=answer),
-    )
-    # Whose request it is cannot be told: the first, asked while both were in flight, is refused.
-    assert replied(both[0])["error"]["code"] == -32601
-    assert session.alive
+async def test_a_command_that_does_not_start_names_itself() -> None:
+    with pytest.raises(ServerExited, match="did not start"):
+        await StdioSession.start(["/nonexistent/mcp-server"])

@@ -1,0 +1,83 @@
+"""The stdio session's handling of what a server asks its client during a call (elicitation,
+sampling), against a real server process (tests/fixtures/asking_stdio_server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import pod_env
+from toolmesh.errors import InputRequired
+from toolmesh.runtimes.mcp.server_asks import CAPABILITIES
+from toolmesh.runtimes.mcp.stdio_session import StdioSession
+
+COMMAND = [sys.executable, "-m", "tests.fixtures.asking_stdio_server"]
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[StdioSession]:
+    started = await StdioSession.start(COMMAND, {**pod_env(), "PYTHONUNBUFFERED": "1"})
+    try:
+        yield started
+    finally:
+        await started.close()
+
+
+def replied(result: Any) -> dict[str, Any]:
+    """What the server got back from the client, as its tool call reports it."""
+    reply: dict[str, Any] = json.loads(result["content"][0]["text"])
+    return reply
+
+
+async def test_the_client_offers_elicitation_and_sampling(session: StdioSession) -> None:
+    assert session.server["client"] == CAPABILITIES
+
+
+async def test_an_answer_goes_back_to_the_server(session: StdioSession) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append((method, params))
+        return {"action": "accept", "content": {"city": "Lyon"}}
+
+    result = await session.request("tools/call", {"name": "plan", "arguments": {}}, answer=answer)
+    assert replied(result) == {"result": {"action": "accept", "content": {"city": "Lyon"}}}
+    assert asked == [
+        ("elicitation/create", {"message": "ask plan", "requestedSchema": asked[0][1]["requestedSchema"]})
+    ]
+    sampled = await session.request("tools/call", {"name": "sample"}, answer=lambda m, p: {"method": m})
+    assert replied(sampled) == {"result": {"method": "sampling/createMessage"}}
+
+
+async def test_an_ask_without_its_answer_ends_the_call_and_cancels_it(session: StdioSession) -> None:
+    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise InputRequired("waiting for the caller")
+
+    with pytest.raises(InputRequired, match="waiting for the caller"):
+        await session.request("tools/call", {"name": "plan", "arguments": {}}, answer=answer)
+    heard = replied(await session.request("tools/call", {"name": "heard"}))
+    cancelled = [m for m in heard if m["method"] == "notifications/cancelled"]
+    assert cancelled and cancelled[0]["params"]["requestId"] == 2  # the call (1 was `initialize`)
+
+
+async def test_with_no_answerer_or_two_calls_in_flight_the_server_is_refused(session: StdioSession) -> None:
+    alone = await session.request("tools/call", {"name": "plan"})
+    assert replied(alone)["error"]["code"] == -32601
+    answered: list[str] = []
+
+    def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        answered.append(method)
+        return {"action": "accept"}
+
+    both = await asyncio.gather(
+        session.request("tools/call", {"name": "one"}, answer=answer),
+        session.request("tools/call", {"name": "two"}, answer=answer),
+    )
+    # Whose request it is cannot be told: the first, asked while both were in flight, is refused.
+    assert replied(both[0])["error"]["code"] == -32601
+    assert session.alive
