@@ -141,9 +141,12 @@ def measure(load: Load, pid: int, requests: int, clients: int, workdir: Path) ->
 
 
 @contextlib.contextmanager
-def started(command: list[str], env: dict[str, str], stderr: Path) -> Iterator[tuple[int, dict[str, int]]]:
+def started(
+    command: list[str], env: dict[str, str], stderr: Path, cwd: Path = ROOT
+) -> Iterator[tuple[int, dict[str, int]]]:
+    """`command` running in `cwd`, with its pid and the ports it prints on its first line."""
     with stderr.open("w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=ROOT)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=cwd)
         try:
             assert process.stdout is not None
             line = process.stdout.readline()

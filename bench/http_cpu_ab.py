@@ -13,37 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-from cpu_per_call import BENCH, HOST, JSON_HEADERS, ROOT, Load, measure
-
-
-@contextlib.contextmanager
-def serving(command: list[str], cwd: Path, stderr: Path) -> Iterator[tuple[int, dict[str, int]]]:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
-    with stderr.open("w") as err:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=cwd)
-        try:
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"{command!r} exited before it was ready; see {stderr}")
-            yield process.pid, json.loads(line)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+from cpu_per_call import BENCH, HOST, JSON_HEADERS, ROOT, Load, measure, started
 
 
 def main() -> int:
@@ -68,10 +44,14 @@ def main() -> int:
         up = [python, "-m", "toolmesh", "up", "--config", str(config)]
         targets: dict[str, tuple[int, str]] = {}
         for key, tree in (("before", args.before.resolve()), ("after", ROOT)):
-            pid, ports = stack.enter_context(serving(up, tree, work / f"{key}.err"))
+            pid, ports = stack.enter_context(
+                started(up, {**os.environ, "PYTHONPATH": str(tree)}, work / f"{key}.err", tree)
+            )
             targets[key] = (pid, f"http://{HOST}:{ports['http_port']}/v1/functions/noop/invoke")
         plain = [python, str(BENCH / "plain_starlette.py")]
-        pid, ports = stack.enter_context(serving(plain, ROOT, work / "plain.err"))
+        pid, ports = stack.enter_context(
+            started(plain, {**os.environ, "PYTHONPATH": str(ROOT)}, work / "plain.err")
+        )
         targets["starlette"] = (pid, f"http://{HOST}:{ports['http_port']}/v1/functions/noop/invoke")
         figures: dict[str, list[float]] = {key: [] for key in targets}
         print(f"{args.requests} calls per measure, {args.clients} connections; gateway CPU µs per call\n")

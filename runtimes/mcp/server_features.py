@@ -50,7 +50,7 @@ def resource_definitions(
             continue
         variables = TEMPLATE_VARIABLE.findall(uri)
         name = function_name(str(item.get("name") or uri), name_limit(namespace), taken)
-        title = _title(item)
+        title = title_of(item)
         found[name] = FunctionDefinition(
             name=name,
             handler=_reader(uri, ask),
@@ -80,27 +80,15 @@ def prompt_definitions(
         raw = item.get("name")
         if not isinstance(raw, str) or not raw:
             continue
-        arguments = [a for a in item.get("arguments") or () if isinstance(a, dict) and a.get("name")]
-        properties = {
-            str(a["name"]): {
-                "type": "string",
-                **({"description": a["description"]} if a.get("description") else {}),
-            }
-            for a in arguments
-        }
         name = function_name(raw, name_limit(namespace), taken)
         if named is not None:
             named[raw] = name
-        title = _title(item)
+        title = title_of(item)
         found[name] = FunctionDefinition(
             name=name,
             handler=_getter(raw, ask),
             description=str(item.get("description") or raw),
-            parameters={
-                "type": "object",
-                "properties": properties,
-                "required": [str(a["name"]) for a in arguments if a.get("required")],
-            },
+            parameters=prompt_schema(item),
             namespace=namespace,
             annotations=Annotations(title=title),
             feature=Feature(PROMPT, title=title),
@@ -168,7 +156,22 @@ def _completer(ref: dict[str, str], argument: str, ask: Ask) -> Callable[..., Aw
     return complete
 
 
-def _title(item: Mapping[str, Any]) -> str:
+def prompt_schema(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The input schema of a prompt's function: its arguments, each a string."""
+    arguments = [a for a in item.get("arguments") or () if isinstance(a, dict) and a.get("name")]
+    properties = {
+        str(a["name"]): {
+            "type": "string",
+            **({"description": a["description"]} if a.get("description") else {}),
+        }
+        for a in arguments
+    }
+    required = [str(a["name"]) for a in arguments if a.get("required")]
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def title_of(item: Mapping[str, Any]) -> str:
+    """An item's display title, or nothing."""
     title = item.get("title")
     return title if isinstance(title, str) else ""
 

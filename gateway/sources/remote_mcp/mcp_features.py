@@ -17,7 +17,7 @@ from urllib.parse import quote
 from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE
 from toolmesh.runtimes.functions.results import Json, Result
 from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec, function_name
-from toolmesh.runtimes.mcp.server_features import read_contents
+from toolmesh.runtimes.mcp.server_features import prompt_schema, read_contents, title_of
 
 TOOLS_CALL = "tools/call"
 RESOURCES_READ = "resources/read"
@@ -52,7 +52,7 @@ def resource_specs(
             "properties": {v: {"type": "string"} for v in variables},
             "required": variables,
         }
-        feature = Feature(RESOURCE, uri=uri, mime_type=str(item.get("mimeType") or ""), title=_title(item))
+        feature = Feature(RESOURCE, uri=uri, mime_type=str(item.get("mimeType") or ""), title=title_of(item))
         description = str(item.get("description") or item.get("title") or uri)
         spec = FunctionSpec(name, description, schema, namespace=namespace, feature=feature)
         found[name] = (McpTarget(RESOURCES_READ, uri), spec)
@@ -67,31 +67,14 @@ def prompt_specs(
         raw = item.get("name")
         if not isinstance(raw, str) or not raw:
             continue
-        arguments = [a for a in item.get("arguments") or () if isinstance(a, dict) and a.get("name")]
-        properties = {
-            str(a["name"]): {
-                "type": "string",
-                **({"description": a["description"]} if a.get("description") else {}),
-            }
-            for a in arguments
-        }
-        schema = {
-            "type": "object",
-            "properties": properties,
-            "required": [str(a["name"]) for a in arguments if a.get("required")],
-        }
+        schema = prompt_schema(item)
         name = function_name(raw, limit, taken, prefix="op")
-        feature = Feature(PROMPT, title=_title(item))
+        feature = Feature(PROMPT, title=title_of(item))
         spec = FunctionSpec(
             name, str(item.get("description") or raw), schema, namespace=namespace, feature=feature
         )
         found[name] = (McpTarget(PROMPTS_GET, raw), spec)
     return found
-
-
-def _title(item: Mapping[str, Any]) -> str:
-    title = item.get("title")
-    return title if isinstance(title, str) else ""
 
 
 def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
