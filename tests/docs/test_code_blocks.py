@@ -33,6 +33,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.gateway.test_up import start_up
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 FENCE = re.compile(
@@ -145,21 +147,9 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.update(XDG_DATA_HOME=str(work / "data"), XDG_CACHE_HOME=str(work / "cache"))
-    process = subprocess.Popen(
-        [*UP, "--config", str(work / "toolmesh.toml"), "--http-port", "0", "--grpc-port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=work,
-        env=env,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        _, err = process.communicate(timeout=30)
-        raise AssertionError(f"toolmesh up exited: {err}")
+    process, ready = start_up([*UP, "--config", str(work / "toolmesh.toml")], work, env)
     try:
-        yield json.loads(line)
+        yield ready
     finally:
         process.terminate()
         process.communicate(timeout=30)

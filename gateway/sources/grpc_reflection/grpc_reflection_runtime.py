@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 from google.protobuf import json_format, message_factory
@@ -23,9 +22,9 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 from toolmesh.config.runtime_config import RuntimeConfig
-from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, InvalidRequest, Unavailable
+from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.naming import selected
-from toolmesh.gateway.sources.base.service_runtime import GatewaySource
+from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
 from toolmesh.protocol.calls import Call
@@ -211,16 +210,8 @@ def _serialize(message: Message) -> bytes:
 
 
 def _request(method: Method, raw: bytes) -> Message:
-    arguments: Any = {}
-    if raw:
-        try:
-            arguments = json.loads(raw)
-        except ValueError:
-            raise InvalidRequest("the arguments are not JSON") from None
-    if not isinstance(arguments, dict):
-        raise InvalidRequest("the arguments must be a JSON object")
     try:
-        return json_format.ParseDict(arguments, method.request())
+        return json_format.ParseDict(call_arguments(raw), method.request())
     except json_format.ParseError as exc:
         raise InvalidArguments(f"{method.spec.qualified_name}: {exc}", ()) from None
 
