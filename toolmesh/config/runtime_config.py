@@ -72,6 +72,10 @@ class RuntimeConfig(BaseModel):
     openapi: str | None = None
     #: With `openapi`: where the service is; unset, the document's first `servers` URL.
     base_url: str | None = None
+    #: With `openapi`: other origins ("https://schemas.example.org") whose files the document's
+    #: `$ref`s may fetch. Unset, a URL document's references reach its own origin only, a file
+    #: document's local files only.
+    ref_origins: tuple[str, ...] = ()
     #: A remote MCP server's Streamable HTTP endpoint (an http(s) URL) whose tools are the
     #: runtime's functions, called by the gateway itself (no pods): see gateway/sources/remote_mcp/.
     mcp_url: str | None = None
@@ -252,7 +256,7 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"give one source of functions, not {' and '.join(f'`{k}`' for k in kinds)}")
         if self.in_gateway:
             self._check_service()
-        elif self.base_url is not None or self.headers or self.include or self.exclude:
+        elif self.base_url is not None or self.ref_origins or self.headers or self.include or self.exclude:
             raise ValueError(
                 "`base_url`, `headers`, `include` and `exclude` go with `openapi`, `mcp_url` or "
                 "`grpc_reflection`"
@@ -273,6 +277,11 @@ class RuntimeConfig(BaseModel):
     def _check_service(self) -> None:
         if self.base_url is not None and self.openapi is None:
             raise ValueError("`base_url` goes with `openapi`")
+        if self.ref_origins and self.openapi is None:
+            raise ValueError("`ref_origins` goes with `openapi`")
+        for ref_origin in self.ref_origins:
+            if not ref_origin.startswith(("http://", "https://")):
+                raise ValueError(f"ref_origins: {ref_origin!r} must be an http:// or https:// origin")
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url {self.base_url!r} must be an http:// or https:// URL")
         if self.mcp_url is not None and not self.mcp_url.startswith(("http://", "https://")):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
@@ -10,31 +12,40 @@ from urllib.parse import urljoin
 import httpx
 import yaml
 
+from toolmesh.gateway.sources.openapi.references import bundle, is_url
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 
 
-async def read_document(location: str, directory: Path | None, timeout: float) -> dict[str, Any]:
-    """The document at `location` (an http(s) URL, or a path relative to `directory`)."""
-    if location.startswith(("http://", "https://")):
+async def read_document(
+    location: str, directory: Path | None, timeout: float, ref_origins: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The document at `location` (an http(s) URL, or a path relative to `directory`), with the
+    files its `$ref`s name bundled into it (see references.py)."""
+    if is_url(location):
         async with httpx.AsyncClient(timeout=timeout, follow_redirects=True) as client:
             try:
                 response = await client.get(location)
             except httpx.HTTPError as exc:
                 raise DocumentError(f"cannot fetch {location}: {exc!r}") from None
-        if response.status_code != 200:
-            raise DocumentError(f"fetching {location} answered {response.status_code}")
-        text = response.text
-    else:
-        text = await asyncio.to_thread(_read_file, location, directory)
-    return parse_document(text)
+            if response.status_code != 200:
+                raise DocumentError(f"fetching {location} answered {response.status_code}")
+            document = parse_document(response.text)
+            # Relative references are resolved against where the document was found.
+            await bundle(document, str(response.url), ref_origins, client, timeout)
+        return document
+    text, path = await asyncio.to_thread(_read_file, location, directory)
+    document = parse_document(text)
+    await bundle(document, path, ref_origins, None, timeout)
+    return document
 
 
-def _read_file(location: str, directory: Path | None) -> str:
+def _read_file(location: str, directory: Path | None) -> tuple[str, str]:
+    """The file's text and its absolute path."""
     path = Path(location).expanduser()
     if directory is not None:
         path = directory / path
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8"), os.path.abspath(path)
     except OSError as exc:
         raise DocumentError(f"cannot read {path}: {exc.strerror or exc}") from None
 

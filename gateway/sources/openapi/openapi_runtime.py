@@ -64,7 +64,9 @@ class OpenApiRuntime(GatewaySource):
         config = self.config
         assert config.openapi is not None
         try:
-            document = await read_document(config.openapi, self._directory, config.startup_timeout)
+            document = await read_document(
+                config.openapi, self._directory, config.startup_timeout, config.ref_origins
+            )
             operations = read_operations(document, config.name, config.include, config.exclude)
             base_url = config.base_url or server_url(document, config.openapi)
             if base_url is None:

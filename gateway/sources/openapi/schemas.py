@@ -1,18 +1,23 @@
 """OpenAPI schemas (3.0 and 3.1) as JSON Schema (2020-12), the form function specs carry.
 
-Local `$ref`s to `#/components/schemas/...` stay references, to `#/$defs/...` of the schema that
-uses them, so that a recursive schema is written once instead of unrolled forever; every other
-local `$ref` (parameters, request bodies, responses) is inlined. 3.0's `nullable` becomes a
+`$ref`s to `#/components/schemas/...` (and to schemas in other files, bundled by references.py)
+stay references, to `#/$defs/...` of the schema that uses them, so that a recursive schema is
+written once instead of unrolled forever; every other local `$ref` (parameters, request bodies,
+responses) is inlined. 3.0's `nullable` becomes a
 `"null"` type (or a `null` branch), and keywords JSON Schema lacks (`discriminator`, `xml`,
 `example`, `externalDocs`) are dropped.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 COMPONENT_SCHEMAS = "#/components/schemas/"
+#: Where references to other files' parts point once bundled (references.py).
+EXTERNAL = "x-toolmesh-external"
+EXTERNAL_REFS = f"#/{EXTERNAL}/"
 #: Keywords of OpenAPI's schema object that are not JSON Schema.
 _OPENAPI_ONLY = frozenset({"nullable", "discriminator", "xml", "example", "externalDocs"})
 #: How deep inlined (non-schema) references may nest before the document is called cyclic.
@@ -55,20 +60,24 @@ class SchemaConverter:
     def __init__(self, document: Mapping[str, Any]) -> None:
         self._document = document
         self._converted: dict[str, dict[str, Any]] = {}
+        components = (document.get("components") or {}).get("schemas") or {}
+        # A definition's name -> the reference it stands for, and back.
+        self._refs: dict[str, str] = {str(name): COMPONENT_SCHEMAS + str(name) for name in components}
+        self._names: dict[str, str] = {ref: name for name, ref in self._refs.items()}
 
     def convert(self, schema: Any, used: set[str]) -> dict[str, Any]:
-        """`schema` as JSON Schema; adds the component schemas it refers to (by name) to `used`."""
+        """`schema` as JSON Schema; adds the definitions it refers to (by name) to `used`."""
         if schema is True or schema is None:
             return {}
         if not isinstance(schema, Mapping):
             raise DocumentError(f"a schema must be an object, not {schema!r}")
         ref = schema.get("$ref")
         if isinstance(ref, str):
-            if ref.startswith(COMPONENT_SCHEMAS):
-                name = ref[len(COMPONENT_SCHEMAS) :]
-                self._component(name, used)
-                return {"$ref": f"#/$defs/{name}"}
-            return self.convert(resolve(self._document, schema), used)
+            name = self._name(ref)
+            if name is None:
+                return self.convert(resolve(self._document, schema), used)
+            self._component(name, used)
+            return {"$ref": f"#/$defs/{name}"}
         out: dict[str, Any] = {}
         for key, value in schema.items():
             if key in _OPENAPI_ONLY:
@@ -87,12 +96,27 @@ class SchemaConverter:
             out = _nullable(out)
         return out
 
+    def _name(self, ref: str) -> str | None:
+        """The definition a schema reference becomes: component schemas and the schemas of other
+        files (bundled under EXTERNAL) are named, so recursion through them stays finite."""
+        name = self._names.get(ref)
+        if name is not None or not ref.startswith((COMPONENT_SCHEMAS, EXTERNAL_REFS)):
+            return name
+        last = ref.rstrip("/").rpartition("/")[2].replace("~1", "/").replace("~0", "~")
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", last) or "schema"
+        name, n = stem, 1
+        while name in self._refs:
+            n += 1
+            name = f"{stem}_{n}"
+        self._refs[name], self._names[ref] = ref, name
+        return name
+
     def _component(self, name: str, used: set[str]) -> None:
         if name in used:
             return
         used.add(name)  # before converting it: a recursive schema finds itself used and stops
         if name not in self._converted:
-            target = pointer(self._document, COMPONENT_SCHEMAS + name)
+            target = pointer(self._document, self._refs[name])
             self._converted[name] = {}
             self._converted[name] = self.convert(target, used)
         else:
