@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
+from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
 
 import httpx
 
@@ -21,18 +21,23 @@ from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import (
     FunctionNotFound,
     FunctionTimeout,
-    InvalidArguments,
     Unavailable,
-    Violation,
 )
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.openapi.document import read_document, server_url
-from toolmesh.gateway.sources.openapi.operations import BODY, Operation, read_operations
+from toolmesh.gateway.sources.openapi.operations import Operation, read_operations
+from toolmesh.gateway.sources.openapi.request import build_request
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 
 log = logging.getLogger("toolmesh.sources")
+
+
+class _KeepNoCookies(DefaultCookiePolicy):
+    def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
+        return False
+
 
 #: How much of an error answer's body a function error quotes.
 MAX_ERROR_BODY = 500
@@ -67,7 +72,9 @@ class OpenApiRuntime(GatewaySource):
             document = await read_document(
                 config.openapi, self._directory, config.startup_timeout, config.ref_origins
             )
-            operations = read_operations(document, config.name, config.include, config.exclude)
+            operations = read_operations(
+                document, config.name, config.include, config.exclude, fixed_headers=self._headers
+            )
             base_url = config.base_url or server_url(document, config.openapi)
             if base_url is None:
                 raise DocumentError("no base_url, and the document names no absolute server URL")
@@ -81,6 +88,8 @@ class OpenApiRuntime(GatewaySource):
         client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers=self._headers,
+            # Keeps no cookie a service sets: it would go with every caller's calls.
+            cookies=CookieJar(_KeepNoCookies()),
             timeout=config.timeout,
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
@@ -104,7 +113,7 @@ class OpenApiRuntime(GatewaySource):
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         # The runtime's own limit, or less when the caller's deadline is nearer.
         limit = min(timeout, self.config.timeout)
-        request = _request(self._client, operation, call_arguments(call.arguments), limit)
+        request = build_request(self._client, operation, call_arguments(call.arguments), limit)
         self._inflight += 1
         try:
             response = await self._client.send(request)
@@ -121,58 +130,6 @@ class OpenApiRuntime(GatewaySource):
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         yield await self.invoke(call, timeout)
-
-
-def _request(
-    client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any], timeout: float
-) -> httpx.Request:
-    schema = operation.spec.input_schema
-    violations = [
-        Violation(name, "an argument", "nothing", f"missing argument {name!r}")
-        for name in schema.get("required", ())
-        if name not in arguments
-    ] + [
-        Violation(name, "no such argument", type(arguments[name]).__name__, f"unknown argument {name!r}")
-        for name in arguments
-        if name not in schema["properties"]
-    ]
-    if violations:
-        problems = "; ".join(v.message for v in violations)
-        raise InvalidArguments(f"{operation.spec.qualified_name}: {problems}", violations)
-    path = operation.path
-    query: dict[str, Any] = {}
-    headers: dict[str, str] = {}
-    body: Any = None
-    merged: dict[str, Any] = {}
-    for name, value in arguments.items():
-        where = operation.parameters.get(name)
-        if where is None:
-            if name in operation.body_properties:
-                merged[name] = value
-            elif name == BODY:
-                body = value
-            continue
-        location, wire = where
-        if location == "path":
-            path = path.replace("{" + wire + "}", quote(_text(value), safe=""))
-        elif location == "query":
-            query[wire] = [_text(v) for v in value] if isinstance(value, list) else _text(value)
-        else:
-            headers[wire] = _text(value)
-    if operation.body_properties and (merged or operation.body_required):
-        body = merged
-    content = None if body is None else json.dumps(body).encode()
-    if content is not None:
-        headers["content-type"] = "application/json"
-    return client.build_request(
-        operation.method.upper(), path, params=query, headers=headers, content=content
-    )
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _what(operation: Operation) -> str:

@@ -1,14 +1,15 @@
 """An OpenAPI document's operations as functions: names, one input schema, where arguments go.
 
-A function's arguments are the operation's path, query and header parameters and its JSON body:
-an object body's properties sit beside the parameters (when no name clashes), any other body is
-the `body` argument. `Operation` remembers which is which, for openapi_runtime.py to build the request.
+A function's arguments are the operation's path, query, header and cookie parameters and its body
+(JSON when the operation offers it, else a form, multipart form or plain text): an object body's
+properties sit beside the parameters (when no name clashes), any other body is the `body` argument.
+`Operation` remembers which is which, for request.py to build the request.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,14 @@ from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConver
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-#: Where a parameter goes; cookies are not sent.
-LOCATIONS = ("path", "query", "header")
+#: Where a parameter goes.
+LOCATIONS = ("path", "query", "header", "cookie")
+#: Header parameters the spec says to ignore: the request's own media types and credentials.
+IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
+TEXT = "text/plain"
 #: The argument holding a body that is not an object (or whose properties clash with parameters).
 BODY = "body"
 
@@ -35,6 +42,10 @@ class Operation:
     body_properties: frozenset[str] = frozenset()
     #: Whether the body must be sent (an empty object when no merged property is given).
     body_required: bool = False
+    #: The body's media type: JSON (or a +json type), FORM, MULTIPART or TEXT.
+    body_media: str = JSON
+    #: A form's binary fields (arguments in base64) -> the media type of their parts.
+    binary: Mapping[str, str] = field(default_factory=dict)
 
 
 def select(operation: Mapping[str, Any], include: Sequence[str], exclude: Sequence[str]) -> bool:
@@ -48,9 +59,16 @@ def select(operation: Mapping[str, Any], include: Sequence[str], exclude: Sequen
 
 
 def read_operations(
-    document: Mapping[str, Any], namespace: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    document: Mapping[str, Any],
+    namespace: str,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    fixed_headers: Collection[str] = (),
 ) -> list[Operation]:
+    """The operations `include` and `exclude` select; a header parameter named in `fixed_headers`
+    (the runtime's own `headers`) is no argument: the runtime sends its value."""
     converter = SchemaConverter(document)
+    ignored = IGNORED_HEADERS | {h.lower() for h in fixed_headers}
     limit = name_limit(namespace)
     taken: set[str] = set()
     found = []
@@ -62,7 +80,9 @@ def read_operations(
                 continue
             try:
                 found.append(
-                    _operation(document, converter, namespace, path, method, item, operation, limit, taken)
+                    _operation(
+                        document, converter, namespace, path, method, item, operation, limit, taken, ignored
+                    )
                 )
             except DocumentError as exc:
                 raise DocumentError(f"{method.upper()} {path}: {exc}") from None
@@ -79,6 +99,7 @@ def _operation(
     operation: Mapping[str, Any],
     limit: int,
     taken: set[str],
+    ignored: Collection[str],
 ) -> Operation:
     raw = str(operation.get("operationId") or f"{method}_{path}")
     name = function_name(raw, limit, taken, prefix="op")
@@ -88,7 +109,7 @@ def _operation(
     where: dict[str, tuple[str, str]] = {}
     for parameter in _parameters(document, item, operation):
         location = parameter.get("in")
-        if location not in LOCATIONS:
+        if location not in LOCATIONS or (location == "header" and str(parameter["name"]).lower() in ignored):
             continue
         wire = str(parameter["name"])
         argument = wire if wire not in properties else f"{location}_{wire}"
@@ -101,14 +122,28 @@ def _operation(
             required.append(argument)
     merged: frozenset[str] = frozenset()
     body_required = False
-    body = _json_body(document, operation)
+    media_type = JSON
+    binary: dict[str, str] = {}
+    body = _body(document, operation)
     if body is not None:
-        body_schema, body_required = body
+        media_type, media, body_required = body
+        body_schema = media.get("schema", {"type": "string"} if media_type == TEXT else {})
         target = resolve(document, body_schema)
         own = target.get("properties") if isinstance(target, Mapping) else None
-        if isinstance(own, Mapping) and own and not set(own) & set(properties) and "allOf" not in target:
+        if (
+            media_type != TEXT
+            and isinstance(own, Mapping)
+            and own
+            and not set(own) & set(properties)
+            and "allOf" not in target
+        ):
             for key, value in own.items():
-                properties[key] = converter.convert(value, used)
+                part = _binary_part(document, value, media.get("encoding"), key)
+                if part is not None and media_type != JSON:
+                    binary[key] = part
+                    properties[key] = _base64_schema(document, value)
+                else:
+                    properties[key] = converter.convert(value, used)
             required.extend(str(r) for r in target.get("required") or () if body_required)
             merged = frozenset(own)
         else:
@@ -132,7 +167,7 @@ def _operation(
             title=str(operation.get("summary") or ""),
         ),
     )
-    return Operation(spec, method, path, where, merged, body_required)
+    return Operation(spec, method, path, where, merged, body_required, media_type, binary)
 
 
 def _parameters(
@@ -166,14 +201,59 @@ def _json_media(content: Any) -> Mapping[str, Any] | None:
     return None
 
 
-def _json_body(document: Mapping[str, Any], operation: Mapping[str, Any]) -> tuple[Any, bool] | None:
+def _body(
+    document: Mapping[str, Any], operation: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any], bool] | None:
+    """The request body to send: its media type, media object and whether it is required.
+    JSON when offered, else a multipart form, a urlencoded form or plain text; None when none is."""
     body = resolve(document, operation.get("requestBody"))
-    if not isinstance(body, Mapping):
+    if not isinstance(body, Mapping) or not isinstance(body.get("content"), Mapping):
         return None
-    media = _json_media(body.get("content"))
-    if media is None:
+    content = body["content"]
+    required = bool(body.get("required"))
+    json_media = _json_media(content)
+    if json_media is not None:
+        kind = next(k for k in (_kind(m) for m in content) if k == JSON or k.endswith("+json") or k == "*/*")
+        return (JSON if kind == "*/*" else kind), json_media, required
+    offered = {_kind(m): media for m, media in content.items()}
+    for kind in (MULTIPART, FORM, TEXT):
+        if kind in offered:
+            media = offered[kind]
+            return kind, media if isinstance(media, Mapping) else {}, required
+    return None
+
+
+def _kind(media_type: Any) -> str:
+    return str(media_type).split(";")[0].strip().lower()
+
+
+def _binary_part(document: Mapping[str, Any], schema: Any, encoding: Any, name: str) -> str | None:
+    """The media type of a form field's part when the field is binary (`format: binary`, or 3.1's
+    `contentMediaType` without `contentEncoding`), else None."""
+    target = resolve(document, schema)
+    if isinstance(target, Mapping) and target.get("type") == "array":
+        target = resolve(document, target.get("items"))
+    if not isinstance(target, Mapping):
         return None
-    return media.get("schema", {}), bool(body.get("required"))
+    raw = target.get("format") == "binary" or (
+        "contentMediaType" in target and "contentEncoding" not in target
+    )
+    if not raw:
+        return None
+    declared = encoding.get(name) if isinstance(encoding, Mapping) else None
+    if isinstance(declared, Mapping) and isinstance(declared.get("contentType"), str):
+        return str(declared["contentType"]).split(",")[0].strip()
+    return str(target.get("contentMediaType") or "application/octet-stream")
+
+
+def _base64_schema(document: Mapping[str, Any], schema: Any) -> dict[str, Any]:
+    """A binary field's argument: base64 text (an array of them for an array of files)."""
+    target = resolve(document, schema)
+    text = {"type": "string", "contentEncoding": "base64"}
+    description = str(target.get("description") or "").strip()
+    out: dict[str, Any] = {"type": "array", "items": text} if target.get("type") == "array" else dict(text)
+    out["description"] = f"{description} (base64)" if description else "The file's bytes in base64."
+    return out
 
 
 def _output_schema(
