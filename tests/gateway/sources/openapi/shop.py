@@ -1,6 +1,7 @@
 """A small REST service (Starlette) and its hand-written OpenAPI 3.0 document, for the tests and the
 benchmark: a recursive `$ref` (a category tree), an over-long operationId, `nullable`, an enum,
-path/query/header parameters, a JSON body, a 404, and an operation tagged to be left out."""
+path/query/header parameters, a JSON body, a 404, and an operation tagged to be left out.
+shop_forms.py adds forms, text, cookies and files to refer to by URL."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
+
+from tests.gateway.sources.openapi.shop_forms import ROUTES as FORM_ROUTES
 
 LONG_OPERATION_ID = "getTheWholeCategoryTreeIncludingEverySubcategoryRecursivelyForTheGivenCategoryIdentifier"
 
@@ -84,6 +87,7 @@ app = Starlette(
         Route("/api/whoami", whoami, methods=["GET"]),
         Route("/api/slow", slow, methods=["GET"]),
         Route("/openapi.json", document_31, methods=["GET"]),
+        *FORM_ROUTES,
     ]
 )
 
