@@ -50,7 +50,7 @@ async def echo_cookies(request: Request) -> JSONResponse:
 
 
 async def echo_headers(request: Request) -> JSONResponse:
-    names = ("x-trace", "x-api-key", "accept", "authorization")
+    names = ("x-trace", "x-api-key", "accept", "authorization", "cookie")
     return JSONResponse({name: request.headers.get(name) for name in names})
 
 

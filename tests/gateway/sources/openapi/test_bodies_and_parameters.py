@@ -100,6 +100,7 @@ async def test_cookie_parameters_are_one_cookie_header_and_no_cookie_is_kept(gat
     assert got == {"cookie": "flavour=oat%3B%20raisin; ids=3,4"}
     # The service set a session cookie on that answer; the next caller does not send it.
     assert await structured(gateway, "forms.cookies", {"flavour": "plain"}) == {"cookie": "flavour=plain"}
+    assert (await structured(gateway, "forms.headers", {}))["cookie"] is None
     missing = await invoke(gateway.url, "forms.cookies", {})
     assert "missing argument 'flavour'" in missing.json()["error"]["message"]
 
