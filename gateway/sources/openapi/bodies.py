@@ -1,4 +1,4 @@
-"""Request bodies that are not JSON: urlencoded and multipart forms, plain text.
+"""Request bodies: JSON, urlencoded and multipart forms, text, raw bytes (in base64 as arguments).
 
 A form's fields are the body object's properties: text as it is, numbers and booleans as JSON
 text, arrays as one field per item, objects as JSON (a part of type `application/json` in a
@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from toolmesh.errors import InvalidArguments, Violation
-from toolmesh.gateway.sources.openapi.operations import FORM, MULTIPART, Operation
+from toolmesh.gateway.sources.openapi.operations import FORM, MULTIPART, Operation, is_json, is_text
 
 
 def text(value: Any) -> str:
@@ -34,9 +34,12 @@ def encode(operation: Operation, body: Any) -> tuple[bytes, str]:
         return urlencode(pairs).encode(), FORM
     if operation.body_media == MULTIPART:
         return _multipart(_fields(operation, body))
-    if operation.body_media.startswith("text/"):
-        return text(body).encode(), f"{operation.body_media}; charset=utf-8"
-    return json.dumps(body).encode(), operation.body_media
+    if is_json(operation.body_media):
+        return json.dumps(body).encode(), operation.body_media
+    if is_text(operation.body_media):
+        charset = "; charset=utf-8" if operation.body_media.startswith("text/") else ""
+        return text(body).encode(), operation.body_media + charset
+    return _decoded(operation, "body", body), operation.body_media
 
 
 def _fields(operation: Operation, body: Any) -> Iterator[tuple[str, str | bytes, str | None]]:
@@ -62,7 +65,7 @@ def _decoded(operation: Operation, name: str, value: Any) -> bytes:
             raise ValueError
         return base64.b64decode(value, validate=True)
     except (ValueError, binascii.Error):
-        message = f"argument {name!r} must be the file's bytes in base64"
+        message = f"argument {name!r} must be bytes in base64"
         raise InvalidArguments(
             f"{operation.spec.qualified_name}: {message}",
             [Violation(name, "base64 text", type(value).__name__, message)],

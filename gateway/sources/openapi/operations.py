@@ -1,7 +1,7 @@
 """An OpenAPI document's operations as functions: names, one input schema, where arguments go.
 
 A function's arguments are the operation's path, query, header and cookie parameters and its body
-(JSON when the operation offers it, else a form, multipart form or plain text): an object body's
+(JSON when the operation offers it, else a form, text or raw bytes in base64): an object body's
 properties sit beside the parameters (when no name clashes), any other body is the `body` argument.
 `Operation` remembers which is which, for request.py to build the request.
 """
@@ -25,6 +25,7 @@ JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 TEXT = "text/plain"
+OCTETS = "application/octet-stream"
 #: The argument holding a body that is not an object (or whose properties clash with parameters).
 BODY = "body"
 
@@ -42,7 +43,8 @@ class Operation:
     body_properties: frozenset[str] = frozenset()
     #: Whether the body must be sent (an empty object when no merged property is given).
     body_required: bool = False
-    #: The body's media type: JSON (or a +json type), FORM, MULTIPART or TEXT.
+    #: The body's media type: JSON (or a +json type), FORM, MULTIPART, text (is_text) or any other
+    #: (raw bytes, the `body` argument in base64).
     body_media: str = JSON
     #: A form's binary fields (arguments in base64) -> the media type of their parts.
     binary: Mapping[str, str] = field(default_factory=dict)
@@ -120,36 +122,9 @@ def _operation(
         where[argument] = (location, wire)
         if parameter.get("required") or location == "path":
             required.append(argument)
-    merged: frozenset[str] = frozenset()
-    body_required = False
-    media_type = JSON
-    binary: dict[str, str] = {}
-    body = _body(document, operation)
-    if body is not None:
-        media_type, media, body_required = body
-        body_schema = media.get("schema", {"type": "string"} if media_type == TEXT else {})
-        target = resolve(document, body_schema)
-        own = target.get("properties") if isinstance(target, Mapping) else None
-        if (
-            media_type != TEXT
-            and isinstance(own, Mapping)
-            and own
-            and not set(own) & set(properties)
-            and "allOf" not in target
-        ):
-            for key, value in own.items():
-                part = _binary_part(document, value, media.get("encoding"), key)
-                if part is not None and media_type != JSON:
-                    binary[key] = part
-                    properties[key] = _base64_schema(document, value)
-                else:
-                    properties[key] = converter.convert(value, used)
-            required.extend(str(r) for r in target.get("required") or () if body_required)
-            merged = frozenset(own)
-        else:
-            properties[BODY] = converter.convert(body_schema, used)
-            if body_required:
-                required.append(BODY)
+    merged, body_required, media_type, binary = _add_body(
+        document, converter, operation, properties, required, used
+    )
     input_schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         input_schema["required"] = required
@@ -168,6 +143,47 @@ def _operation(
         ),
     )
     return Operation(spec, method, path, where, merged, body_required, media_type, binary)
+
+
+def _add_body(
+    document: Mapping[str, Any],
+    converter: SchemaConverter,
+    operation: Mapping[str, Any],
+    properties: dict[str, Any],
+    required: list[str],
+    used: set[str],
+) -> tuple[frozenset[str], bool, str, dict[str, str]]:
+    """Adds the body's arguments; gives the merged properties, whether the body is required, its
+    media type and its binary form fields."""
+    body = _body(document, operation)
+    if body is None:
+        return frozenset(), False, JSON, {}
+    media_type, media, body_required = body
+    raw_bytes = not is_json(media_type) and not is_text(media_type) and media_type not in (FORM, MULTIPART)
+    body_schema = media.get("schema", {"type": "string"} if is_text(media_type) else {})
+    target = resolve(document, body_schema)
+    own = target.get("properties") if isinstance(target, Mapping) else None
+    if not isinstance(own, Mapping):
+        own = {}
+    # An object body's properties are arguments, unless a name clashes with a parameter's.
+    mergeable = own and not set(own) & set(properties) and "allOf" not in target
+    if raw_bytes:
+        body_schema = {"type": "string", "contentEncoding": "base64", "contentMediaType": media_type}
+    elif mergeable and not is_text(media_type):
+        binary: dict[str, str] = {}
+        for key, value in own.items():
+            part = _binary_part(document, value, media.get("encoding"), key)
+            if part is not None and not is_json(media_type):
+                binary[key] = part
+                properties[key] = _base64_schema(document, value)
+            else:
+                properties[key] = converter.convert(value, used)
+        required.extend(str(r) for r in target.get("required") or () if body_required)
+        return frozenset(own), body_required, media_type, binary
+    properties[BODY] = converter.convert(body_schema, used)
+    if body_required:
+        required.append(BODY)
+    return frozenset(), body_required, media_type, {}
 
 
 def _parameters(
@@ -205,22 +221,33 @@ def _body(
     document: Mapping[str, Any], operation: Mapping[str, Any]
 ) -> tuple[str, Mapping[str, Any], bool] | None:
     """The request body to send: its media type, media object and whether it is required.
-    JSON when offered, else a multipart form, a urlencoded form or plain text; None when none is."""
+    JSON when offered, else a multipart form, a urlencoded form, plain text, other text (XML),
+    raw bytes of any other type, in that order; None without a body."""
     body = resolve(document, operation.get("requestBody"))
-    if not isinstance(body, Mapping) or not isinstance(body.get("content"), Mapping):
+    if not isinstance(body, Mapping) or not isinstance(body.get("content"), Mapping) or not body["content"]:
         return None
     content = body["content"]
     required = bool(body.get("required"))
     json_media = _json_media(content)
     if json_media is not None:
-        kind = next(k for k in (_kind(m) for m in content) if k == JSON or k.endswith("+json") or k == "*/*")
+        kind = next(k for k in map(_kind, content) if is_json(k) or k == "*/*")
         return (JSON if kind == "*/*" else kind), json_media, required
-    offered = {_kind(m): media for m, media in content.items()}
-    for kind in (MULTIPART, FORM, TEXT):
-        if kind in offered:
-            media = offered[kind]
-            return kind, media if isinstance(media, Mapping) else {}, required
-    return None
+    offered = {_kind(m): media if isinstance(media, Mapping) else {} for m, media in content.items()}
+    kind = next(
+        (k for k in (MULTIPART, FORM, TEXT) if k in offered),
+        next((k for k in offered if is_text(k)), next(iter(offered))),
+    )
+    # A range ("image/*") says what the service takes, not what to call it.
+    return (OCTETS if "*" in kind else kind), offered[kind], required
+
+
+def is_json(kind: str) -> bool:
+    return kind == JSON or kind.endswith("+json")
+
+
+def is_text(kind: str) -> bool:
+    """Whether a body of this media type is text (the `body` argument as a string)."""
+    return kind.startswith("text/") or kind == "application/xml" or kind.endswith("+xml")
 
 
 def _kind(media_type: Any) -> str:

@@ -42,6 +42,13 @@ async def echo_text(request: Request) -> JSONResponse:
     )
 
 
+async def echo_bytes(request: Request) -> JSONResponse:
+    data = await request.body()
+    return JSONResponse(
+        {"content_type": request.headers.get("content-type"), "sha256": hashlib.sha256(data).hexdigest()}
+    )
+
+
 async def echo_cookies(request: Request) -> JSONResponse:
     response = JSONResponse({"cookie": request.headers.get("cookie")})
     # A session the gateway must not keep for the next caller.
@@ -64,6 +71,8 @@ async def serve_file(request: Request) -> Response:
 ROUTES = [
     Route("/api/forms/{what}", echo_form, methods=["POST"]),
     Route("/api/text", echo_text, methods=["POST"]),
+    Route("/api/text", echo_text, methods=["PUT"]),
+    Route("/api/bytes", echo_bytes, methods=["POST"]),
     Route("/api/cookies", echo_cookies, methods=["GET"]),
     Route("/api/headers", echo_headers, methods=["GET"]),
     Route("/files/{name:path}", serve_file, methods=["GET"]),
@@ -138,7 +147,16 @@ FORMS_DOCUMENT: dict[str, Any] = {
             }
         },
         "/text": {
-            "post": {"operationId": "note", "requestBody": _form(TEXT, {"type": "string"}), "responses": OK}
+            "post": {"operationId": "note", "requestBody": _form(TEXT, {"type": "string"}), "responses": OK},
+            # Other text is text too; a range names the bytes' type only vaguely.
+            "put": {
+                "operationId": "xml",
+                "requestBody": {"content": {"application/xml": {}}},
+                "responses": OK,
+            },
+        },
+        "/bytes": {
+            "post": {"operationId": "picture", "requestBody": {"content": {"image/*": {}}}, "responses": OK}
         },
         "/cookies": {
             "get": {

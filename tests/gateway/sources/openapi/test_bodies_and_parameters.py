@@ -80,7 +80,7 @@ async def test_a_multipart_upload_takes_files_in_base64(gateway: Gateway) -> Non
 async def test_a_file_that_is_not_base64_is_refused_before_the_service_is_called(gateway: Gateway) -> None:
     response = await invoke(gateway.url, "forms.upload", {"photo": "not base64!"})
     assert response.status_code == 422
-    assert "argument 'photo' must be the file's bytes in base64" in response.json()["error"]["message"]
+    assert "argument 'photo' must be bytes in base64" in response.json()["error"]["message"]
 
 
 async def test_json_is_chosen_when_an_operation_offers_a_form_too(gateway: Gateway) -> None:
@@ -93,6 +93,19 @@ async def test_a_text_body_is_the_body_argument(gateway: Gateway) -> None:
     assert schema == {"type": "object", "properties": {"body": {"type": "string"}}, "required": ["body"]}
     got = await structured(gateway, "forms.note", {"body": "héllo\nworld"})
     assert got == {"content_type": "text/plain; charset=utf-8", "text": "héllo\nworld"}
+
+
+async def test_other_text_is_text_and_other_types_are_bytes_in_base64(gateway: Gateway) -> None:
+    got = await structured(gateway, "forms.xml", {"body": "<pet>Rex</pet>"})
+    assert got == {"content_type": "application/xml", "text": "<pet>Rex</pet>"}
+    functions = await listing(gateway.url)
+    assert functions["forms.picture"]["parameters"]["properties"]["body"] == {
+        "type": "string",
+        "contentEncoding": "base64",
+        "contentMediaType": "application/octet-stream",
+    }
+    got = await structured(gateway, "forms.picture", {"body": base64.b64encode(PNG).decode()})
+    assert got == {"content_type": "application/octet-stream", "sha256": hashlib.sha256(PNG).hexdigest()}
 
 
 async def test_cookie_parameters_are_one_cookie_header_and_no_cookie_is_kept(gateway: Gateway) -> None:
