@@ -35,6 +35,8 @@ log = logging.getLogger("toolmesh.sources")
 
 
 class _KeepNoCookies(DefaultCookiePolicy):
+    """The runtime's client keeps no cookie: one caller's session would go with the next's calls."""
+
     def set_ok(self, cookie: Cookie, request: urllib.request.Request) -> bool:
         return False
 
@@ -88,7 +90,6 @@ class OpenApiRuntime(GatewaySource):
         client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),
             headers=self._headers,
-            # Keeps no cookie a service sets: it would go with every caller's calls.
             cookies=CookieJar(_KeepNoCookies()),
             timeout=config.timeout,
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
