@@ -74,3 +74,24 @@ def test_a_reference_to_nothing_names_the_operation() -> None:
         DocumentError, match=r"GET /x: \$ref '#/components/parameters/Gone' points at nothing"
     ):
         read_operations(document({"/x": {"get": operation}}), "ns")
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen"),
+    [
+        (
+            ["application/x-www-form-urlencoded", "application/merge-patch+json"],
+            "application/merge-patch+json",
+        ),
+        (["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"], "multipart/form-data"),
+        (["application/xml", "text/plain"], "text/plain"),
+        (["application/pdf", "application/xml"], "application/xml"),
+        (["image/*"], "application/octet-stream"),
+    ],
+)
+def test_the_body_sent_is_json_then_forms_then_text_then_bytes(offered: list[str], chosen: str) -> None:
+    content = {
+        kind: {"schema": {"type": "object", "properties": {"a": {"type": "string"}}}} for kind in offered
+    }
+    operation = {"requestBody": {"content": content}, "responses": OK}
+    assert read_operations(document({"/x": {"post": operation}}), "ns")[0].body_media == chosen

@@ -206,3 +206,10 @@ async def test_references_that_only_refer_to_each_other_are_an_error(tmp_path: P
     document = await read_document(str(path), None, 5)
     with pytest.raises(DocumentError, match="refers to itself"):
         read_operations(document, "ns")
+
+
+def test_ref_origins_are_http_origins_and_go_with_an_openapi_document() -> None:
+    with pytest.raises(ValueError, match="`ref_origins` goes with `openapi`"):
+        RuntimeConfig(name="x", mcp_url="http://127.0.0.1:1/mcp", ref_origins=("https://a.example",))
+    with pytest.raises(ValueError, match="must be an http:// or https:// origin"):
+        RuntimeConfig(name="x", openapi="doc.yaml", ref_origins=("file:///etc",))
