@@ -32,8 +32,11 @@ TARGETS: list[tuple[str, str, dict[str, str]]] = [
     ("aio-lowat", "aio", {"GRPC_EXPERIMENTS": "tcp_rcv_lowat,tcp_frame_size_tuning"}),
     ("aio-ph2", "aio", {"GRPC_EXPERIMENTS": "ph2_server"}),
     ("aio-fuse", "aio", {"GRPC_EXPERIMENTS": "fuse_filters,prioritize_finished_requests"}),
+    ("aio-minimal", "aio", {"BENCH_GRPC_OPTIONS": '[["grpc.minimal_stack", 1]]'}),
+    ("aio-thruput", "aio", {"BENCH_GRPC_OPTIONS": '[["grpc.optimization_target", "throughput"]]'}),
     ("sync", "sync", {}),
     ("sync-bytes", "sync-bytes", {}),
+    ("grpclib", "grpclib", {}),
     ("h2", "h2", {}),
 ]
 
@@ -45,7 +48,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=8000)
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--h2-path", default="", help="where the `h2` package is (for the h2 target)")
+    parser.add_argument("--h2-path", default="", help="where `h2` and `grpclib` are (pip install --target)")
     parser.add_argument("--only", nargs="*", help="these targets only (keys of TARGETS)")
     parser.add_argument("--gateway", action="store_true", help="also the gateway's Mesh/Invoke and HTTP invoke")
     args = parser.parse_args()
@@ -57,7 +60,7 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for key, variant, extra in chosen:
             command = [python, str(BENCH / "grpc_variants.py"), "--variant", variant]
-            if variant == "h2":
+            if variant in ("h2", "grpclib"):
                 extra = {**extra, "PYTHONPATH": f"{ROOT}:{args.h2_path}"}
             pid, ports = stack.enter_context(started(command, {**env, **extra}, work / f"{key}.err"))
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"

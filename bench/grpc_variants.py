@@ -13,12 +13,15 @@ for a no-op call and prints a ready line like the gateway's:
     aio-asyncio    the same as aio on asyncio's own event loop instead of uvloop
     sync           the synchronous grpc.server with a thread pool (16 workers)
     sync-bytes     the same through a generic handler on raw bytes
+    grpclib        the pure-Python `grpclib` server (asyncio, on `h2`), on uvloop, protobuf codec
+                   (not a project dependency either: pip install --target DIR grpclib)
     h2             no grpcio at all: gRPC's unary call over HTTP/2 by hand on the pure-Python `h2`
                    package, on uvloop (a data point only: no deadlines, limits, health, TLS; `h2` is
                    not a project dependency, install it apart: pip install --target DIR h2)
 
 C-core experiments (`GRPC_EXPERIMENTS`) and poll strategies are set by the driver in the
-environment, on the `aio` variant.
+environment, on the `aio` variant; so are further server options, as a JSON list of pairs in
+`BENCH_GRPC_OPTIONS` (added to the public ones).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ RESPONSE = invoke_pb2.InvokeResponse(
 )
 RESPONSE_BYTES = RESPONSE.SerializeToString()
 INVOKE = "/toolmesh.v1.Mesh/Invoke"
-VARIANTS = ("aio", "aio-bare", "aio-bytes", "aio-asyncio", "sync", "sync-bytes", "h2")
+VARIANTS = ("aio", "aio-bare", "aio-bytes", "aio-asyncio", "sync", "sync-bytes", "grpclib", "h2")
 
 
 def _identity(data: bytes) -> bytes:
@@ -82,7 +85,8 @@ def _ready(port: int) -> None:
 
 
 async def _serve_aio(variant: str, port: int) -> None:
-    options = [] if variant == "aio-bare" else public_server_options(1024, 10.0)
+    options: list[tuple[str, Any]] = [] if variant == "aio-bare" else [*public_server_options(1024, 10.0)]
+    options += [tuple(pair) for pair in json.loads(os.environ.get("BENCH_GRPC_OPTIONS", "[]"))]
     server = grpc.aio.server(options=options)
     if variant == "aio-bytes":
         server.add_generic_rpc_handlers([_BytesHandler(_constant_bytes)])
@@ -113,6 +117,31 @@ def _serve_sync(variant: str, port: int) -> None:
         signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     server.stop(0)
+
+
+async def _serve_grpclib(port: int) -> None:
+    from grpclib.const import Cardinality, Handler  # type: ignore[import-not-found]
+    from grpclib.server import Server  # type: ignore[import-not-found]
+
+    class _Mesh:
+        async def invoke(self, stream: Any) -> None:
+            await stream.recv_message()
+            await stream.send_message(RESPONSE)
+
+        def __mapping__(self) -> dict[str, Any]:
+            unary = Cardinality.UNARY_UNARY
+            request, response = invoke_pb2.InvokeRequest, invoke_pb2.InvokeResponse
+            return {INVOKE: Handler(self.invoke, unary, request, response)}
+
+    server = Server([_Mesh()])
+    await server.start("127.0.0.1", port)
+    _ready(server._server.sockets[0].getsockname()[1])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
 
 
 async def _serve_h2(port: int) -> None:
@@ -163,6 +192,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.variant.startswith("sync"):
         _serve_sync(args.variant, args.port)
+    elif args.variant == "grpclib":
+        uvloop.run(_serve_grpclib(args.port))
     elif args.variant == "h2":
         uvloop.run(_serve_h2(args.port))
     elif args.variant == "aio-asyncio":
