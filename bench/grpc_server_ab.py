@@ -50,7 +50,9 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--h2-path", default="", help="where `h2` and `grpclib` are (pip install --target)")
     parser.add_argument("--only", nargs="*", help="these targets only (keys of TARGETS)")
-    parser.add_argument("--gateway", action="store_true", help="also the gateway's Mesh/Invoke and HTTP invoke")
+    parser.add_argument(
+        "--gateway", action="store_true", help="also the gateway's Mesh/Invoke and HTTP invoke"
+    )
     args = parser.parse_args()
     python = sys.executable
     chosen = [t for t in TARGETS if not args.only or t[0] in args.only]
@@ -76,7 +78,10 @@ def main() -> int:
             up = [python, "-m", "toolmesh", "up", "--config", str(config)]
             pid, ports = stack.enter_context(started(up, env, work / "gateway.err"))
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"
-            loads["gateway grpc"] = (pid, Load("gw_grpc", "", url, grpc_frame("noop"), GRPC_HEADERS, grpc=True))
+            loads["gateway grpc"] = (
+                pid,
+                Load("gw_grpc", "", url, grpc_frame("noop"), GRPC_HEADERS, grpc=True),
+            )
             url = f"http://{HOST}:{ports['http_port']}/v1/functions/noop/invoke"
             loads["gateway http"] = (pid, Load("gw_http", "", url, b"{}", JSON_HEADERS))
         figures: dict[str, list[float]] = {key: [] for key in loads}
