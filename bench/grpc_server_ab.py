@@ -38,6 +38,7 @@ TARGETS: list[tuple[str, str, dict[str, str]]] = [
     ("sync-bytes", "sync-bytes", {}),
     ("grpclib", "grpclib", {}),
     ("h2", "h2", {}),
+    ("h2-task", "h2-task", {}),
 ]
 
 
@@ -62,7 +63,7 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for key, variant, extra in chosen:
             command = [python, str(BENCH / "grpc_variants.py"), "--variant", variant]
-            if variant in ("h2", "grpclib"):
+            if variant in ("h2", "h2-task", "grpclib"):
                 extra = {**extra, "PYTHONPATH": f"{ROOT}:{args.h2_path}"}
             pid, ports = stack.enter_context(started(command, {**env, **extra}, work / f"{key}.err"))
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"

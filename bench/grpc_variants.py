@@ -15,6 +15,9 @@ for a no-op call and prints a ready line like the gateway's:
     sync-bytes     the same through a generic handler on raw bytes
     grpclib        the pure-Python `grpclib` server (asyncio, on `h2`), on uvloop, protobuf codec
                    (not a project dependency either: pip install --target DIR grpclib)
+    h2-task        the h2 server with what each call would need at the least: a task per call
+                   (cancelled by RST_STREAM), its metadata and `grpc-timeout` read, the request
+                   decoded and the answer encoded with protobuf, `x-request-id` in the trailers
     h2             no grpcio at all: gRPC's unary call over HTTP/2 by hand on the pure-Python `h2`
                    package, on uvloop (a data point only: no deadlines, limits, health, TLS; `h2` is
                    not a project dependency, install it apart: pip install --target DIR h2)
@@ -47,7 +50,7 @@ RESPONSE = invoke_pb2.InvokeResponse(
 )
 RESPONSE_BYTES = RESPONSE.SerializeToString()
 INVOKE = "/toolmesh.v1.Mesh/Invoke"
-VARIANTS = ("aio", "aio-bare", "aio-bytes", "aio-asyncio", "sync", "sync-bytes", "grpclib", "h2")
+VARIANTS = ("aio", "aio-bare", "aio-bytes", "aio-asyncio", "sync", "sync-bytes", "grpclib", "h2", "h2-task")
 
 
 def _identity(data: bytes) -> bytes:
@@ -144,7 +147,12 @@ async def _serve_grpclib(port: int) -> None:
     server.close()
 
 
-async def _serve_h2(port: int) -> None:
+def _grpc_timeout(value: bytes) -> float:
+    units = {b"H": 3600.0, b"M": 60.0, b"S": 1.0, b"m": 1e-3, b"u": 1e-6, b"n": 1e-9}
+    return int(value[:-1]) * units[value[-1:]]
+
+
+async def _serve_h2(port: int, tasks: bool) -> None:
     import h2.config  # type: ignore[import-not-found]
     import h2.connection  # type: ignore[import-not-found]
     import h2.events  # type: ignore[import-not-found]
@@ -159,13 +167,42 @@ async def _serve_h2(port: int) -> None:
             self.transport = transport
             self.conn = h2.connection.H2Connection(config=config)
             self.conn.initiate_connection()
+            self.streams: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
+            self.calls: dict[int, asyncio.Task[None]] = {}
             transport.write(self.conn.data_to_send())
+
+        async def _call(self, stream_id: int, headers: dict[bytes, bytes], body: bytes) -> None:
+            timeout = headers.get(b"grpc-timeout")
+            metadata = [(k, v) for k, v in headers.items() if not k.startswith(b":")]
+            request = invoke_pb2.InvokeRequest.FromString(body[5:])
+            async with asyncio.timeout(_grpc_timeout(timeout) if timeout else None):
+                response = await _AioMesh().Invoke(request, metadata)
+            data = response.SerializeToString()
+            conn = self.conn
+            conn.send_headers(stream_id, head)
+            conn.send_data(stream_id, b"\x00" + len(data).to_bytes(4, "big") + data)
+            request_id = (request.request_id or "0" * 32).encode()
+            conn.send_headers(stream_id, [*trailers, (b"x-request-id", request_id)], end_stream=True)
+            self.transport.write(conn.data_to_send())
+            del self.calls[stream_id]
 
         def data_received(self, data: bytes) -> None:
             conn = self.conn
             for event in conn.receive_data(data):
-                if isinstance(event, h2.events.DataReceived):
+                if tasks and isinstance(event, h2.events.RequestReceived):
+                    self.streams[event.stream_id] = (dict(event.headers), bytearray())
+                elif isinstance(event, h2.events.DataReceived):
                     conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    if tasks:
+                        self.streams[event.stream_id][1].extend(event.data)
+                elif tasks and isinstance(event, h2.events.StreamReset):
+                    call = self.calls.pop(event.stream_id, None)
+                    if call is not None:
+                        call.cancel()
+                elif tasks and isinstance(event, h2.events.StreamEnded):
+                    headers, body = self.streams.pop(event.stream_id)
+                    call = asyncio.ensure_future(self._call(event.stream_id, headers, bytes(body)))
+                    self.calls[event.stream_id] = call
                 elif isinstance(event, h2.events.StreamEnded):
                     # A real server would decode the request here; the constant needs none.
                     conn.send_headers(event.stream_id, head)
@@ -195,7 +232,9 @@ def main() -> None:
     elif args.variant == "grpclib":
         uvloop.run(_serve_grpclib(args.port))
     elif args.variant == "h2":
-        uvloop.run(_serve_h2(args.port))
+        uvloop.run(_serve_h2(args.port, tasks=False))
+    elif args.variant == "h2-task":
+        uvloop.run(_serve_h2(args.port, tasks=True))
     elif args.variant == "aio-asyncio":
         asyncio.run(_serve_aio(args.variant, args.port))
     else:
