@@ -86,14 +86,18 @@ def main() -> int:
             url = f"http://{HOST}:{ports['http_port']}/v1/functions/noop/invoke"
             loads["gateway http"] = (pid, Load("gw_http", "", url, b"{}", JSON_HEADERS))
         figures: dict[str, list[float]] = {key: [] for key in loads}
+        rates: dict[str, list[float]] = {key: [] for key in loads}
         print(f"{args.requests} calls per measure, {args.clients} in flight; server CPU µs per call\n")
         print(f"{'round':>5} " + " ".join(f"{key:>12}" for key in loads))
         for round_ in range(1, args.rounds + 1):
             for key, (pid, load) in loads.items():
-                figures[key].append(measure(load, pid, args.requests, args.clients, work).gateway_us)
+                measured = measure(load, pid, args.requests, args.clients, work)
+                figures[key].append(measured.gateway_us)
+                rates[key].append(measured.rps)
             print(f"{round_:>5} " + " ".join(f"{figures[key][-1]:12.1f}" for key in loads))
         medians = {key: statistics.median(values) for key, values in figures.items()}
         print(f"{'median':>5} " + " ".join(f"{medians[key]:12.1f}" for key in loads))
+        print(f"{'req/s':>5} " + " ".join(f"{statistics.median(rates[key]):12.0f}" for key in loads))
         base = medians[next(iter(loads))]
         print(f"{'/ ' + next(iter(loads)):>5} " + " ".join(f"{medians[key] / base:12.2f}" for key in loads))
     return 0
