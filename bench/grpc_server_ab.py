@@ -41,6 +41,9 @@ TARGETS: list[tuple[str, str, dict[str, str]]] = [
     ("h2-task", "h2-task", {}),
 ]
 
+#: Variants on packages installed apart (`--h2-path`); left out without it.
+PURE_PYTHON = ("grpclib", "h2", "h2-task")
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(
@@ -57,13 +60,15 @@ def main() -> int:
     args = parser.parse_args()
     python = sys.executable
     chosen = [t for t in TARGETS if not args.only or t[0] in args.only]
+    if not args.h2_path:  # h2 and grpclib are not project dependencies
+        chosen = [t for t in chosen if t[1] not in PURE_PYTHON]
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
         loads: dict[str, tuple[int, Load]] = {}
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for key, variant, extra in chosen:
             command = [python, str(BENCH / "grpc_variants.py"), "--variant", variant]
-            if variant in ("h2", "h2-task", "grpclib"):
+            if variant in PURE_PYTHON:
                 extra = {**extra, "PYTHONPATH": f"{ROOT}:{args.h2_path}"}
             pid, ports = stack.enter_context(started(command, {**env, **extra}, work / f"{key}.err"))
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"
