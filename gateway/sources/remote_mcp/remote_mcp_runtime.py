@@ -23,10 +23,13 @@ from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_ar
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
+    COMPLETE,
     PROMPTS_GET,
     RESOURCES_READ,
     TOOLS_CALL,
     McpTarget,
+    completion_result,
+    completion_specs,
     prompt_result,
     prompt_specs,
     read_result,
@@ -194,7 +197,12 @@ class RemoteMcpRuntime(GatewaySource):
         yield await self.invoke(call, timeout)
 
 
-_RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+_RESULTS = {
+    TOOLS_CALL: call_result,
+    RESOURCES_READ: read_result,
+    PROMPTS_GET: prompt_result,
+    COMPLETE: completion_result,
+}
 
 
 def _answerer(call: Call) -> Answerer:
@@ -204,13 +212,16 @@ def _answerer(call: Call) -> Answerer:
 
 
 def _what(target: McpTarget) -> str:
+    if target.method == COMPLETE:
+        return f"completion of {target.argument!r} of {target.name!r}"
     kind = {TOOLS_CALL: "tool", RESOURCES_READ: "resource", PROMPTS_GET: "prompt"}[target.method]
     return f"{kind} {target.name!r}"
 
 
 async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
     """Every function the server brings: its tools (those `include`/`exclude` keep), and the
-    resources, resource templates and prompts it says it has."""
+    resources, resource templates and prompts it says it has, and their arguments' completions
+    when it says it completes."""
     taken: set[str] = set()
     tools = tool_specs(
         await _pages(session, "tools/list", "tools"), config.name, config.include, config.exclude, taken
@@ -218,14 +229,18 @@ async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tup
     found = {name: (McpTarget(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
     capabilities = (session.server or {}).get("capabilities") or {}
     limit = name_limit(config.name)
+    templates: list[dict[str, Any]] = []
+    prompts: list[dict[str, Any]] = []
     if "resources" in capabilities:
         resources = await _pages(session, "resources/list", "resources")
         templates = await _pages(session, "resources/templates/list", "resourceTemplates")
         found.update(resource_specs(resources, templates, config.name, limit, taken))
     if "prompts" in capabilities:
-        found.update(
-            prompt_specs(await _pages(session, "prompts/list", "prompts"), config.name, limit, taken)
-        )
+        prompts = await _pages(session, "prompts/list", "prompts")
+        found.update(prompt_specs(prompts, config.name, limit, taken))
+    if "completions" in capabilities:
+        names = {target.name: name for name, (target, _) in found.items() if target.method == PROMPTS_GET}
+        found.update(completion_specs(prompts, names, templates, config.name, limit, taken))
     return found
 
 

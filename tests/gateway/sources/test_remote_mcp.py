@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -220,6 +221,25 @@ async def test_the_servers_resources_and_prompts_are_the_namespaces(
         asked = await client.get_prompt("clock__ask_time", {"zone": "CET"})
     assert asked.messages[0].role == "user"
     assert asked.messages[0].content.text == "What time is it in CET? Please."  # type: ignore[union-attr]
+
+
+async def test_completions_of_the_servers_prompts_and_templates_are_asked_of_it(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        prompt = types.PromptReference(name="clock__ask_time")
+        zones = await client.complete(prompt, {"name": "zone", "value": "C"})
+        polite = await client.complete(prompt, {"name": "polite", "value": ""}, {"zone": "UTC"})
+        template = types.ResourceTemplateReference(uri="clock://zones/{zone}/offset")
+        offsets = await client.complete(template, {"name": "zone", "value": "U"})
+    assert zones.completion.values == ["CET"]
+    # The arguments given so far reach the server.
+    assert polite.completion.values == ["no"]
+    assert offsets.completion.values == ["UTC"]
 
 
 async def test_a_servers_list_changed_is_followed(gateway_factory: StartGateway) -> None:
