@@ -20,7 +20,8 @@ import httpx
 from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
-from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
+from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     COMPLETE,
