@@ -124,7 +124,9 @@ headers = {{ Authorization = {{ env = "NO_SUCH_TOKEN_VAR" }} }}
 
 def test_a_config_whose_runtimes_all_list_exits_0(tmp_path: Path, remote: ServerProcess) -> None:
     config = tmp_path / "toolmesh.toml"
-    config.write_text(f'[[runtimes]]\nname = "clock"\nmcp_url = "{remote.url}"\nexclude = ["crash", "greet*"]\n')
+    config.write_text(
+        f'[[runtimes]]\nname = "clock"\nmcp_url = "{remote.url}"\nexclude = ["crash", "greet*"]\n'
+    )
     done = functions(config, "--format", "openai")
     assert done.returncode == 0, done.stderr
     assert {tool["function"]["name"] for tool in json.loads(done.stdout)} == {
