@@ -39,7 +39,6 @@ from toolmesh.gateway.sources.remote_mcp.http_wire import (
 from toolmesh.gateway.sources.remote_mcp.input_rounds import (
     ASKING_METHODS,
     MAX_ROUNDS,
-    CannotAnswer,
     asks,
     retry_params,
 )
@@ -133,17 +132,15 @@ class McpHttpSession:
         an MCP level name, which a per-request era server sends only when asked); `answer`
         answers its elicitation and sampling requests meanwhile (what it raises, the request
         raises, once the server is told to stop). A per-request era server's input-required
-        results are answered by `answer` and the request sent again, round after round."""
+        results are answered by `answer` and the request sent again, round after round (raises
+        CannotAnswer when it asks what the gateway does not answer)."""
         result = await self._request_once(method, params, heard, log_level, answer)
         if method not in ASKING_METHODS:
             return result
         for _ in range(MAX_ROUNDS):
             if not asks(result):
                 return result
-            try:
-                params = retry_params(params, result, answer)
-            except CannotAnswer as exc:
-                raise McpHttpError(f"{method}: {exc}") from None
+            params = retry_params(params, result, answer)
             result = await self._request_once(method, params, heard, log_level, answer)
         raise McpHttpError(f"{method}: the server still asked for input after {MAX_ROUNDS} rounds")
 

@@ -43,15 +43,15 @@ def retry_params(
     or CannotAnswer."""
     requests = result.get("inputRequests") or {}
     if not isinstance(requests, dict):
-        raise CannotAnswer("its inputRequests are not an object")
+        raise CannotAnswer("sent inputRequests that are not an object")
     responses: dict[str, Any] = {}
     missing: list[InputRequired] = []
     for key, request in requests.items():
         method = request.get("method") if isinstance(request, dict) else None
         if method not in KINDS:
-            raise CannotAnswer(f"it asked {method!r}, which toolmesh does not answer")
+            raise CannotAnswer(f"asked {method!r}, which toolmesh does not answer")
         if answer is None:
-            raise CannotAnswer(f"it asked {method} where no caller can answer")
+            raise CannotAnswer(f"asked {method} where no caller can answer")
         asked = request.get("params")
         try:
             responses[key] = answer(method, asked if isinstance(asked, dict) else {})

@@ -22,6 +22,7 @@ from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, In
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
 from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.input_rounds import CannotAnswer
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     COMPLETE,
@@ -184,6 +185,8 @@ class RemoteMcpRuntime(GatewaySource):
             if exc.code == INVALID_PARAMS:
                 raise InvalidArguments(f"{call.function}: {exc}", ()) from None
             result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: {exc}"))
+        except CannotAnswer as exc:
+            result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: the server {exc}"))
         except McpHttpError as exc:
             raise Unavailable(f"runtime {self.name!r}: MCP server {self.config.mcp_url}: {exc}") from None
         else:
