@@ -3,6 +3,7 @@ with certificates made by the test; reflection and calls go over the same TLS ch
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from tests.gateway.sources.mcp_servers import ServerProcess
 from tests.gateway.sources.tls_certs import SERVER_NAME, Certificates, make_certificates
 from toolmesh.config import RuntimeConfig
 from toolmesh.config.runtime_config import HeaderFromEnv
-from toolmesh.config.tls_config import GrpcTls
+from toolmesh.config.tls_config import GrpcTls, grpc_target, grpc_tls
 from toolmesh.errors import Unavailable
 from toolmesh.gateway.sources.factory import service_runtime
 
@@ -151,3 +152,30 @@ async def test_a_wrong_ca_is_a_source_error_naming_the_runtime_and_the_others_se
     assert await ready(gateway.url) == {"tools": True, "pets": False}
     added = await call(gateway.url, "add", {"a": 2, "b": 3})
     assert added.json()["structured"] == 5
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"mcp_url": "http://127.0.0.1:1/mcp", "tls": True}, "`tls` goes with `grpc_reflection`"),
+        ({"grpc_reflection": "grpc://127.0.0.1:1", "tls": True}, "says plaintext (grpc://) but `tls` is set"),
+        (
+            {"grpc_reflection": "127.0.0.1:1", "tls": {"cert_file": "me.pem"}},
+            "`cert_file` and `key_file` together",
+        ),
+        ({"grpc_reflection": "grpcs://"}, "must be a gRPC target"),
+    ],
+)
+def test_tls_settings_that_cannot_work_are_refused_with_the_key_named(
+    settings: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RuntimeConfig.model_validate({"name": "pets", **settings})
+
+
+def test_a_grpcs_target_asks_for_tls_with_the_systems_roots() -> None:
+    config = RuntimeConfig(name="pets", grpc_reflection="grpcs://pets.internal:443")
+    assert config.grpc_reflection is not None
+    assert grpc_tls(config.grpc_reflection, config.tls) == GrpcTls()
+    assert grpc_target(config.grpc_reflection) == "pets.internal:443"
+    assert grpc_tls("pets.internal:443", False) is None
