@@ -97,6 +97,13 @@ def _unwrap(hint: Any) -> tuple[Any, bool]:
     return hint, False
 
 
+def _flag_table(hint: Any) -> type[BaseModel] | None:
+    """The table of a key that is a flag or a table (`tls = true` or `tls = { ... }`), else None."""
+    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else ()
+    tables = [a for a in args if _is_model(a)]
+    return tables[0] if len(tables) == 1 and len(args) == 2 and bool in args else None
+
+
 def _is_model(hint: Any) -> bool:
     return isinstance(hint, type) and issubclass(hint, BaseModel)
 
@@ -159,6 +166,9 @@ def config_keys() -> Iterator[Key]:
                 continue
             text = described.get(name) or (inspect.getdoc(inner) if _is_model(inner) else "") or ""
             yield Key(table, name, _type_name(hint), _default(field), text)
+            flagged = _flag_table(hint)
+            if flagged is not None:
+                nested.append((flagged, f"[{table.strip('[]')}.{name}]"))
         for inner, sub in nested:
             yield from walk(inner, sub)
 
@@ -176,6 +186,9 @@ def config_models() -> dict[str, type[BaseModel]]:
         hints = typing.get_type_hints(model, include_extras=True)
         for name, field in model.model_fields.items():
             inner, many = _unwrap(hints.get(name, field.annotation))
+            flagged = _flag_table(hints.get(name, field.annotation))
+            if flagged is not None:
+                walk(flagged, f"[{table.strip('[]')}.{name}]")
             if _is_model(inner) and model is MeshConfig:
                 walk(inner, f"[[{name}]]" if many else f"[{name}]")
             elif _is_model(inner) and not many:

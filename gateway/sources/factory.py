@@ -23,7 +23,7 @@ def service_runtime(
     if config.mcp_url is not None:
         return RemoteMcpRuntime(config, headers)
     if config.grpc_reflection is not None:
-        return GrpcReflectionRuntime(config, headers)
+        return GrpcReflectionRuntime(config, headers, directory)
     raise ValueError(f"runtime {config.name!r} is not served by the gateway itself")
 
 

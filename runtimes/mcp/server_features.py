@@ -96,17 +96,27 @@ def prompt_definitions(
     return found
 
 
-def completion_definitions(
+def completion_schema() -> dict[str, Any]:
+    """A completion function's input: the typed prefix, and the arguments given so far."""
+    return {
+        "type": "object",
+        "properties": {
+            "value": {"type": "string"},
+            "context": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "required": ["value"],
+    }
+
+
+def completion_targets(
     prompts: Sequence[Mapping[str, Any]],
     prompt_names: Mapping[str, str],
     templates: Sequence[Mapping[str, Any]],
     namespace: str,
-    taken: set[str],
-    ask: Ask,
-) -> dict[str, FunctionDefinition]:
-    """A completion function for each argument of each prompt and resource template, asking the
-    server (`completion/complete`) for the suggestions: for a server whose capabilities say it
-    completes. `prompt_names` are the prompts' function names by their own names."""
+) -> list[tuple[str, dict[str, str], str]]:
+    """Each argument of each prompt and resource template as (the completion's `Feature.target`:
+    the prompt function's qualified name or the template, the server's `ref`, the argument).
+    `prompt_names` are the prompts' function names by their own names."""
     targets: list[tuple[str, dict[str, str], str]] = []
     for item in prompts:
         raw = item.get("name")
@@ -121,21 +131,28 @@ def completion_definitions(
         if isinstance(uri, str):
             for variable in TEMPLATE_VARIABLE.findall(uri):
                 targets.append((uri, {"type": "ref/resource", "uri": uri}, variable))
+    return targets
+
+
+def completion_definitions(
+    prompts: Sequence[Mapping[str, Any]],
+    prompt_names: Mapping[str, str],
+    templates: Sequence[Mapping[str, Any]],
+    namespace: str,
+    taken: set[str],
+    ask: Ask,
+) -> dict[str, FunctionDefinition]:
+    """A completion function for each argument of each prompt and resource template, asking the
+    server (`completion/complete`) for the suggestions: for a server whose capabilities say it
+    completes. `prompt_names` are the prompts' function names by their own names."""
     found: dict[str, FunctionDefinition] = {}
-    for target, ref, argument in targets:
+    for target, ref, argument in completion_targets(prompts, prompt_names, templates, namespace):
         name = function_name(f"complete_{target}_{argument}", name_limit(namespace), taken)
         found[name] = FunctionDefinition(
             name=name,
             handler=_completer(ref, argument, ask),
             description=f"Suggest values for {argument!r} of {target}.",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "value": {"type": "string"},
-                    "context": {"type": "object", "additionalProperties": {"type": "string"}},
-                },
-                "required": ["value"],
-            },
+            parameters=completion_schema(),
             namespace=namespace,
             annotations=Annotations(read_only=True),
             feature=Feature(COMPLETION, target=target, argument=argument),
@@ -143,15 +160,26 @@ def completion_definitions(
     return found
 
 
+def completion_request(ref: Mapping[str, str], argument: str, value: str, context: Any) -> dict[str, Any]:
+    """The params of `completion/complete` for `argument` of `ref`, typed so far as `value`, with
+    the other arguments given so far (`context`, a mapping of strings, or nothing)."""
+    params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+    if isinstance(context, Mapping) and context:
+        params["context"] = {"arguments": {str(k): str(v) for k, v in context.items()}}
+    return params
+
+
+def completion_values(answer: Any) -> list[str]:
+    """The suggestions of a `completion/complete` result."""
+    completion = answer.get("completion") if isinstance(answer, dict) else None
+    values = completion.get("values") if isinstance(completion, dict) else None
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
 def _completer(ref: dict[str, str], argument: str, ask: Ask) -> Callable[..., Awaitable[list[str]]]:
     async def complete(value: str, context: dict[str, str] | None = None) -> list[str]:
-        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
-        if context:
-            params["context"] = {"arguments": context}
-        answer = await ask("completion/complete", params)
-        completion = answer.get("completion") if isinstance(answer, dict) else None
-        values = completion.get("values") if isinstance(completion, dict) else None
-        return [str(v) for v in values] if isinstance(values, list) else []
+        answer = await ask("completion/complete", completion_request(ref, argument, value, context))
+        return completion_values(answer)
 
     return complete
 

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolmesh.config import config_defaults as defaults
+from toolmesh.config.tls_config import PLAINTEXT_SCHEME, GrpcTls, grpc_target
 from toolmesh.directories import default_data_dir
 from toolmesh.protocol.defaults import (
     DEFAULT_DRAIN_GRACE,
@@ -82,6 +83,10 @@ class RuntimeConfig(BaseModel):
     #: A gRPC server's "host:port" whose services, read by server reflection, are the runtime's
     #: functions (one per unary method), called by the gateway itself: see gateway/sources/grpc_reflection/.
     grpc_reflection: str | None = None
+    #: With `grpc_reflection`: TLS to the server (also asked by a "grpcs://host:port" target):
+    #: `true` trusts the system's roots; a table names files, see toolmesh/config/tls_config.py:
+    #: `{ ca_file = "ca.pem", cert_file = "me.pem", key_file = "me.key", server_name = "billing" }`.
+    tls: bool | GrpcTls = False
     #: With `openapi`, `mcp_url` or `grpc_reflection`: headers (gRPC metadata) sent on every call,
     #: e.g. `{ Authorization = { env = "TOKEN", prefix = "Bearer " } }`. A caller's own
     #: credentials are never passed on.
@@ -254,6 +259,8 @@ class RuntimeConfig(BaseModel):
         # `modules` with `address`: the pods elsewhere serve those modules (their catalog).
         if len(kinds) > 1 and set(kinds) != {"modules", "address"}:
             raise ValueError(f"give one source of functions, not {' and '.join(f'`{k}`' for k in kinds)}")
+        if self.tls is not False and self.grpc_reflection is None:
+            raise ValueError("`tls` goes with `grpc_reflection`")
         if self.in_gateway:
             self._check_service()
         elif self.base_url is not None or self.ref_origins or self.headers or self.include or self.exclude:
@@ -287,8 +294,15 @@ class RuntimeConfig(BaseModel):
         if self.mcp_url is not None and not self.mcp_url.startswith(("http://", "https://")):
             raise ValueError(f"mcp_url {self.mcp_url!r} must be an http:// or https:// URL")
         target = self.grpc_reflection
-        if target is not None and (not target.strip() or "://" in target):
-            raise ValueError(f'grpc_reflection {target!r} must be a gRPC target, "host:port"')
+        if target is None:
+            return
+        address = grpc_target(target)
+        if not address.strip() or "://" in address:
+            raise ValueError(
+                f'grpc_reflection {target!r} must be a gRPC target, "host:port" or "grpcs://host:port"'
+            )
+        if target.startswith(PLAINTEXT_SCHEME) and self.tls is not False:
+            raise ValueError(f"grpc_reflection {target!r} says plaintext (grpc://) but `tls` is set")
 
     def _check_resources(self) -> None:
         for field, value in (("cpu", self.cpu), ("max_cpu", self.max_cpu)):

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from google.protobuf import json_format, message_factory
@@ -22,9 +23,11 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 from toolmesh.config.runtime_config import RuntimeConfig
+from toolmesh.config.tls_config import grpc_tls
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.naming import selected
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
+from toolmesh.gateway.sources.grpc_reflection.grpc_channel import ChannelError, connected, open_channel
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import ReflectionError, read_services
 from toolmesh.protocol.calls import Call
@@ -33,9 +36,6 @@ from toolmesh.runtimes.functions.spec import FunctionSpec, function_name, name_l
 
 log = logging.getLogger("toolmesh.sources")
 
-#: A server that restarts is found again within a second or two, not after gRPC's default
-#: backoff (up to two minutes), during which every call fails at once.
-CHANNEL_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 2000))
 #: Status codes that mean the server, not the call, is the problem.
 _UNAVAILABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED})
 
@@ -54,10 +54,14 @@ class Method:
 class GrpcReflectionRuntime(GatewaySource):
     """A runtime whose functions are the unary and server-streaming methods of a gRPC server."""
 
-    def __init__(self, config: RuntimeConfig, headers: Mapping[str, str]) -> None:
-        """`headers` go with every call as metadata (their names lowercased), never a caller's."""
+    def __init__(
+        self, config: RuntimeConfig, headers: Mapping[str, str], directory: Path | None = None
+    ) -> None:
+        """`headers` go with every call as metadata (their names lowercased), never a caller's;
+        `directory` (the config file's) is where relative TLS files are."""
         assert config.grpc_reflection is not None
         super().__init__(config)
+        self._directory = directory
         self._metadata = tuple((name.lower(), value) for name, value in headers.items())
         self._methods: dict[str, Method] = {}
         self._channel: grpc.aio.Channel | None = None
@@ -71,17 +75,22 @@ class GrpcReflectionRuntime(GatewaySource):
         serve nothing (or with `strict`, as a reload does, raise and keep what was served)."""
         config = self.config
         assert config.grpc_reflection is not None
-        channel = grpc.aio.insecure_channel(config.grpc_reflection, options=CHANNEL_OPTIONS)
+        channel = None
         try:
-            async with asyncio.timeout(config.startup_timeout):
-                await channel.channel_ready()
+            channel = open_channel(
+                config.grpc_reflection, grpc_tls(config.grpc_reflection, config.tls), self._directory
+            )
+            deadline = asyncio.get_running_loop().time() + config.startup_timeout
+            await connected(channel, config.startup_timeout)
+            async with asyncio.timeout_at(deadline):
                 _, services = await read_services(channel, self._metadata, config.startup_timeout)
-        except (ReflectionError, TimeoutError) as exc:
-            await channel.close(grace=None)
+        except (ChannelError, ReflectionError, TimeoutError) as exc:
+            if channel is not None:
+                await channel.close(grace=None)
             cause = (
                 str(exc)
-                if isinstance(exc, ReflectionError)
-                else f"not reachable within {config.startup_timeout:g} s"
+                if not isinstance(exc, TimeoutError)
+                else f"not read within {config.startup_timeout:g} s"
             )
             message = f"runtime {self.name!r}: gRPC server {config.grpc_reflection}: {cause}"
             if strict:

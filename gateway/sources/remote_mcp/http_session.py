@@ -8,26 +8,40 @@ there is no session); any other is asked to `initialize` (the handshake era, 202
 2025-11-25), whose session (`Mcp-Session-Id`) is made again when the server forgets it (404) or
 cannot be reached. A request that never reached the server is sent again once. The notifications the
 server sends while it answers (progress, log messages) go to the request's `heard`. Its elicitation
-and sampling requests on a request's event stream go to the request's `answer` (the call's caller,
-runtimes/mcp/server_asks.py); others (roots), and these with no one to answer, are declined, as the
-SDK's client declines them when given no callbacks. Its `list_changed` notifications, on a
-request's stream or on the session's standalone stream (a GET the session keeps open in the
-handshake era), go to `changed`.
+and sampling requests go to the request's `answer` (the call's caller, runtimes/mcp/server_asks.py):
+on the request's event stream; on the session's standalone stream (a GET the session keeps open in
+the handshake era) while that request is the only one in flight that can ask (the protocol says
+nothing of whose they are there); and, in the per-request era, as its input-required results
+(input_rounds.py). Others (roots), and these with no one to answer, are declined, as the SDK's
+client declines them when given no callbacks. Its `list_changed` notifications, on a request's
+stream or on the standalone stream, go to `changed`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
 
+from toolmesh.gateway.sources.remote_mcp.http_wire import (
+    McpHttpError,
+    McpRpcError,
+    event_messages,
+    header_value,
+    outcome,
+)
+from toolmesh.gateway.sources.remote_mcp.input_rounds import (
+    ASKING_METHODS,
+    MAX_ROUNDS,
+    asks,
+    retry_params,
+)
 from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
 
 log = logging.getLogger("toolmesh.sources")
@@ -62,19 +76,6 @@ INTERNAL_ERROR = -32603
 Heard = Callable[[dict[str, Any]], None]
 
 
-class McpHttpError(Exception):
-    """The server could not be reached or answered outside the protocol."""
-
-
-class McpRpcError(Exception):
-    """The server answered a request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.data = data
-
-
 class _SessionGone(Exception):
     """The server no longer knows the session (404 on a request that named it)."""
 
@@ -105,6 +106,10 @@ class McpHttpSession:
         #: The revision agreed on; None until then, and after a failure that calls for another.
         self._version: str | None = None
         self._initialized: asyncio.Lock = asyncio.Lock()
+        #: The requests in flight that can ask (their id: their `answer` and the task reading their
+        #: answer), for asks on the standalone stream; `_ended`, why one of them was stopped.
+        self._asking: dict[int, tuple[Answerer, asyncio.Task[Any]]] = {}
+        self._ended: dict[int, Exception] = {}
         #: What the server said of itself in `initialize` (`serverInfo`, `capabilities`...).
         self.server: dict[str, Any] | None = None
 
@@ -126,7 +131,27 @@ class McpHttpSession:
         server sends while it answers (progress, and log messages at `log_level` and above,
         an MCP level name, which a per-request era server sends only when asked); `answer`
         answers its elicitation and sampling requests meanwhile (what it raises, the request
-        raises, once the server is told to stop)."""
+        raises, once the server is told to stop). A per-request era server's input-required
+        results are answered by `answer` and the request sent again, round after round (raises
+        CannotAnswer when it asks what the gateway does not answer)."""
+        result = await self._request_once(method, params, heard, log_level, answer)
+        if method not in ASKING_METHODS:
+            return result
+        for _ in range(MAX_ROUNDS):
+            if not asks(result):
+                return result
+            params = retry_params(params, result, answer)
+            result = await self._request_once(method, params, heard, log_level, answer)
+        raise McpHttpError(f"{method}: the server still asked for input after {MAX_ROUNDS} rounds")
+
+    async def _request_once(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        heard: Heard | None,
+        log_level: str | None,
+        answer: Answerer | None,
+    ) -> Any:
         await self._ensure_session(None)
         generation = self._session
         try:
@@ -212,14 +237,35 @@ class McpHttpSession:
                     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                     if response.status_code != 200 or kind != "text/event-stream":
                         return
-                    async for event in self._events(response):
+                    async for event in event_messages(response):
                         if "id" in event:
-                            await self._answer_server(event, 0, None)
+                            await self._answer_aside(event)
                         else:
                             self._heard_changed(event)
             except httpx.HTTPError:
                 pass
             await asyncio.sleep(LISTEN_RETRY)
+
+    async def _answer_aside(self, message: dict[str, Any]) -> None:
+        """A request of the server's on the standalone stream: the call's, when one call that can
+        ask is in flight (stopped, when its caller must answer first); else declined."""
+        only = next(iter(self._asking.items())) if len(self._asking) == 1 else None
+        if only is None or message.get("method") not in KINDS:
+            await self._answer_server(message, 0, None)
+            return
+        ident, (answer, reading) = only
+
+        def answering(method: str, params: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return answer(method, params)
+            except Exception as exc:
+                # Stopped before the server hears of it: its error answer to the call is not the outcome.
+                self._ended[ident] = exc
+                reading.cancel()
+                raise
+
+        with contextlib.suppress(Exception):
+            await self._answer_server(message, ident, answering)
 
     def _heard_changed(self, event: dict[str, Any]) -> bool:
         """Whether `event` is a `list_changed` notification (then `changed` has it)."""
@@ -257,7 +303,7 @@ class McpHttpSession:
             **(params or {}).get("_meta", {}),
             VERSION_KEY: MODERN_VERSION,
             CLIENT_INFO_KEY: CLIENT_INFO,
-            CAPABILITIES_KEY: {},
+            CAPABILITIES_KEY: CAPABILITIES,
         }
         if log_level is not None:
             meta[LOG_LEVEL_KEY] = log_level
@@ -275,7 +321,7 @@ class McpHttpSession:
             headers[METHOD_HEADER] = method
             named = (params or {}).get(NAMED.get(method, ""))
             if isinstance(named, str):
-                headers[NAME_HEADER] = _header_value(named)
+                headers[NAME_HEADER] = header_value(named)
         return headers
 
     async def _notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
@@ -304,9 +350,21 @@ class McpHttpSession:
             message["params"] = params
         headers = self._request_headers(method, params)
         request = self._client.build_request("POST", self._url, content=json.dumps(message), headers=headers)
+        exchange = self._exchange(request, method, ident, heard, initializing, answer)
+        return await (exchange if answer is None else self._asking_during(ident, answer, exchange))
+
+    async def _exchange(
+        self,
+        request: httpx.Request,
+        method: str,
+        ident: int,
+        heard: Heard | None,
+        initializing: bool,
+        answer: Answerer | None,
+    ) -> Any:
         response = await self._client.send(request, stream=True)
         try:
-            if response.status_code == 404 and SESSION_HEADER in headers:
+            if response.status_code == 404 and SESSION_HEADER in request.headers:
                 raise _SessionGone()
             if response.status_code >= 400:
                 body = (await response.aread()).decode(errors="replace").strip()[:300]
@@ -317,42 +375,49 @@ class McpHttpSession:
                 self._session = response.headers.get(SESSION_HEADER)
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
             if kind == "text/event-stream":
-                async for event in self._events(response):
-                    if event.get("id") == ident and ("result" in event or "error" in event):
-                        return _outcome(event)
-                    if "id" in event:
-                        await self._answer_server(event, ident, answer)
-                    elif (
-                        not self._heard_changed(event)
-                        and heard is not None
-                        and isinstance(event.get("method"), str)
-                    ):
-                        heard(event)
-                raise McpHttpError(f"{method}: the event stream ended without an answer")
+                return await self._read_stream(response, method, ident, heard, answer)
             try:
-                answer = json.loads(await response.aread())
+                answered = json.loads(await response.aread())
             except ValueError:
                 raise McpHttpError(f"{method} answered {kind or 'no content type'}, not JSON-RPC") from None
-            if not isinstance(answer, dict):
+            if not isinstance(answered, dict):
                 raise McpHttpError(f"{method} answered a JSON-RPC batch or a non-object")
-            return _outcome(answer)
+            return outcome(answered)
         finally:
             await response.aclose()
 
-    async def _events(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-        data: list[str] = []
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-            elif not line and data:
-                text, data = "\n".join(data), []
-                try:
-                    message = json.loads(text)
-                except ValueError:
-                    log.warning("an MCP server sent an event that is not JSON: %.200s", text)
-                    continue
-                if isinstance(message, dict):
-                    yield message
+    async def _read_stream(
+        self, response: httpx.Response, method: str, ident: int, heard: Heard | None, answer: Answerer | None
+    ) -> Any:
+        """The answer on `response`'s event stream, hearing and answering what comes before it."""
+        async for event in event_messages(response):
+            if event.get("id") == ident and ("result" in event or "error" in event):
+                return outcome(event)
+            if "id" in event:
+                await self._answer_server(event, ident, answer)
+            elif (
+                not self._heard_changed(event) and heard is not None and isinstance(event.get("method"), str)
+            ):
+                heard(event)
+        raise McpHttpError(f"{method}: the event stream ended without an answer")
+
+    async def _asking_during(self, ident: int, answer: Answerer, exchange: Awaitable[Any]) -> Any:
+        """`exchange`'s outcome, for a request that may be asked on the standalone stream too: what
+        its `answer` raises there stops the exchange and is raised here."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._asking[ident] = (answer, task)
+        try:
+            return await exchange
+        except asyncio.CancelledError:
+            ended = self._ended.pop(ident, None)
+            if ended is None:
+                raise
+            task.uncancel()
+            raise ended from None
+        finally:
+            del self._asking[ident]
+            self._ended.pop(ident, None)
 
     async def _answer_server(self, message: dict[str, Any], during: int, answer: Answerer | None) -> None:
         """A request of the server's (sent during request `during`) gets an answer. When `answer`
@@ -388,21 +453,6 @@ class McpHttpSession:
             await response.aclose()
         except httpx.HTTPError as exc:
             log.warning("could not answer an MCP server's %s: %s", method, _describe(exc))
-
-
-def _outcome(answer: dict[str, Any]) -> Any:
-    error = answer.get("error")
-    if isinstance(error, dict):
-        raise McpRpcError(int(error.get("code", 0)), str(error.get("message", "")), error.get("data"))
-    return answer.get("result")
-
-
-def _header_value(value: str) -> str:
-    """`value` as an HTTP header carries it: as is when it is plain printable ASCII, else in the
-    protocol's base64 sentinel."""
-    if value.isascii() and value.isprintable() and value == value.strip() and not value.startswith("=?"):
-        return value
-    return f"=?base64?{base64.b64encode(value.encode()).decode('ascii')}?="
 
 
 def _describe(exc: BaseException) -> str:

@@ -3,7 +3,10 @@ FunctionSpec with a `Feature`, which the MCP endpoint serves as resources and pr
 asks of the server (`McpTarget`), and the server's answers as Results.
 
 A resource's function reads its URI (a template's, with its variables as arguments); a prompt's
-gets the prompt with its arguments, and answers the messages as its structured result.
+gets the prompt with its arguments, and answers the messages as its structured result; a
+completion's (one per argument of each prompt and template, for a server that completes) asks the
+server's `completion/complete` and answers its suggestions, as a stdio server's pods do
+(runtimes/mcp/server_features.py).
 """
 
 from __future__ import annotations
@@ -16,12 +19,29 @@ from urllib.parse import quote
 
 from toolmesh.runtimes.functions.features import TEMPLATE_VARIABLE
 from toolmesh.runtimes.functions.results import Json, Result
-from toolmesh.runtimes.functions.spec import PROMPT, RESOURCE, Feature, FunctionSpec, function_name
-from toolmesh.runtimes.mcp.server_features import prompt_schema, read_contents, title_of
+from toolmesh.runtimes.functions.spec import (
+    COMPLETION,
+    PROMPT,
+    RESOURCE,
+    Annotations,
+    Feature,
+    FunctionSpec,
+    function_name,
+)
+from toolmesh.runtimes.mcp.server_features import (
+    completion_request,
+    completion_schema,
+    completion_targets,
+    completion_values,
+    prompt_schema,
+    read_contents,
+    title_of,
+)
 
 TOOLS_CALL = "tools/call"
 RESOURCES_READ = "resources/read"
 PROMPTS_GET = "prompts/get"
+COMPLETE = "completion/complete"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +51,9 @@ class McpTarget:
 
     method: str
     name: str
+    #: With COMPLETE: the server's `ref` (a prompt's or template's) and the argument completed.
+    ref: tuple[tuple[str, str], ...] = ()
+    argument: str = ""
 
 
 def resource_specs(
@@ -77,8 +100,41 @@ def prompt_specs(
     return found
 
 
+def completion_specs(
+    prompts: Sequence[Mapping[str, Any]],
+    prompt_names: Mapping[str, str],
+    templates: Sequence[Mapping[str, Any]],
+    namespace: str,
+    limit: int,
+    taken: set[str],
+) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+    """A completion function for each argument of each prompt and resource template.
+    `prompt_names` are the prompts' function names by their own names."""
+    found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
+    for target, ref, argument in completion_targets(prompts, prompt_names, templates, namespace):
+        name = function_name(f"complete_{target}_{argument}", limit, taken)
+        spec = FunctionSpec(
+            name,
+            f"Suggest values for {argument!r} of {target}.",
+            completion_schema(),
+            namespace=namespace,
+            annotations=Annotations(read_only=True),
+            feature=Feature(COMPLETION, target=target, argument=argument),
+        )
+        found[name] = (McpTarget(COMPLETE, target, tuple(ref.items()), argument), spec)
+    return found
+
+
 def request_of(target: McpTarget, arguments: dict[str, Any]) -> dict[str, Any]:
     """The params of the request that serves a call to `target` with `arguments`."""
+    if target.method == COMPLETE:
+        value = arguments.get("value")
+        return completion_request(
+            dict(target.ref),
+            target.argument,
+            value if isinstance(value, str) else "",
+            arguments.get("context"),
+        )
     if target.method == RESOURCES_READ:
         uri = TEMPLATE_VARIABLE.sub(lambda m: quote(str(arguments.get(m.group(1), "")), safe=""), target.name)
         return {"uri": uri}
@@ -99,4 +155,10 @@ def prompt_result(answer: Any) -> Result:
     """A `prompts/get` result: its messages, the structured result the MCP endpoint serves."""
     messages = answer.get("messages") if isinstance(answer, dict) else None
     data = json.dumps(messages if isinstance(messages, list) else [], separators=(",", ":")).encode()
+    return Result(content=[Json(data)], structured_json=data)
+
+
+def completion_result(answer: Any) -> Result:
+    """A `completion/complete` result: its suggestions, the structured result the MCP endpoint serves."""
+    data = json.dumps(completion_values(answer), separators=(",", ":")).encode()
     return Result(content=[Json(data)], structured_json=data)

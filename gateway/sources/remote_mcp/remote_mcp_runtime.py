@@ -20,13 +20,18 @@ import httpx
 from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
-from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpError, McpHttpSession, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
+from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError, McpRpcError
+from toolmesh.gateway.sources.remote_mcp.input_rounds import CannotAnswer
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
 from toolmesh.gateway.sources.remote_mcp.mcp_features import (
+    COMPLETE,
     PROMPTS_GET,
     RESOURCES_READ,
     TOOLS_CALL,
     McpTarget,
+    completion_result,
+    completion_specs,
     prompt_result,
     prompt_specs,
     read_result,
@@ -180,6 +185,8 @@ class RemoteMcpRuntime(GatewaySource):
             if exc.code == INVALID_PARAMS:
                 raise InvalidArguments(f"{call.function}: {exc}", ()) from None
             result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: {exc}"))
+        except CannotAnswer as exc:
+            result = Result.failure(ErrorInfo("function_error", f"{_what(target)} failed: the server {exc}"))
         except McpHttpError as exc:
             raise Unavailable(f"runtime {self.name!r}: MCP server {self.config.mcp_url}: {exc}") from None
         else:
@@ -194,7 +201,12 @@ class RemoteMcpRuntime(GatewaySource):
         yield await self.invoke(call, timeout)
 
 
-_RESULTS = {TOOLS_CALL: call_result, RESOURCES_READ: read_result, PROMPTS_GET: prompt_result}
+_RESULTS = {
+    TOOLS_CALL: call_result,
+    RESOURCES_READ: read_result,
+    PROMPTS_GET: prompt_result,
+    COMPLETE: completion_result,
+}
 
 
 def _answerer(call: Call) -> Answerer:
@@ -204,13 +216,16 @@ def _answerer(call: Call) -> Answerer:
 
 
 def _what(target: McpTarget) -> str:
+    if target.method == COMPLETE:
+        return f"completion of {target.argument!r} of {target.name!r}"
     kind = {TOOLS_CALL: "tool", RESOURCES_READ: "resource", PROMPTS_GET: "prompt"}[target.method]
     return f"{kind} {target.name!r}"
 
 
 async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
     """Every function the server brings: its tools (those `include`/`exclude` keep), and the
-    resources, resource templates and prompts it says it has."""
+    resources, resource templates and prompts it says it has, and their arguments' completions
+    when it says it completes."""
     taken: set[str] = set()
     tools = tool_specs(
         await _pages(session, "tools/list", "tools"), config.name, config.include, config.exclude, taken
@@ -218,14 +233,18 @@ async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tup
     found = {name: (McpTarget(TOOLS_CALL, raw), spec) for name, (raw, spec) in tools.items()}
     capabilities = (session.server or {}).get("capabilities") or {}
     limit = name_limit(config.name)
+    templates: list[dict[str, Any]] = []
+    prompts: list[dict[str, Any]] = []
     if "resources" in capabilities:
         resources = await _pages(session, "resources/list", "resources")
         templates = await _pages(session, "resources/templates/list", "resourceTemplates")
         found.update(resource_specs(resources, templates, config.name, limit, taken))
     if "prompts" in capabilities:
-        found.update(
-            prompt_specs(await _pages(session, "prompts/list", "prompts"), config.name, limit, taken)
-        )
+        prompts = await _pages(session, "prompts/list", "prompts")
+        found.update(prompt_specs(prompts, config.name, limit, taken))
+    if "completions" in capabilities:
+        names = {target.name: name for name, (target, _) in found.items() if target.method == PROMPTS_GET}
+        found.update(completion_specs(prompts, names, templates, config.name, limit, taken))
     return found
 
 

@@ -61,6 +61,23 @@ async def check_features(url: str) -> None:
         assert read.status_code == 200 and read.json()["content"][0]["text"]
 
 
+async def check_completions(url: str) -> None:
+    """The server's own completions of a prompt's and a resource template's arguments, asked of
+    the server through the gateway."""
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+    ):
+        team = types.PromptReference(name="everything__completable_prompt")
+        departments = await client.complete(team, {"name": "department", "value": "S"})
+        people = await client.complete(team, {"name": "name", "value": ""}, {"department": "Sales"})
+        template = types.ResourceTemplateReference(uri="demo://resource/dynamic/text/{resourceId}")
+        ids = await client.complete(template, {"name": "resourceId", "value": "1"})
+    assert departments.completion.values == ["Sales", "Support"]
+    assert people.completion.values == ["David", "Eve", "Frank"]
+    assert ids.completion.values and all(v.startswith("1") for v in ids.completion.values), ids
+
+
 async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
     everything = everything_server().start()
     try:
@@ -73,6 +90,7 @@ async def test_over_streamable_http(gateway_factory: StartGateway) -> None:
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_tools(gateway.url)
         await check_features(gateway.url)
+        await check_completions(gateway.url)
     finally:
         everything.kill()
 

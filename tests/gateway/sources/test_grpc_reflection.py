@@ -1,52 +1,27 @@
 """gRPC servers read by reflection (`grpc_reflection`) as runtimes: a real grpcio server with
-reflection in a subprocess (tests/fixtures/grpc_pets, compiled at test time), a gateway serving
-its methods."""
+reflection in a subprocess (grpc_servers.py), a gateway serving its methods."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from grpc_tools import protoc
 
-from tests.conftest import FIXTURES, pod_env
 from tests.gateway.conftest import StartGateway, runtime
+from tests.gateway.sources.grpc_servers import compile_pets, pets_server, target
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port
 from toolmesh.config import KeyConfig, RuntimeConfig, hash_key
 from toolmesh.config.runtime_config import HeaderFromEnv
 
-PROTO_DIR = FIXTURES / "grpc_pets"
-
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """pets.proto compiled (pets_pb2.py), for the server."""
-    directory = tmp_path_factory.mktemp("pets")
-    include = Path(protoc.__file__).parent / "_proto"
-    status = protoc.main(
-        ["protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={directory}", "pets.proto"]
-    )
-    assert status == 0
-    return directory
-
-
-def pets_server(generated: Path, *flags: str) -> ServerProcess:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "tests.fixtures.grpc_pets.pets_server",
-        str(port),
-        str(generated),
-        *flags,
-    ]
-    return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]})
+    return compile_pets(tmp_path_factory.mktemp("pets"))
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +29,6 @@ def pets(generated: Path) -> Iterator[ServerProcess]:
     server = pets_server(generated).start()
     yield server
     server.kill()
-
-
-def target(server: ServerProcess) -> str:
-    return f"127.0.0.1:{server.port}"
 
 
 async def listing(url: str) -> dict[str, dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -58,6 +59,8 @@ async def test_tools_are_functions_called_over_http_and_mcp(
         "clock.whoami",
         "clock.nap",
         "clock.count",
+        "clock.greet",
+        "clock.greet_aside",
     }
     assert functions["clock.add"]["parameters"]["required"] == ["a", "b"]
     assert functions["clock.add"]["description"] == "Add two integers."
@@ -220,6 +223,85 @@ async def test_the_servers_resources_and_prompts_are_the_namespaces(
         asked = await client.get_prompt("clock__ask_time", {"zone": "CET"})
     assert asked.messages[0].role == "user"
     assert asked.messages[0].content.text == "What time is it in CET? Please."  # type: ignore[union-attr]
+
+
+async def test_completions_of_the_servers_prompts_and_templates_are_asked_of_it(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=http)) as client,
+    ):
+        prompt = types.PromptReference(name="clock__ask_time")
+        zones = await client.complete(prompt, {"name": "zone", "value": "C"})
+        polite = await client.complete(prompt, {"name": "polite", "value": ""}, {"zone": "UTC"})
+        template = types.ResourceTemplateReference(uri="clock://zones/{zone}/offset")
+        offsets = await client.complete(template, {"name": "zone", "value": "U"})
+    assert zones.completion.values == ["CET"]
+    # The arguments given so far reach the server.
+    assert polite.completion.values == ["no"]
+    assert offsets.completion.values == ["UTC"]
+
+
+class User:
+    """An MCP client's user, answering the server's questions through the gateway."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def elicit(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append(params.message)
+        answers = {"What is your name?": {"name": "Ada"}, "How are you?": {"mood": "well"}}
+        return types.ElicitResult(action="accept", content=answers.get(params.message, {"name": "Bob"}))
+
+
+async def test_the_servers_questions_reach_the_caller_in_either_era(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    """A per-request era server asks with input-required results, a handshake-era one with requests
+    on the call's stream: either way the MCP caller answers, and an HTTP caller is told it cannot."""
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    user = User()
+    async with (
+        httpx2.AsyncClient(timeout=30) as http,
+        Client(
+            streamable_http_client(f"{gateway.url}/mcp", http_client=http), elicitation_callback=user.elicit
+        ) as client,
+    ):
+        greeted = await client.call_tool("clock__greet", {})
+    assert not greeted.is_error, greeted
+    assert "Hello Ada, glad you are well." in str(greeted.content)
+    assert sorted(user.asked) == ["How are you?", "What is your name?"]
+    refused = await invoke(gateway.url, "clock.greet", {})
+    assert refused.status_code == 409, refused.text
+    assert "MCP client" in refused.json()["error"]["message"]
+
+
+async def test_a_question_on_the_sessions_own_stream_reaches_the_one_caller_in_flight(
+    gateway_factory: StartGateway,
+) -> None:
+    server = python_server("--legacy").start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+        user = User()
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(
+                streamable_http_client(f"{gateway.url}/mcp", http_client=http),
+                elicitation_callback=user.elicit,
+            ) as client,
+        ):
+            greeted = await client.call_tool("clock__greet_aside", {})
+        assert not greeted.is_error, greeted
+        assert "Hello Bob" in str(greeted.content)
+        assert user.asked == ["Who is there?"]
+        refused = await invoke(gateway.url, "clock.greet_aside", {})
+        assert refused.status_code == 409, refused.text
+        # The server was told the call is over, and serves the next one.
+        assert (await invoke(gateway.url, "clock.add", {"a": 1, "b": 2})).status_code == 200
+    finally:
+        server.kill()
 
 
 async def test_a_servers_list_changed_is_followed(gateway_factory: StartGateway) -> None:

@@ -1,0 +1,42 @@
+"""The real grpcio server with reflection for the `grpc_reflection` runtime tests
+(tests/fixtures/grpc_pets, its proto compiled at test time), in a subprocess."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grpc_tools import protoc
+
+from tests.conftest import FIXTURES, pod_env
+from tests.gateway.sources.mcp_servers import ServerProcess, free_port
+
+PROTO_DIR = FIXTURES / "grpc_pets"
+
+
+def compile_pets(directory: Path) -> Path:
+    """pets.proto compiled into `directory` (pets_pb2.py), for the server."""
+    include = Path(protoc.__file__).parent / "_proto"
+    status = protoc.main(
+        ["protoc", f"-I{PROTO_DIR}", f"-I{include}", f"--python_out={directory}", "pets.proto"]
+    )
+    assert status == 0
+    return directory
+
+
+def pets_server(generated: Path, *flags: str) -> ServerProcess:
+    """The pets server on a free port; `flags` as pets_server.py takes them (--v1, --tls ...)."""
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "tests.fixtures.grpc_pets.pets_server",
+        str(port),
+        str(generated),
+        *flags,
+    ]
+    return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]})
+
+
+def target(server: ServerProcess) -> str:
+    return f"127.0.0.1:{server.port}"
