@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from types import TracebackType
 
 from toolmesh.errors import Unavailable
 
@@ -37,28 +37,19 @@ class Drain:
     def inflight(self) -> int:
         return len(self._tasks)
 
-    @contextlib.contextmanager
-    def track(self) -> Iterator[None]:
-        """Run one call's body; raises `Unavailable` if `wait` cuts it off."""
-        task = asyncio.current_task()
-        if task is None:  # pragma: no cover - calls always run in a task
-            yield
-            return
+    def track(self) -> _Tracked:
+        """Run one call's body (`with drain.track():`); raises `Unavailable` if `wait` cuts it off."""
+        return _Tracked(self)
+
+    def _enter(self, task: asyncio.Task[object]) -> None:
         self._tasks.add(task)
         self._idle.clear()
-        try:
-            yield
-        except asyncio.CancelledError:
-            if task not in self._cut:
-                raise
-            # The cancellation was ours, not the caller's: the task goes on to answer.
-            task.uncancel()
-            raise Unavailable(_CUT_OFF, retry_after=CUT_OFF_RETRY_AFTER) from None
-        finally:
-            self._cut.discard(task)
-            self._tasks.discard(task)
-            if not self._tasks:
-                self._idle.set()
+
+    def _leave(self, task: asyncio.Task[object]) -> None:
+        self._cut.discard(task)
+        self._tasks.discard(task)
+        if not self._tasks:
+            self._idle.set()
 
     async def wait(self, grace: float) -> int:
         """Wait up to `grace` seconds for the calls in flight, then cut off the rest; their number."""
@@ -69,3 +60,35 @@ class Drain:
             self._cut.add(task)
             task.cancel()
         return len(late)
+
+
+class _Tracked:
+    """`Drain.track`'s context: a plain class, as a generator context manager costs a call
+    measurably on the invoke path (bench/RESULTS.md)."""
+
+    __slots__ = ("_drain", "_task")
+
+    def __init__(self, drain: Drain) -> None:
+        self._drain = drain
+        self._task: asyncio.Task[object] | None = None
+
+    def __enter__(self) -> None:
+        task = asyncio.current_task()
+        if task is not None:  # calls always run in a task
+            self._task = task
+            self._drain._enter(task)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        task = self._task
+        if task is None:
+            return
+        drain = self._drain
+        try:
+            if kind is not None and issubclass(kind, asyncio.CancelledError) and task in drain._cut:
+                # The cancellation was ours, not the caller's: the task goes on to answer.
+                task.uncancel()
+                raise Unavailable(_CUT_OFF, retry_after=CUT_OFF_RETRY_AFTER) from None
+        finally:
+            drain._leave(task)

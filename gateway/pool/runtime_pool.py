@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -259,8 +260,11 @@ class Pool:
         config = self._configs[runtime]
         return [config.with_free_text(spec) for spec in found.specs], list(found.namespaces)
 
-    async def invoke(self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False) -> Result:
-        return await self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
+    def invoke(
+        self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False
+    ) -> Coroutine[Any, Any, Result]:
+        # The runtime's own coroutine, not one more around it: this is every call's path.
+        return self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
 
     async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         async for event in self._runtime(runtime).stream(call, timeout):

@@ -24,6 +24,15 @@ from toolmesh.v1 import invoke_pb2
 ANSWER_SLACK = 1.0
 
 
+class _Expired(Exception):
+    """A call's answer did not come by its deadline (set on its future by the timer)."""
+
+
+def _expire(answer: asyncio.Future[tuple[int, bytes]]) -> None:
+    if not answer.done():
+        answer.set_exception(_Expired())
+
+
 class _Connection(FrameReader):
     def __init__(self, runtime: str) -> None:
         super().__init__()
@@ -87,25 +96,30 @@ class SocketClient:
             return self._connection
 
     async def invoke(self, call: Call, timeout: float) -> Result:
-        connection = await self._connect()
+        connection = self._connection
+        if connection is None or connection.lost:
+            connection = await self._connect()
         call_id = next(self._ids)
-        answer: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[tuple[int, bytes]] = loop.create_future()
         connection.waiting[call_id] = answer
         if call.events is not None:
             connection.listeners[call_id] = call.events.deliver
-        assert connection.transport is not None
         request = wire.call_to_proto(call).SerializeToString()
-        connection.transport.write(invoke_frame(call_id, request, timeout, call.trace))
+        connection.send(invoke_frame(call_id, request, timeout, call.trace))
+        # One timer handle, not `asyncio.wait_for`'s wrapping per call.
+        timer = loop.call_at(loop.time() + timeout + ANSWER_SLACK, _expire, answer)
         try:
-            kind, payload = await asyncio.wait_for(answer, timeout + ANSWER_SLACK)
-        except (TimeoutError, asyncio.CancelledError) as exc:
+            kind, payload = await answer
+        except (_Expired, asyncio.CancelledError) as exc:
             connection.waiting.pop(call_id, None)
-            if not connection.lost and connection.transport is not None:
-                connection.transport.write(frame(CANCEL, call_id))
-            if isinstance(exc, TimeoutError):
+            if not connection.lost:
+                connection.send(frame(CANCEL, call_id))
+            if isinstance(exc, _Expired):
                 raise FunctionTimeout(f"a pod of runtime {self.runtime!r} did not answer in time") from None
             raise
         finally:
+            timer.cancel()
             if call.events is not None:
                 connection.listeners.pop(call_id, None)
         if kind == RESULT:
@@ -123,8 +137,7 @@ class SocketClient:
         ping_id = next(self._ids)
         answer: asyncio.Future[tuple[int, bytes]] = asyncio.get_running_loop().create_future()
         connection.waiting[ping_id] = answer
-        assert connection.transport is not None
-        connection.transport.write(frame(PING, ping_id))
+        connection.send(frame(PING, ping_id))
         try:
             await asyncio.wait_for(answer, timeout)
         except (TimeoutError, Unavailable):
@@ -134,4 +147,5 @@ class SocketClient:
 
     async def close(self) -> None:
         if self._connection is not None and self._connection.transport is not None:
+            self._connection.flush()
             self._connection.transport.close()

@@ -39,8 +39,9 @@ class PodConnection(FrameReader):
         self._executor = executor
         self._closed = closed
         self._calls: dict[int, asyncio.Task[None]] = {}
-        #: Request ids of calls answered while the socket's buffer was full: their answers may
-        #: not have left the pod yet (the loop watchdog counts them as started).
+        #: Request ids of calls whose answers may not have left the pod yet: kept for the end of
+        #: the loop step, or written while the socket's buffer was full (the loop watchdog counts
+        #: them as started).
         self.unsent: list[str] = []
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
@@ -53,7 +54,7 @@ class PodConnection(FrameReader):
             if running is not None:
                 running.cancel()
         elif kind == PING:
-            self._send(frame(PONG, call_id))
+            self.send(frame(PONG, call_id))
 
     async def _invoke(self, call_id: int, timeout: float, payload: bytes, traced: bool) -> None:
         trace: Trace = ()
@@ -74,24 +75,24 @@ class PodConnection(FrameReader):
         )
 
     def _answer(self, request_id: str, data: bytes) -> None:
-        self._send(data)
-        if self.transport is not None and self.transport.get_write_buffer_size():
+        if self.transport is not None and not self.transport.is_closing():
+            self.send(data)
             self.unsent.append(request_id)
-        elif self.unsent:
-            self.unsent.clear()  # the buffer is empty: every answer before this one left
+
+    def flushed(self) -> None:
+        if self.unsent and self.transport is not None and not self.transport.get_write_buffer_size():
+            self.unsent.clear()  # the buffer is empty: every answer written so far left
 
     def _send_event(self, call_id: int, event: CallEvent) -> None:
-        self._send(frame(EVENT, call_id, wire.event_to_proto(event).SerializeToString()))
-
-    def _send(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
+            self.send(frame(EVENT, call_id, wire.event_to_proto(event).SerializeToString()))
 
     def close(self) -> None:
         """Stop the calls still running (the drain is over) and hang up."""
         for task in list(self._calls.values()):
             task.cancel()
         if self.transport is not None:
+            self.flush()
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -94,31 +94,77 @@ def split_traced(payload: bytes) -> tuple[Parent, bytes]:
 
 
 class FrameReader(asyncio.Protocol):
-    """Splits a byte stream into frames and hands each to `on_frame(kind, call_id, timeout, payload)`."""
+    """Splits a byte stream into frames and hands each to `on_frame(kind, call_id, timeout, payload)`;
+    `send` writes frames, those of one event-loop step with one write.
+
+    Why one write: under concurrent calls many start (or finish) in the same loop step, and
+    uvloop sends each `transport.write` at once when nothing is queued: a `send` system call per
+    frame, a fifth of the gateway's CPU per call (bench/RESULTS.md). The frames written in a step
+    are kept and sent together at the end of that step, in the order written; a lone frame waits
+    only for the loop's next turn, never for a timer.
+    """
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray()
+        #: Bytes the frame at the head of `_buffer` needs before it can be read.
+        self._wanted = HEADER.size
+        self._outgoing: list[bytes] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but have its methods.
         self.transport = cast(asyncio.Transport, transport)
+        self._loop = asyncio.get_running_loop()
 
     def data_received(self, data: bytes) -> None:
         buffer = self._buffer
-        buffer += data
-        while len(buffer) >= HEADER.size:
-            length, kind, call_id, timeout = HEADER.unpack_from(buffer)
+        if buffer:
+            buffer += data
+            if len(buffer) < self._wanted:
+                return  # a large frame arriving in pieces: joined once it is whole
+            data = bytes(buffer)
+            buffer.clear()
+        offset, size = 0, len(data)
+        while size - offset >= HEADER.size:
+            length, kind, call_id, timeout = HEADER.unpack_from(data, offset)
             if length > MAX_PAYLOAD:
                 assert self.transport is not None
                 self.transport.abort()
                 return
-            end = HEADER.size + length
-            if len(buffer) < end:
-                return
-            payload = bytes(buffer[HEADER.size : end])
-            del buffer[:end]
-            self.on_frame(kind, call_id, timeout, payload)
+            start = offset + HEADER.size
+            end = start + length
+            if end > size:
+                self._wanted = end - offset
+                break
+            offset = end
+            self.on_frame(kind, call_id, timeout, data[start:end])
+        else:
+            self._wanted = HEADER.size
+        if offset < size:
+            buffer += data[offset:]
 
     def on_frame(self, kind: int, call_id: int, timeout: float, payload: bytes) -> None:
         raise NotImplementedError
+
+    def send(self, data: bytes) -> None:
+        """Write a frame; it leaves with the others of this loop step, at the step's end."""
+        if not self._outgoing:
+            assert self._loop is not None
+            self._loop.call_soon(self.flush)
+        self._outgoing.append(data)
+
+    def flush(self) -> None:
+        """Send the frames kept now (dropped if the connection is closing: nobody reads them)."""
+        outgoing = self._outgoing
+        if not outgoing:
+            return
+        data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
+        outgoing.clear()
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+            self.flushed()
+
+    def flushed(self) -> None:
+        """Called after each write of kept frames (for the pod's record of answers not yet sent)."""

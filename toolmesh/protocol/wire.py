@@ -127,12 +127,13 @@ def call_from_proto(
 
 def call_to_proto(call: Call) -> invoke_pb2.InvokeRequest:
     request = invoke_pb2.InvokeRequest(
-        function=call.function,
-        arguments=call.arguments,
-        request_id=call.request_id,
-        session_id=call.session_id,
-        metadata=dict(call.metadata),
+        function=call.function, arguments=call.arguments, request_id=call.request_id
     )
+    # Fields usually empty are set only when not: each keyword costs the constructor a lookup.
+    if call.session_id:
+        request.session_id = call.session_id
+    if call.metadata:
+        request.metadata.update(call.metadata)
     if call.events is not None:
         request.log_level = call.events.log_level
         request.progress = call.events.progress

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,10 +12,15 @@ import pytest
 
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, Overloaded, Unavailable
 from toolmesh.gateway.pool.socket_client import SocketClient
+from toolmesh.protocol import wire
 from toolmesh.protocol.calls import Call
+from toolmesh.protocol.frames import HEADER, INVOKE, RESULT, frame
 from toolmesh.runtimes.functions.registry import Registry
+from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.pod.serving import Pod
 from toolmesh.runtimes.pod.settings import PodSettings
+from toolmesh.runtimes.pod.socket_server import PodConnection
+from toolmesh.v1 import invoke_pb2
 
 LIMIT = 8
 
@@ -112,3 +118,45 @@ async def test_a_pod_that_goes_away_fails_its_calls_retryably(client: SocketClie
     assert lost.value.retryable
     with pytest.raises(Unavailable, match="cannot reach a pod"):
         await client.invoke(call("noop"), timeout=5)
+
+
+class _Answering:
+    """An executor that answers every call at once, with its request id."""
+
+    async def invoke(self, call: Call) -> Result:
+        return Result(request_id=call.request_id)
+
+
+async def test_answers_finished_in_one_step_leave_together_and_count_as_unsent_until_then() -> None:
+    loop = asyncio.get_running_loop()
+    gateway_end, pod_end = socket.socketpair()
+    _, connection = await loop.connect_accepted_socket(
+        lambda: PodConnection(_Answering(), lambda _: None),  # type: ignore[arg-type]
+        pod_end,
+    )
+    assert connection.transport is not None
+    writes: list[bytes] = []
+    write = connection.transport.write
+    connection.transport.write = lambda data: (writes.append(data), write(data))[-1]  # type: ignore[method-assign]
+    reader, writer = await asyncio.open_connection(sock=gateway_end)
+    ids = [f"call-{n}" for n in range(1, 4)]
+    writer.write(
+        b"".join(
+            frame(INVOKE, n, wire.call_to_proto(call("echo", request_id=rid)).SerializeToString())
+            for n, rid in enumerate(ids, 1)
+        )
+    )
+    while len(connection.unsent) < len(ids):  # answered, kept for the end of their loop step
+        assert not writes
+        await asyncio.sleep(0)
+    assert connection.unsent == ids
+    answers = []
+    for _ in ids:
+        length, kind, call_id, _ = HEADER.unpack(await reader.readexactly(HEADER.size))
+        payload = await reader.readexactly(length)
+        answers.append((kind, call_id, invoke_pb2.InvokeResponse.FromString(payload).request_id))
+    assert answers == [(RESULT, n, rid) for n, rid in enumerate(ids, 1)]
+    assert len(writes) == 1, "one write for the three answers"
+    assert connection.unsent == [], "the socket's buffer emptied: every answer left"
+    writer.close()
+    connection.close()
