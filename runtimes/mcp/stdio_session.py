@@ -6,7 +6,8 @@ is split into lines as the event loop reads it (the session is the subprocess's 
 answer's line resolves the caller's future at once: no reader task or stream buffer to wake in
 between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
-to the request that listens for them, others (`list_changed`) are dropped. Its requests:
+to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
+dropped. Its requests:
 `ping` is answered with an empty result; elicitation and sampling go to the request in flight that
 answers them (`Answerer`), when it is the only one (stdio does not say whose they are); anything
 else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
@@ -74,10 +75,18 @@ class StdioSession(asyncio.SubprocessProtocol):
         self.gone: str | None = None
         #: What the server said of itself in `initialize` (`capabilities`, `serverInfo`...).
         self.server: dict[str, Any] = {}
+        #: Gets the method of each `notifications/{tools,resources,prompts}/list_changed` it sends.
+        self.changed: Callable[[str], None] | None = None
 
     @classmethod
-    async def start(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> StdioSession:
-        """Start the server and shake hands; ServerExited when it cannot be started or answer."""
+    async def start(
+        cls,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        changed: Callable[[str], None] | None = None,
+    ) -> StdioSession:
+        """Start the server and shake hands; ServerExited when it cannot be started or answer.
+        `changed` hears its `list_changed` notifications from the start."""
         loop = asyncio.get_running_loop()
         try:
             _, session = await loop.subprocess_exec(
@@ -91,6 +100,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             )
         except OSError as exc:
             raise ServerExited(f"the MCP server {command[0]!r} did not start: {exc}") from None
+        session.changed = changed
         try:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -235,8 +245,12 @@ class StdioSession(asyncio.SubprocessProtocol):
         if not isinstance(message, dict):
             return
         method = message.get("method")
-        if "id" not in message and self._listening:
-            self._notified(message)
+        if "id" not in message:
+            if isinstance(method, str) and method.endswith("/list_changed"):
+                if self.changed is not None:
+                    self.changed(method)
+            elif self._listening:
+                self._notified(message)
             return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
