@@ -12,10 +12,11 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ToolsListChanged
+from mcp.client.subscriptions import ResourcesListChanged, ToolsListChanged
 
-from tests.conftest import pod_env
+from tests.conftest import pod_env, require_tool
 from tests.gateway.conftest import StartGateway
+from tests.gateway.sources.mcp_servers import EVERYTHING_MAIN, everything_server
 from tests.gateway.sources.test_stdio_mcp import SERVER
 from toolmesh.config import RuntimeConfig
 
@@ -78,3 +79,37 @@ async def test_when_the_pod_that_changed_exits_the_templates_listing_is_served_a
 
 async def _has(http: httpx.AsyncClient, name: str, present: bool = True) -> bool:
     return (name in await names(http)) is present
+
+
+async def test_a_resource_server_everything_adds_is_served(gateway_factory: StartGateway) -> None:
+    """The official npm server registers a session resource when `gzip-file-as-resource` is
+    called, and says `notifications/resources/list_changed`: MCP listeners hear it, and the
+    resource is listed and read."""
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    command = (node, str(EVERYTHING_MAIN), "stdio")
+    gateway = await gateway_factory(
+        RuntimeConfig(name="everything", mcp_command=command, startup_timeout=60, max_replicas=1)
+    )
+    uri = "demo://resource/session/hello.gz"
+    async with (
+        httpx.AsyncClient(base_url=gateway.url, timeout=30) as http,
+        httpx2.AsyncClient(timeout=30) as mcp_http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=mcp_http)) as client,
+        client.listen(resources_list_changed=True) as subscription,
+    ):
+        assert uri not in {str(r.uri) for r in (await client.list_resources()).resources}
+        arguments = {
+            "name": "hello.gz",
+            "data": "data:text/plain;base64,aGVsbG8=",
+            "outputType": "resourceLink",
+        }
+        zipped = await http.post("/v1/functions/everything.gzip_file_as_resource/invoke", json=arguments)
+        assert zipped.json()["is_error"] is False, zipped.text
+        with anyio.fail_after(10):
+            assert isinstance(await anext(aiter(subscription)), ResourcesListChanged)
+        assert uri in {str(r.uri) for r in (await client.list_resources()).resources}
+        read = await client.read_resource(uri)
+        listed = [r["uri"] for r in (await http.get("/v1/resources")).json()["resources"]]
+    assert read.contents and read.contents[0].blob  # type: ignore[union-attr]
+    assert uri in listed
