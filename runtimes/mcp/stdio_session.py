@@ -7,9 +7,9 @@ answer's line resolves the caller's future at once: no reader task or stream buf
 between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
 to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
-dropped. Its requests:
-`ping` is answered with an empty result; elicitation and sampling go to the request in flight that
-answers them (`Answerer`), when it is the only one (stdio does not say whose they are); anything
+dropped. Its requests: `ping` is answered with an empty result; elicitation and sampling go to
+the request in flight that answers them (`Answerer`), when it is the only one that does (stdio
+does not say whose they are: the pod's own requests, such as a listing, answer none); anything
 else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
 """
 
@@ -129,8 +129,8 @@ class StdioSession(asyncio.SubprocessProtocol):
         """The result of `method`: RpcError for an error answer, ServerExited when the server ends
         first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
         request's progress notifications, and the server's log messages while it is the only
-        request in flight (stdio has no other way to tell whose they are); `answer` answers the
-        server's elicitation and sampling requests in that case too."""
+        request in flight that listens (stdio has no other way to tell whose they are); `answer`
+        answers the server's elicitation and sampling requests while it is the only one that does."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
@@ -266,7 +266,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
-            elif method in KINDS and len(self._waiting) == 1:
+            elif method in KINDS and len(self._answering) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
@@ -276,14 +276,11 @@ class StdioSession(asyncio.SubprocessProtocol):
                 self._cancel(ended)
 
     def _answered(self, reply: dict[str, Any], method: str, params: Any) -> int | None:
-        """`reply` to the server's `method` by the only request in flight's answerer. When that
+        """`reply` to the server's `method` by the answerer of the only request in flight that has
+        one (the pod's own requests, a listing, have none: they cannot have asked). When that
         raises, the request ends with its exception, and its id is returned: the server is to be
         told it is cancelled (after the reply)."""
-        ident: int = next(iter(self._waiting))
-        answer = self._answering.get(ident)
-        if answer is None:
-            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
-            return None
+        ident, answer = next(iter(self._answering.items()))
         try:
             reply["result"] = answer(method, params if isinstance(params, dict) else {})
         except Exception as exc:
@@ -300,8 +297,8 @@ class StdioSession(asyncio.SubprocessProtocol):
             return
         if message.get("method") == "notifications/progress":
             heard = self._listening.get(params.get("progressToken"))  # type: ignore[arg-type]
-        elif message.get("method") == "notifications/message" and len(self._waiting) == 1:
-            heard = self._listening.get(next(iter(self._waiting)))
+        elif message.get("method") == "notifications/message" and len(self._listening) == 1:
+            heard = next(iter(self._listening.values()))
         else:
             return
         if heard is not None:
