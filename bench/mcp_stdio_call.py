@@ -83,12 +83,31 @@ class LeanClient:
 
     def __init__(self, url: str) -> None:
         host, port = url.removeprefix("http://").split(":")
+        self._address = (host, int(port))
         self._host = f"{host}:{port}".encode()
-        self._socket = socket.create_connection((host, int(port)))
-        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._socket = self._connect()
         self._buffer = b""
 
+    def _connect(self) -> socket.socket:
+        connection = socket.create_connection(self._address)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection
+
+    def _reuse(self) -> None:
+        """Connect again when the gateway closed the idle connection (its keep-alive timeout),
+        as httpcore checks before it reuses one: a peek that reads the end, or fails."""
+        try:
+            closed = self._socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return
+        except OSError:
+            closed = True
+        if closed:
+            self._socket.close()
+            self._socket = self._connect()
+
     def post(self, path: str, body: bytes) -> dict[str, object]:
+        self._reuse()
         self._socket.sendall(
             b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (path.encode(), self._host, len(body), body)
