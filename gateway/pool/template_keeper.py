@@ -23,16 +23,13 @@ import math
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from toolmesh.errors import ToolmeshError, Unavailable
 from toolmesh.gateway.pool.launcher import ExitHandler, Spawned, TemplateProcess
+from toolmesh.gateway.pool.pods import DRAINING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
-
-if TYPE_CHECKING:
-    from toolmesh.gateway.pool.pods import Replica
 
 log = logging.getLogger("toolmesh.pool")
 
@@ -118,7 +115,7 @@ class TemplateKeeper:
     def heard(self, pod: Replica, report: LoopReport) -> None:
         """A pod's liveness answer (before the pod notes it): when its `listing` revision moved,
         read its functions and serve them as the runtime's."""
-        if report.listing != pod.loop.listing and report.listing and pod.state != "draining":
+        if report.listing != pod.loop.listing and report.listing and pod.state != DRAINING:
             self._track(asyncio.ensure_future(self._read_listing(pod, self.current)))
 
     async def _read_listing(self, pod: Replica, template: TemplateProcess) -> None:
