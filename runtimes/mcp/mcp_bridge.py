@@ -44,7 +44,6 @@ from toolmesh.runtimes.mcp.server_process import (
     ExitedMidCall,
     Listing,
     RpcError,
-    ServerExited,
     ServerProcess,
     list_server,
 )
@@ -118,12 +117,16 @@ class _Follower:
             self._stale = False
             try:
                 listing = await _server.listing()
-            except (RpcError, ServerExited) as exc:
-                _sys.stderr.write(f"toolmesh: the MCP server's lists changed but could not be read: {exc}\n")
+                hosted = [definition.host() for definition in _definitions(listing).values()]
+            except Exception as exc:  # a server that cannot say, or says what cannot be served
+                _sys.stderr.write(
+                    f"toolmesh: the MCP server's lists changed but could not be read, the pod serves "
+                    f"what it listed before: {exc}\n"
+                )
                 return
             served = _registries.serving()
             if served is not None:
-                served.replace(definition.host() for definition in _definitions(listing).values())
+                served.replace(hosted)
 
 
 _follower = _Follower()
