@@ -10,6 +10,12 @@ interleaved rounds:
                     forwards the call to its server over stdio. Target: p50 within 1.3x of direct.
   gateway noop      a Python no-op function on that gateway: what the gateway and a pod cost on their own
 
+Each gateway target is called by two clients, honestly labelled: httpx (an AsyncClient, what most
+Python callers use; its own CPU per call, ~1 ms here, is most of a warm call on 2 cores) and
+`lean`, a keep-alive HTTP/1.1 connection on a plain socket (what a caller that cares about
+latency writes, or any client in a compiled language gets): the request's bytes written, the
+answer read to its Content-Length. Both speak to the same gateway, one call in flight.
+
 A second table splits the gateway's calls: `in pod` is the pod's own time for the call (the answer's
 `timing.duration_ms`: the executor's, arguments to result), the rest the hops around it (client,
 gateway, socket to the pod and back).
@@ -71,6 +77,63 @@ def expected(tool: str, answer: dict[str, object]) -> bool:
     return isinstance(content, list) and content[0].get("text") == "Echo: hi"
 
 
+class LeanClient:
+    """One keep-alive HTTP/1.1 connection, blocking: POST a JSON body, read the JSON answer (the
+    gateway always sends Content-Length). What a latency-minded caller needs, and no more."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self._address = (host, int(port))
+        self._host = f"{host}:{port}".encode()
+        self._socket = self._connect()
+        self._buffer = b""
+
+    def _connect(self) -> socket.socket:
+        connection = socket.create_connection(self._address)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection
+
+    def _reuse(self) -> None:
+        """Connect again when the gateway closed the idle connection (its keep-alive timeout),
+        as httpcore checks before it reuses one: a peek that reads the end, or fails."""
+        try:
+            closed = self._socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return
+        except OSError:
+            closed = True
+        if closed:
+            self._socket.close()
+            self._socket = self._connect()
+
+    def post(self, path: str, body: bytes) -> dict[str, object]:
+        self._reuse()
+        self._socket.sendall(
+            b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (path.encode(), self._host, len(body), body)
+        )
+        while b"\r\n\r\n" not in self._buffer:
+            self._receive()
+        head, _, rest = self._buffer.partition(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+        while len(rest) < length:
+            self._buffer = rest
+            self._receive()
+            rest = self._buffer
+        self._buffer = rest[length:]
+        answer: dict[str, object] = json.loads(rest[:length])
+        return answer
+
+    def _receive(self) -> None:
+        chunk = self._socket.recv(65536)
+        if not chunk:
+            raise ConnectionError("the gateway closed the connection")
+        self._buffer += chunk
+
+    def close(self) -> None:
+        self._socket.close()
+
+
 async def timed(call: Callable[[], Awaitable[float | None]], calls: int, pod: list[float]) -> list[float]:
     for _ in range(50):
         await call()
@@ -114,10 +177,32 @@ async def warm(
             assert answer["is_error"] is False, answer
             return float(answer["timing"]["duration_ms"])
 
-        targets = {"direct stdio": direct, "via gateway": gateway_call, "gateway noop": noop}
-        for _ in range(rounds):
-            for name, call in targets.items():
-                results.setdefault(name, []).extend(await timed(call, calls, inside.setdefault(name, [])))
+        async def lean_call() -> float:
+            # Blocking on purpose: one call in flight, and nothing else on this loop meanwhile.
+            answer = lean.post(f"/v1/functions/clock.{tool}/invoke", body)
+            assert expected(tool, answer), answer
+            return float(answer["timing"]["duration_ms"])  # type: ignore[index]
+
+        async def lean_noop() -> float:
+            answer = lean.post("/v1/functions/noop/invoke", b"{}")
+            assert answer["is_error"] is False, answer
+            return float(answer["timing"]["duration_ms"])  # type: ignore[index]
+
+        targets = {
+            "direct stdio": direct,
+            "via gateway (httpx)": gateway_call,
+            "via gateway (lean)": lean_call,
+            "gateway noop (httpx)": noop,
+            "gateway noop (lean)": lean_noop,
+        }
+        lean = LeanClient(gateway)
+        try:
+            for _ in range(rounds):
+                for name, call in targets.items():
+                    samples = await timed(call, calls, inside.setdefault(name, []))
+                    results.setdefault(name, []).extend(samples)
+        finally:
+            lean.close()
     return results, inside
 
 
@@ -185,7 +270,7 @@ def hops(results: dict[str, list[float]], inside: dict[str, list[float]]) -> Non
     """The gateway's calls split: the pod's own time, and the hops around it (p50s)."""
     print("| target | whole p50 µs | in pod p50 µs | around the pod µs |")
     print("|---|---|---|---|")
-    for name in ("via gateway", "gateway noop"):
+    for name in [name for name in results if name.startswith(("via gateway", "gateway noop"))]:
         whole, pod = statistics.median(results[name]), statistics.median(inside[name])
         print(f"| {name} | {whole:.0f} | {pod:.0f} | {whole - pod:.0f} |")
 
@@ -196,7 +281,7 @@ def main() -> None:
     )
     parser.add_argument("--calls", type=int, default=1000, help="warm calls per target per round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cold", type=int, default=5, help="cold starts per runtime")
+    parser.add_argument("--cold", type=int, default=5, help="cold starts per runtime (0: none)")
     parser.add_argument("--server", choices=sorted(SERVERS), default="fixture")
     args = parser.parse_args()
     env = {
@@ -211,12 +296,14 @@ def main() -> None:
             results, inside = asyncio.run(warm(url, env, args.server, args.calls, args.rounds))
         finally:
             stop(gateway)
-        port = free_port()
-        gateway = start_gateway(Path(tmp), env, port, IDLE, args.server)
-        try:
-            starts = asyncio.run(cold(f"http://127.0.0.1:{port}", args.server, args.cold))
-        finally:
-            stop(gateway)
+        starts: dict[str, list[float]] = {}
+        if args.cold:
+            port = free_port()
+            gateway = start_gateway(Path(tmp), env, port, IDLE, args.server)
+            try:
+                starts = asyncio.run(cold(f"http://127.0.0.1:{port}", args.server, args.cold))
+            finally:
+                stop(gateway)
     table(
         f"warm ({args.server} server): {args.rounds} rounds x {args.calls} sequential calls per target",
         results,
@@ -225,8 +312,9 @@ def main() -> None:
     )
     print()
     hops(results, inside)
-    print()
-    table(f"cold: the first call after scale to zero, {args.cold} each", starts, "ms", None)
+    if starts:
+        print()
+        table(f"cold: the first call after scale to zero, {args.cold} each", starts, "ms", None)
 
 
 if __name__ == "__main__":

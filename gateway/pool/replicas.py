@@ -1,10 +1,9 @@
 """The pods of one runtime: started on demand, balanced, scaled up and down, replaced.
 
-A call takes the ready pod with the fewest calls in flight (ties go to the
-oldest, so light traffic packs onto few pods and the rest go idle). When no pod
-can take it (none running, or all at their in-flight limit) the call is held,
-in a bounded queue and for a bounded time, while a pod starts: this is the
-activator of Knative, and how a runtime scales from zero.
+A call takes the ready pod with the fewest calls in flight (ties go to the oldest, so light
+traffic packs onto few pods and the rest go idle). When no pod can take it (none running, or
+all at their in-flight limit) the call is held, in a bounded queue and for a bounded time,
+while a pod starts: this is the activator of Knative, and how a runtime scales from zero.
 
 Scaling follows demand: while calls in flight plus held calls exceed
 `target_concurrency` per pod, more pods start (up to `max_replicas`); a pod idle
@@ -401,6 +400,7 @@ class ReplicaSet:
         replica = self._by_pid.get(pod.pid)
         if replica is None:
             return
+        self.templates.heard(replica, report)  # did its functions change? (template_keeper.py)
         change = replica.note(report)
         if change == "began":
             self._metrics.loop_blocks.labels(self.name, report.function).inc()

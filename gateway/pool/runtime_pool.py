@@ -128,9 +128,7 @@ class Pool:
             )
             for config, template in zip(local, templates, strict=True):
                 if isinstance(template, TemplateProcess):
-                    self.sets[config.name] = ReplicaSet(
-                        config, template, self._metrics, restart=self._template_starter(config)
-                    )
+                    self.sets[config.name] = self._replica_set(config, template)
             for config, failure in zip(local, templates, strict=True):
                 if isinstance(failure, Exception) and config.mcp_command:
                     # A server that will not start is its runtime's problem, not the others'.
@@ -146,6 +144,12 @@ class Pool:
         except BaseException:
             await self.close()
             raise
+
+    def _replica_set(self, config: RuntimeConfig, template: TemplateProcess) -> ReplicaSet:
+        replicas = ReplicaSet(config, template, self._metrics, restart=self._template_starter(config))
+        # A pod's functions can change on their own (a stdio MCP server's `list_changed`).
+        replicas.templates.on_listed = self._listing_changed
+        return replicas
 
     def on_listing_changed(self, listener: Callable[[], Awaitable[None]]) -> None:
         self._listing_listeners.append(listener)
@@ -248,7 +252,7 @@ class Pool:
         config = self._configs[runtime]
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
             template = await self._new_template(config)
-            replicas = ReplicaSet(config, template, self._metrics, restart=self._template_starter(config))
+            replicas = self._replica_set(config, template)
             await replicas.start()
             self.sets[runtime] = replicas
             del self._failed[runtime]

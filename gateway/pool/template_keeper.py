@@ -6,6 +6,13 @@ pods die with it (lifeline.py: they drain, then exit), so the runtime must not
 wait for the gateway to restart: the keeper starts a new template at once, and
 backs off exponentially only when templates keep dying young or fail to load.
 Calls are held meanwhile, as for a cold start (replicas.py).
+
+The runtime's functions are what its template listed, until a pod says (in its liveness
+answer's `listing` revision) that its own changed: a stdio MCP server's `list_changed`
+(runtimes/mcp/mcp_bridge.py). The keeper then reads that pod's functions and serves them as the
+runtime's, and `on_listed()` has the catalog follow. Pods of one runtime can disagree (each has
+its own server); the last one to change is believed, until it exits: a pod that replaces it
+starts a new server, which lists what the template listed.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 
-from toolmesh.errors import Unavailable
+from toolmesh.errors import ToolmeshError, Unavailable
 from toolmesh.gateway.pool.launcher import ExitHandler, Spawned, TemplateProcess
+from toolmesh.gateway.pool.pods import DRAINING, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
+from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 
 log = logging.getLogger("toolmesh.pool")
@@ -31,6 +40,8 @@ TEMPLATE_BACKOFF_FIRST = 0.5
 TEMPLATE_BACKOFF_MAX = 30.0
 
 StartTemplate = Callable[[], Awaitable[TemplateProcess]]
+#: Seconds to read a pod's functions after it said they changed.
+LISTING_TIMEOUT = 10.0
 
 
 def template_exit_reason(template: TemplateProcess, status: int) -> str:
@@ -62,6 +73,10 @@ class TemplateKeeper:
         self.on_exit: ExitHandler = lambda pid, status: None
         self.on_lost: Callable[[TemplateProcess], None] = lambda old: None
         self.on_started: Callable[[], None] = lambda: None
+        #: Hears that the runtime's functions changed on their own (a pod said so, or it exited).
+        self.on_listed: Callable[[], Awaitable[None]] | None = None
+        #: The functions a pod of the current template changed to, and its pid (`heard`).
+        self._listed: tuple[int, list[FunctionSpec], list[NamespaceSpec]] | None = None
         #: When the current template started, and how many ended young in a row.
         self._since = clock()
         self._failures = 0
@@ -71,6 +86,8 @@ class TemplateKeeper:
         self.retry_at = -math.inf
         self._restarting: asyncio.Task[None] | None = None
         self._old: set[asyncio.Task[None]] = set()
+        #: Reading a pod's changed functions, and telling `on_listed`.
+        self._listing: set[asyncio.Future[None]] = set()
         self._closed = False
         self._adopt(template)
 
@@ -89,11 +106,48 @@ class TemplateKeeper:
 
     @property
     def specs(self) -> list[FunctionSpec]:
-        return self.current.specs
+        return self._listed[1] if self._listed is not None else self.current.specs
 
     @property
     def namespaces(self) -> list[NamespaceSpec]:
-        return self.current.namespaces
+        return self._listed[2] if self._listed is not None else self.current.namespaces
+
+    def heard(self, pod: Replica, report: LoopReport) -> None:
+        """A pod's liveness answer (before the pod notes it): when its `listing` revision moved,
+        read its functions and serve them as the runtime's."""
+        if report.listing != pod.loop.listing and report.listing and pod.state != DRAINING:
+            self._track(asyncio.ensure_future(self._read_listing(pod, self.current)))
+
+    async def _read_listing(self, pod: Replica, template: TemplateProcess) -> None:
+        try:
+            specs, namespaces = await pod.client.list_functions(LISTING_TIMEOUT)
+        except ToolmeshError as exc:
+            log.warning(
+                f"runtime {self.name!r}: pod {pod.pid} said its functions changed but could not "
+                f"list them: {exc.message}",
+                extra={"runtime": self.name, "pid": pod.pid},
+            )
+            return
+        if template is not self.current or self._closed:
+            return  # a reload or restart came meanwhile: its pods list afresh
+        self._listed = (pod.pid, specs, namespaces)
+        log.info(
+            "a pod's functions changed", extra={"runtime": self.name, "pid": pod.pid, "functions": len(specs)}
+        )
+        if self.on_listed is not None:
+            await self.on_listed()
+
+    def _pod_exited(self, template: TemplateProcess, pid: int, status: int) -> None:
+        if template is self.current and self._listed is not None and self._listed[0] == pid:
+            # Its server is gone with it; the next pod's lists what the template listed.
+            self._listed = None
+            if self.on_listed is not None and not self._closed:
+                self._track(asyncio.ensure_future(self.on_listed()))
+        self.on_exit(pid, status)
+
+    def _track(self, task: asyncio.Future[None]) -> None:
+        self._listing.add(task)
+        task.add_done_callback(self._listing.discard)
 
     async def spawn(self, timeout: float) -> Spawned:
         return await self.current.spawn(timeout)
@@ -101,7 +155,11 @@ class TemplateKeeper:
     def _adopt(self, template: TemplateProcess) -> None:
         self.current = template
         self._since = self._clock()
-        template.on_exit = lambda pid, status: self.on_exit(pid, status)
+        if self._listed is not None:  # its modules (its server) listed afresh
+            self._listed = None
+            if self.on_listed is not None:
+                self._track(asyncio.ensure_future(self.on_listed()))
+        template.on_exit = lambda pid, status: self._pod_exited(template, pid, status)
         template.on_template_exit = lambda status: self._ended(template, status)
 
     def _ended(self, template: TemplateProcess, status: int) -> None:
@@ -174,6 +232,8 @@ class TemplateKeeper:
 
     async def close(self) -> None:
         self._closed = True
+        for listing in self._listing:
+            listing.cancel()
         tasks = [*self._old, *([self._restarting] if self._restarting else [])]
         if self._restarting is not None:
             self._restarting.cancel()

@@ -22,6 +22,9 @@ class Registry:
                 raise DefinitionError(f"two functions are named {name!r}; give one another name or namespace")
             self._functions[name] = hosted
         self.namespaces: list[NamespaceSpec] = list({ns.name: ns for ns in namespaces}.values())
+        #: How many times its functions changed since it was built (`replace`); 0 while they are
+        #: the ones its modules offered at import.
+        self.revision = 0
 
     @classmethod
     def from_modules(cls, module_names: Sequence[str]) -> Registry:
@@ -51,6 +54,33 @@ class Registry:
 
     def specs(self, namespace: str = "") -> list[FunctionSpec]:
         return [h.spec for h in self._functions.values() if not namespace or h.spec.namespace == namespace]
+
+    def replace(self, functions: Iterable[HostedFunction]) -> bool:
+        """Serve `functions` instead of the ones it has (a source whose functions change while it
+        runs: a stdio MCP server's `list_changed`); calls already running keep theirs. Whether
+        that changed anything (then `revision` counts one more)."""
+        fresh = {hosted.spec.qualified_name: hosted for hosted in functions}
+        if [h.spec for h in fresh.values()] == self.specs():
+            return False
+        self._functions = fresh
+        self.revision += 1
+        return True
+
+
+#: The registry this process serves, once a pod serves one (`serve`).
+_serving: Registry | None = None
+
+
+def serve(registry: Registry) -> None:
+    """Make `registry` the one this process serves (a pod does, before its first call)."""
+    global _serving
+    _serving = registry
+
+
+def serving() -> Registry | None:
+    """The registry this process serves: where a module whose functions change while the pod
+    runs (runtimes/mcp/mcp_bridge.py) puts them. None outside a pod (a template listing)."""
+    return _serving
 
 
 def not_found(name: str, known: Iterable[str]) -> FunctionNotFound:

@@ -9,6 +9,11 @@ SDK's session cost more than the rest of a pod's call); the server is the pod's 
 with the pod. The server is the pod's whole work, so when it exits during a call the pod exits
 too: the pool then sees a pod that died mid-call, as for any runtime, and sends the call to a
 new pod (with a new server) when that is safe (its tool says it is idempotent).
+
+When a pod's server says its lists changed (`notifications/*/list_changed`), the pod lists it
+again and serves what it now lists (the registry's `replace`); the gateway sees the registry's
+new revision in the pod's next liveness answer and reads the pod's functions again
+(gateway/pool/template_keeper.py).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys as _sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from toolmesh.runtimes.functions import registry as _registries
 from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
@@ -34,7 +40,13 @@ from toolmesh.runtimes.mcp.server_features import (
     prompt_definitions,
     resource_definitions,
 )
-from toolmesh.runtimes.mcp.server_process import ExitedMidCall, RpcError, ServerProcess, list_server
+from toolmesh.runtimes.mcp.server_process import (
+    ExitedMidCall,
+    Listing,
+    RpcError,
+    ServerProcess,
+    list_server,
+)
 
 #: The pod's exit status when its server exited during a call.
 SERVER_EXITED = 70
@@ -87,7 +99,38 @@ def _parameters(schema: Any) -> dict[str, Any]:
     return dict(schema)
 
 
-_server = ServerProcess(_command())
+class _Follower:
+    """Lists the server again when it says its lists changed, and serves what it lists: one
+    listing at a time, and one more when it said so again meanwhile."""
+
+    def __init__(self) -> None:
+        self._listing: asyncio.Task[None] | None = None
+        self._stale = False
+
+    def heard(self, method: str) -> None:
+        self._stale = True
+        if self._listing is None or self._listing.done():
+            self._listing = asyncio.get_running_loop().create_task(self._list_again())
+
+    async def _list_again(self) -> None:
+        while self._stale:
+            self._stale = False
+            try:
+                listing = await _server.listing()
+                hosted = [definition.host() for definition in _definitions(listing).values()]
+            except Exception as exc:  # a server that cannot say, or says what cannot be served
+                _sys.stderr.write(
+                    f"toolmesh: the MCP server's lists changed but could not be read, the pod serves "
+                    f"what it listed before: {exc}\n"
+                )
+                return
+            served = _registries.serving()
+            if served is not None:
+                served.replace(hosted)
+
+
+_follower = _Follower()
+_server = ServerProcess(_command(), _follower.heard)
 
 
 async def _ask(
@@ -143,9 +186,9 @@ def _listener(ctx: _Context) -> Callable[[dict[str, Any]], None]:
     return heard
 
 
-def _definitions() -> dict[str, FunctionDefinition]:
+def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
+    """A function per tool, resource, template, prompt (and completion) `listing` holds."""
     namespace = os.environ.get(NAMESPACE_ENV, "")
-    listing = asyncio.run(list_server(_command()))
     taken: set[str] = set()
     found = {}
     for tool in listing.tools:
@@ -180,5 +223,5 @@ def _definitions() -> dict[str, FunctionDefinition]:
 
 # Module globals are what discovery reads; the names used after import are private (`_`), and a
 # function name never starts with one, so no tool can shadow them.
-globals().update(_definitions())
+globals().update(_definitions(asyncio.run(list_server(_command()))))
 __all__ = [name for name, value in globals().items() if isinstance(value, FunctionDefinition)]

@@ -7,7 +7,7 @@ pod's: see mcp_bridge.py). A JSON-RPC error answer is raised as `RpcError`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,15 @@ from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, S
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
 
-__all__ = ["ExitedMidCall", "Listing", "RpcError", "ServerExited", "ServerProcess", "list_server"]
+__all__ = [
+    "ExitedMidCall",
+    "Listing",
+    "RpcError",
+    "ServerExited",
+    "ServerProcess",
+    "list_server",
+    "list_session",
+]
 
 
 class ExitedMidCall(ServerExited):
@@ -46,19 +54,24 @@ async def list_server(command: Sequence[str]) -> Listing:
     except ServerExited as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     try:
-        capabilities = session.server.get("capabilities") or {}
-        listing = Listing(await _pages(session, "tools/list", "tools"))
-        if "resources" in capabilities:
-            listing.resources = await _pages(session, "resources/list", "resources")
-            listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
-        if "prompts" in capabilities:
-            listing.prompts = await _pages(session, "prompts/list", "prompts")
-        listing.completes = "completions" in capabilities
-        return listing
+        return await list_session(session)
     except (ServerExited, RpcError) as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     finally:
         await session.close()
+
+
+async def list_session(session: StdioSession) -> Listing:
+    """Everything a started server brings; RpcError or ServerExited when it cannot say."""
+    capabilities = session.server.get("capabilities") or {}
+    listing = Listing(await _pages(session, "tools/list", "tools"))
+    if "resources" in capabilities:
+        listing.resources = await _pages(session, "resources/list", "resources")
+        listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+    if "prompts" in capabilities:
+        listing.prompts = await _pages(session, "prompts/list", "prompts")
+    listing.completes = "completions" in capabilities
+    return listing
 
 
 async def _pages(session: StdioSession, method: str, key: str) -> list[dict[str, Any]]:
@@ -76,8 +89,10 @@ async def _pages(session: StdioSession, method: str, key: str) -> list[dict[str,
 
 
 class ServerProcess:
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], changed: Callable[[str], None] | None = None) -> None:
+        """`changed` hears the server's `list_changed` notifications (their method)."""
         self._command = list(command)
+        self._changed = changed
         self._session: StdioSession | None = None
         self._starting = asyncio.Lock()
 
@@ -92,8 +107,12 @@ class ServerProcess:
             self._session = None
             if session is not None:
                 await session.close()
-            self._session = await StdioSession.start(self._command)
+            self._session = await StdioSession.start(self._command, changed=self._changed)
             return self._session
+
+    async def listing(self) -> Listing:
+        """Everything the server brings now (RpcError, ServerExited when it cannot say)."""
+        return await list_session(await self.session())
 
     async def call(
         self, name: str, arguments: dict[str, Any], timeout: float | None, heard: Heard | None = None

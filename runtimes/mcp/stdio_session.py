@@ -6,9 +6,10 @@ is split into lines as the event loop reads it (the session is the subprocess's 
 answer's line resolves the caller's future at once: no reader task or stream buffer to wake in
 between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
-to the request that listens for them, others (`list_changed`) are dropped. Its requests:
-`ping` is answered with an empty result; elicitation and sampling go to the request in flight that
-answers them (`Answerer`), when it is the only one (stdio does not say whose they are); anything
+to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
+dropped. Its requests: `ping` is answered with an empty result; elicitation and sampling go to
+the request in flight that answers them (`Answerer`), when it is the only one that does (stdio
+does not say whose they are: the pod's own requests, such as a listing, answer none); anything
 else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
 """
 
@@ -74,10 +75,18 @@ class StdioSession(asyncio.SubprocessProtocol):
         self.gone: str | None = None
         #: What the server said of itself in `initialize` (`capabilities`, `serverInfo`...).
         self.server: dict[str, Any] = {}
+        #: Gets the method of each `notifications/{tools,resources,prompts}/list_changed` it sends.
+        self.changed: Callable[[str], None] | None = None
 
     @classmethod
-    async def start(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> StdioSession:
-        """Start the server and shake hands; ServerExited when it cannot be started or answer."""
+    async def start(
+        cls,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        changed: Callable[[str], None] | None = None,
+    ) -> StdioSession:
+        """Start the server and shake hands; ServerExited when it cannot be started or answer.
+        `changed` hears its `list_changed` notifications from the start."""
         loop = asyncio.get_running_loop()
         try:
             _, session = await loop.subprocess_exec(
@@ -91,6 +100,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             )
         except OSError as exc:
             raise ServerExited(f"the MCP server {command[0]!r} did not start: {exc}") from None
+        session.changed = changed
         try:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -119,8 +129,8 @@ class StdioSession(asyncio.SubprocessProtocol):
         """The result of `method`: RpcError for an error answer, ServerExited when the server ends
         first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
         request's progress notifications, and the server's log messages while it is the only
-        request in flight (stdio has no other way to tell whose they are); `answer` answers the
-        server's elicitation and sampling requests in that case too."""
+        request in flight that listens (stdio has no other way to tell whose they are); `answer`
+        answers the server's elicitation and sampling requests while it is the only one that does."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
@@ -235,8 +245,12 @@ class StdioSession(asyncio.SubprocessProtocol):
         if not isinstance(message, dict):
             return
         method = message.get("method")
-        if "id" not in message and self._listening:
-            self._notified(message)
+        if "id" not in message:
+            if isinstance(method, str) and method.endswith("/list_changed"):
+                if self.changed is not None:
+                    self.changed(method)
+            elif self._listening:
+                self._notified(message)
             return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
@@ -252,7 +266,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
-            elif method in KINDS and len(self._waiting) == 1:
+            elif method in KINDS and len(self._answering) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
@@ -262,14 +276,11 @@ class StdioSession(asyncio.SubprocessProtocol):
                 self._cancel(ended)
 
     def _answered(self, reply: dict[str, Any], method: str, params: Any) -> int | None:
-        """`reply` to the server's `method` by the only request in flight's answerer. When that
+        """`reply` to the server's `method` by the answerer of the only request in flight that has
+        one (the pod's own requests, a listing, have none: they cannot have asked). When that
         raises, the request ends with its exception, and its id is returned: the server is to be
         told it is cancelled (after the reply)."""
-        ident: int = next(iter(self._waiting))
-        answer = self._answering.get(ident)
-        if answer is None:
-            reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
-            return None
+        ident, answer = next(iter(self._answering.items()))
         try:
             reply["result"] = answer(method, params if isinstance(params, dict) else {})
         except Exception as exc:
@@ -286,8 +297,8 @@ class StdioSession(asyncio.SubprocessProtocol):
             return
         if message.get("method") == "notifications/progress":
             heard = self._listening.get(params.get("progressToken"))  # type: ignore[arg-type]
-        elif message.get("method") == "notifications/message" and len(self._waiting) == 1:
-            heard = self._listening.get(next(iter(self._waiting)))
+        elif message.get("method") == "notifications/message" and len(self._listening) == 1:
+            heard = next(iter(self._listening.values()))
         else:
             return
         if heard is not None:

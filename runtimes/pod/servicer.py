@@ -21,13 +21,18 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
         self._executor = executor
         registry = executor.registry
         self._listing = wire.list_response(registry.specs(), registry.namespaces)
+        #: The registry's revision `_listing` was made from (its functions may change: registry.py).
+        self._revision = registry.revision
 
     async def ListFunctions(
         self, request: function_pb2.ListFunctionsRequest, context: Context
     ) -> function_pb2.ListFunctionsResponse:
-        if not request.namespace:
-            return self._listing
         registry = self._executor.registry
+        if not request.namespace:
+            if registry.revision != self._revision:
+                self._listing = wire.list_response(registry.specs(), registry.namespaces)
+                self._revision = registry.revision
+            return self._listing
         namespaces = [n for n in registry.namespaces if n.name == request.namespace]
         return wire.list_response(registry.specs(request.namespace), namespaces)
 

@@ -47,6 +47,8 @@ from prometheus_client import CollectorRegistry
 import toolmesh.tracing as tracing
 from toolmesh.protocol.channel import server_options
 from toolmesh.protocol.defaults import RECYCLED
+from toolmesh.protocol.loop_report import LoopReport
+from toolmesh.runtimes.functions import registry as registries
 from toolmesh.runtimes.functions.registry import Registry
 from toolmesh.runtimes.pod import invocation_log
 from toolmesh.runtimes.pod.executor import Executor
@@ -142,6 +144,7 @@ class Pod:
     def __init__(self, settings: PodSettings, registry: Registry) -> None:
         self.settings = settings
         self.registry = registry
+        registries.serve(registry)
         self.metrics_registry = CollectorRegistry()
         self.executor: Executor | None = None
         self.mesh: MeshInvoker | None = None
@@ -212,8 +215,16 @@ class Pod:
         )
         self.watchdog.start(asyncio.get_running_loop())
         if self.settings.liveness_socket is not None:
-            self._liveness = LivenessSocket(self.settings.liveness_socket, self.watchdog.report)
+            self._liveness = LivenessSocket(self.settings.liveness_socket, self._report)
             self._liveness.start()
+
+    def _report(self) -> LoopReport:
+        """What its liveness socket answers (from a thread): the loop's state, and which revision
+        of its functions it serves, so that the gateway reads them again when they change."""
+        assert self.watchdog is not None
+        report = self.watchdog.report()
+        revision = self.registry.revision
+        return dataclasses.replace(report, listing=revision) if revision else report
 
     async def _serve_metrics(self) -> None:
         path = self.settings.metrics_socket

@@ -48,3 +48,7 @@ def test_a_loop_report_survives_its_line() -> None:
     assert LoopReport.decode(report.encode()) == report
     assert LoopReport().encode() == b"{}\n"
     assert LoopReport.decode(b"{}\n") == LoopReport()
+    # A pod whose functions changed says which revision it serves, blocked or not.
+    assert LoopReport(listing=3).encode() == b'{"listing":3}\n'
+    assert LoopReport.decode(LoopReport(listing=3).encode()) == LoopReport(listing=3)
+    assert LoopReport.decode(LoopReport(blocked=1.0, listing=2).encode()).listing == 2

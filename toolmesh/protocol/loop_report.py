@@ -3,7 +3,11 @@
     gateway -> pod   b"?"              (any byte: one answer per byte)
     pod -> gateway   {"blocked": 2.5, "function": "tools.blocker", "request_id": "...",
                       "timeout": 30, "where": "tools.py:9 in blocker", "condemned": false,
-                      "started": []}\\n   ({} while the loop runs)
+                      "started": [], "listing": 0}\\n   ({} while the loop runs, or {"listing": 2})
+
+`listing` is the revision of the functions the pod serves: 0 while they are those its template
+listed, counted up each time they change on their own (a stdio MCP server's `list_changed`),
+so that the gateway, which compares it at every ping, reads them again.
 
 The pod's side is runtimes/pod/isolation/liveness_socket.py, the gateway's gateway/pool/liveness.py.
 """
@@ -36,10 +40,12 @@ class LoopReport:
     #: When condemned: request ids of the calls the pod had started (any other call sent to
     #: it never ran there, so it may go to another pod).
     started: frozenset[str] = field(default_factory=frozenset)
+    #: The revision of the functions the pod serves (0: its template's).
+    listing: int = 0
 
     def encode(self) -> bytes:
         if not self.blocked and not self.condemned:
-            return b"{}\n"
+            return b'{"listing":%d}\n' % self.listing if self.listing else b"{}\n"
         fields = asdict(self)
         fields["started"] = sorted(self.started)
         return json.dumps(fields).encode() + b"\n"
@@ -57,4 +63,5 @@ class LoopReport:
             where=str(fields.get("where", "")),
             condemned=bool(fields.get("condemned", False)),
             started=frozenset(str(i) for i in fields.get("started", ())),
+            listing=int(fields.get("listing", 0)),
         )

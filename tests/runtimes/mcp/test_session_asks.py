@@ -81,3 +81,15 @@ async def test_with_no_answerer_or_two_calls_in_flight_the_server_is_refused(ses
     # Whose request it is cannot be told: the first, asked while both were in flight, is refused.
     assert replied(both[0])["error"]["code"] == -32601
     assert session.alive
+
+
+async def test_a_request_of_the_pods_own_in_flight_does_not_take_a_calls_ask(session: StdioSession) -> None:
+    """The pod lists its server again after a `list_changed` while calls run: that listing
+    answers nothing, so the only call that answers is still known to be the one asked."""
+    call, listing = await asyncio.gather(
+        session.request("tools/call", {"name": "plan"}, answer=lambda m, p: {"action": "accept"}),
+        session.request("tools/list"),
+        return_exceptions=True,
+    )
+    assert isinstance(listing, Exception)  # this server lists nothing; what matters is the call
+    assert replied(call) == {"result": {"action": "accept"}}

@@ -21,6 +21,9 @@ for line in sys.stdin.buffer:
     method, ident = message.get("method"), message.get("id")
     if ident is None:
         continue
+    if method == "change":  # say the tools changed (and a notification no one hears), then answer
+        for said in ("notifications/tools/list_changed", "notifications/other"):
+            send(json.dumps({"jsonrpc": "2.0", "method": said}).encode() + b"\n")
     answer = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"said": message.get("params")}})
     if method == "split":  # one answer in three writes
         for start in range(0, len(answer), len(answer) // 3 + 1):
@@ -49,6 +52,16 @@ async def test_answers_arrive_however_the_lines_are_cut() -> None:
         with pytest.raises(RpcError) as refused:
             await session.request("refuse")
         assert refused.value.code == -32602
+    finally:
+        await session.close()
+
+
+async def test_list_changed_notifications_go_to_changed() -> None:
+    heard: list[str] = []
+    session = await StdioSession.start(COMMAND, changed=heard.append)
+    try:
+        assert await session.request("change", {"n": 1}) == {"said": {"n": 1}}
+        assert heard == ["notifications/tools/list_changed"]
     finally:
         await session.close()
 
