@@ -23,11 +23,14 @@ or reports (handshake era) or asks its caller, the SDK takes the request over an
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.server import Server
+from mcp.server.context import HandlerResult
 from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
@@ -46,17 +49,18 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.mcp import call_spans
 from toolmesh.gateway.mcp.call_answer import HANDSHAKE, MODERN, SSE_HEADERS, CallAnswers
+from toolmesh.gateway.mcp.call_spans import ADOPTED, Handed, traced
 from toolmesh.gateway.mcp.direct_reads import READS, DirectReads
 from toolmesh.gateway.mcp.input_requests import Round
+from toolmesh.gateway.mcp.long_calls import Keepalive, continued, event
 from toolmesh.gateway.mcp.tool_search import META_TOOLS, searching
 from toolmesh.runtimes.functions.asking import KINDS, pending_asks
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
-#: Where the endpoint leaves a call in flight for `_call_tool` to adopt (the scope's state).
-ADOPTED = "toolmesh_adopted_call"
 _CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 #: What a 2026-07-28 envelope carries that changes nothing on the way (anything else: the SDK).
@@ -70,6 +74,8 @@ _MODERN_META = frozenset(
 
 #: How many `_meta` envelopes' validation verdicts are remembered (then all are forgotten).
 _MAX_VERDICTS = 64
+
+__all__ = ["ADOPTED", "Adopted", "DirectCalls", "Sdk"]
 
 Sdk = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
 
@@ -85,6 +91,8 @@ class Adopted:
     )
     events: list[CallEvent] = field(default_factory=list)
     sink: Callable[[CallEvent], None] | None = None
+    #: With tracing on: what the SDK's handler did, for the fast path's span (call_spans.py).
+    handed: Handed | None = None
 
     def deliver(self, event: CallEvent) -> None:
         if self.sink is not None:
@@ -124,7 +132,7 @@ class DirectCalls:
     def __init__(
         self,
         mesh: Mesh,
-        server_info: Callable[[], dict[str, Any]],
+        server: Server[Any],
         level_of: Callable[[Principal, str], int],
         max_body: int,
         reads: DirectReads | None = None,
@@ -132,7 +140,8 @@ class DirectCalls:
         self._mesh = mesh
         #: Where tools/list, resources/read, prompts/get... go (direct_reads.py).
         self._reads = reads
-        self._answers = CallAnswers(server_info)
+        self._answers = CallAnswers(lambda: server.server_info_stamp)
+        call_spans.install(server)  # a call handed over is already in its span (call_spans.py)
         #: The Python level of a handshake-era call's records (the endpoint's session levels).
         self._level_of = level_of
         self._max_body = max_body
@@ -147,12 +156,7 @@ class DirectCalls:
         # once, the first of a repeated name kept (as Starlette's `Headers` and `dict()` of it).
         headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
         version = headers.get("mcp-protocol-version")
-        if (
-            version not in (HANDSHAKE, MODERN)
-            or tracing.enabled()  # the SDK's spans nest under the request's: its path makes them
-            or not _accepts(headers)
-            or not _json_content(headers)
-        ):
+        if version not in (HANDSHAKE, MODERN) or not _accepts(headers) or not _json_content(headers):
             await sdk(scope, receive, send)
             return
         messages: list[Message] = []
@@ -188,17 +192,20 @@ class DirectCalls:
             await sdk(scope, replayed, send)
             return
         request_id, spec, call, modern = planned
+        handed = Handed() if tracing.enabled() else None
         adopted: Adopted | None = None
         handover: asyncio.Task[None] | None = None
+        # The SDK's task, when it takes the call over, runs in the call's context (its span).
+        context: contextvars.Context | None = None
 
         def take_over() -> Adopted:
             nonlocal adopted, handover
             if adopted is None:
-                adopted = Adopted(call)
+                adopted = Adopted(call, handed=handed)
             if handover is None:
                 scope.setdefault("state", {})[ADOPTED] = adopted
                 handover = asyncio.get_running_loop().create_task(
-                    sdk(scope, _replay(messages, receive), send)
+                    sdk(scope, _replay(messages, receive), to_client), context=context
                 )
             return adopted
 
@@ -208,18 +215,50 @@ class DirectCalls:
         if not modern:
             level = self._level_of(principal, headers.get("x-session-id", ""))
             call = InvokeRequest(call.name, call.arguments, call.options, Listener(level, False, deliver))
-        try:
-            result = await self._mesh.invoke(principal, call, Surface.MCP)
-        except ToolmeshError as exc:
-            take_over().outcome.set_exception(exc)
-        else:
-            if adopted is not None or pending_asks(result) is not None:
-                take_over().outcome.set_result(result)
-        if handover is not None:
-            await handover
+
+        to_client = send
+
+        async def run() -> HandlerResult:
+            nonlocal context, to_client
+            context = contextvars.copy_context()
+            keepalive = Keepalive(send) if modern else None
+            try:
+                result = await self._mesh.invoke(principal, call, Surface.MCP)
+            except ToolmeshError as exc:
+                if keepalive is not None and await keepalive.stop():
+                    to_client = continued(send)
+                take_over().outcome.set_exception(exc)
+            else:
+                if keepalive is not None and await keepalive.stop():
+                    to_client = continued(send)
+                if adopted is not None or pending_asks(result) is not None:
+                    take_over().outcome.set_result(result)
+            if handover is not None:
+                await handover
+                if handed is not None and handed.raised is not None:
+                    raise handed.raised  # for the span, as the SDK's middleware saw it
+                return handed.returned if handed is not None else None
+            await self._answer(request_id, spec, result, modern, send, to_client is not send)
+            return {"isError": result.is_error}  # all the span reads of a result
+
+        if handed is None:
+            await run()
             return
+        try:
+            await traced(scope, version, request_id, decoded["params"], run)
+        except Exception as exc:
+            if exc is not handed.raised:
+                raise
+            # else the SDK has answered it, as its own path does
+
+    async def _answer(
+        self, request_id: Any, spec: FunctionSpec, result: Result, modern: bool, send: Send, streamed: bool
+    ) -> None:
         if modern:
             answer = self._answers.modern_body(request_id, spec, result)
+            if streamed:  # the call outlived the SDK's window: the stream's last event
+                await send({"type": "http.response.body", "body": event(answer)})
+                return
             length = str(len(answer)).encode()
             head = [(b"content-length", length), (b"content-type", b"application/json")]
             await send({"type": "http.response.start", "status": 200, "headers": head})
