@@ -33,7 +33,7 @@ RESULTS: list[tuple[FunctionSpec, Result]] = [
     (TYPED, Result(content=[Text("x")], is_error=True, structured_json=b'{"result": 5}')),
     (SPEC, Result(content=[Binary(b"\x89PNG", "image/png")])),
 ]
-IDS: list[Any] = [0, 7, -1, 2**70, "", "id-é\"\n", "😀"]
+IDS: list[Any] = [0, 7, -1, 2**70, "", 'id-é"\n', "😀"]
 
 
 def written(answers: CallAnswers, version: str, request_id: Any, spec: FunctionSpec, result: Result) -> bytes:
@@ -42,7 +42,9 @@ def written(answers: CallAnswers, version: str, request_id: Any, spec: FunctionS
     return answers.handshake_frame(request_id, spec, result)
 
 
-def by_chain(answers: CallAnswers, version: str, request_id: Any, spec: FunctionSpec, result: Result) -> bytes:
+def by_chain(
+    answers: CallAnswers, version: str, request_id: Any, spec: FunctionSpec, result: Result
+) -> bytes:
     data = answers._sdk_data(request_id, spec, result, version).encode()
     return data if version == MODERN else b"event: message\r\ndata: " + data + b"\r\n\r\n"
 
