@@ -198,11 +198,16 @@ class DirectCalls:
         # The SDK's task, when it takes the call over, runs in the call's context (its span).
         context: contextvars.Context | None = None
 
+        to_client = send
+        keepalive: Keepalive | None = None
+
         def take_over() -> Adopted:
-            nonlocal adopted, handover
+            nonlocal adopted, handover, to_client
             if adopted is None:
                 adopted = Adopted(call, handed=handed)
             if handover is None:
+                if keepalive is not None and keepalive.halt():  # the stream is the SDK's from here
+                    to_client = continued(send)
                 scope.setdefault("state", {})[ADOPTED] = adopted
                 handover = asyncio.get_running_loop().create_task(
                     sdk(scope, _replay(messages, receive), to_client), context=context
@@ -216,20 +221,18 @@ class DirectCalls:
             level = self._level_of(principal, headers.get("x-session-id", ""))
             call = InvokeRequest(call.name, call.arguments, call.options, Listener(level, False, deliver))
 
-        to_client = send
-
         async def run() -> HandlerResult:
-            nonlocal context, to_client
+            nonlocal context, to_client, keepalive
             context = contextvars.copy_context()
-            keepalive = Keepalive(send) if modern else None
+            keepalive = Keepalive(send, modern)
             try:
                 result = await self._mesh.invoke(principal, call, Surface.MCP)
             except ToolmeshError as exc:
-                if keepalive is not None and await keepalive.stop():
+                if await keepalive.stop():
                     to_client = continued(send)
                 take_over().outcome.set_exception(exc)
             else:
-                if keepalive is not None and await keepalive.stop():
+                if handover is None and await keepalive.stop():
                     to_client = continued(send)
                 if adopted is not None or pending_asks(result) is not None:
                     take_over().outcome.set_result(result)
@@ -265,6 +268,9 @@ class DirectCalls:
             await send({"type": "http.response.body", "body": answer})
         else:
             frame = self._answers.handshake_frame(request_id, spec, result)
+            if streamed:  # the stream began with its first ping
+                await send({"type": "http.response.body", "body": frame})
+                return
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
             await send({"type": "http.response.body", "body": frame})  # one chunk, then the last
 
