@@ -5,7 +5,8 @@
 Starts a gateway from `--before` and one from this tree at once, and in each round measures on
 each gateway in turn the HTTP invoke, MCP tools/call on both revisions and `POST /v1/tool_calls`,
 so every round's figures share the machine's state and each door's ratio to the HTTP invoke is
-taken within one gateway and one round. Same loads and CPU accounting as cpu_per_call.py.
+taken within one gateway and one round. Within a round each door is measured on both trees in
+turn, the first tree alternating by round. Same loads and CPU accounting as cpu_per_call.py.
 """
 
 from __future__ import annotations
@@ -50,18 +51,22 @@ def main() -> int:
             )
             loads = gateway_loads(f"http://{HOST}:{ports['http_port']}", ports["grpc_port"])
             targets[key] = (pid, {load.key: load for load in loads if load.key in DOORS})
-        figures = {(tree, door): [] for tree in targets for door in DOORS}  # type: ignore[var-annotated]
+        figures: dict[tuple[str, str], list[float]] = {(t, d): [] for t in targets for d in DOORS}
         print(f"{args.requests} calls per measure, {args.clients} connections; gateway CPU µs per call\n")
         print(f"{'round':>5} {'tree':>6} " + " ".join(f"{door:>15}" for door in DOORS))
         for round_ in range(1, args.rounds + 1):
-            for tree, (pid, loads) in targets.items():
-                row = []
-                for door in DOORS:
+            # Door by door, each on both trees in turn (the first tree alternating by round), so
+            # that the two figures of a door, and a tree's doors, are as close in time as can be.
+            order = list(targets) if round_ % 2 else list(reversed(targets))
+            for door in DOORS:
+                for tree in order:
+                    pid, loads = targets[tree]
                     us = measure(loads[door], pid, args.requests, args.clients, work).gateway_us
                     figures[tree, door].append(us)
-                    row.append(us)
+            for tree in targets:
+                row = [figures[tree, door][-1] for door in DOORS]
                 ratios = " ".join(f"{us:7.1f} ({us / row[0]:4.2f}x)" for us in row)
-                print(f"{round_:>5} {tree:>6} {ratios}")
+                print(f"{round_:>5} {tree:>6} {ratios}", flush=True)
         print()
         for tree in targets:
             medians = [statistics.median(figures[tree, door]) for door in DOORS]

@@ -49,12 +49,13 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
-from toolmesh.gateway.mcp import call_spans
-from toolmesh.gateway.mcp.call_answer import HANDSHAKE, MODERN, SSE_HEADERS, CallAnswers
-from toolmesh.gateway.mcp.call_spans import ADOPTED, Handed, traced
+from toolmesh.gateway.mcp.answers import call_spans
+from toolmesh.gateway.mcp.answers.call_answer import HANDSHAKE, MODERN, SSE_HEADERS, CallAnswers
+from toolmesh.gateway.mcp.answers.call_spans import ADOPTED, Handed, traced
+from toolmesh.gateway.mcp.answers.long_calls import Keepalive, continued, event
+from toolmesh.gateway.mcp.convert import call_result
 from toolmesh.gateway.mcp.direct_reads import READS, DirectReads
 from toolmesh.gateway.mcp.input_requests import Round
-from toolmesh.gateway.mcp.long_calls import Keepalive, continued, event
 from toolmesh.gateway.mcp.tool_search import META_TOOLS, searching
 from toolmesh.runtimes.functions.asking import KINDS, pending_asks
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener
@@ -91,7 +92,7 @@ class Adopted:
     )
     events: list[CallEvent] = field(default_factory=list)
     sink: Callable[[CallEvent], None] | None = None
-    #: With tracing on: what the SDK's handler did, for the fast path's span (call_spans.py).
+    #: With tracing on: what the SDK's handler did, for the fast path's span (answers/call_spans.py).
     handed: Handed | None = None
 
     def deliver(self, event: CallEvent) -> None:
@@ -140,8 +141,8 @@ class DirectCalls:
         self._mesh = mesh
         #: Where tools/list, resources/read, prompts/get... go (direct_reads.py).
         self._reads = reads
-        self._answers = CallAnswers(lambda: server.server_info_stamp)
-        call_spans.install(server)  # a call handed over is already in its span (call_spans.py)
+        self._answers = CallAnswers(lambda: server.server_info_stamp, call_result)
+        call_spans.install(server)  # a call handed over is already in its span (answers/call_spans.py)
         #: The Python level of a handshake-era call's records (the endpoint's session levels).
         self._level_of = level_of
         self._max_body = max_body

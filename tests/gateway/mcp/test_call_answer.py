@@ -1,4 +1,4 @@
-"""The fast path's answer bytes (gateway/mcp/call_answer.py) are the SDK chain's, byte for byte,
+"""The fast path's answer bytes (gateway/mcp/answers/call_answer.py) are the SDK chain's, byte for byte,
 for every result it writes itself; the others take the chain."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolmesh.gateway.mcp.call_answer import HANDSHAKE, MODERN, CallAnswers
+from toolmesh.gateway.mcp.answers.call_answer import HANDSHAKE, MODERN, CallAnswers
+from toolmesh.gateway.mcp.convert import call_result
 from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Result, Text
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
@@ -54,7 +55,7 @@ def by_chain(
 @pytest.mark.parametrize("case", range(len(RESULTS)))
 def test_the_answer_is_the_sdk_chains_byte_for_byte(version: str, request_id: Any, case: int) -> None:
     spec, result = RESULTS[case]
-    answers = CallAnswers(lambda: dict(INFO))
+    answers = CallAnswers(lambda: dict(INFO), call_result)
     try:
         expected = by_chain(answers, version, request_id, spec, result)
     except Exception as exc:  # the chain refuses it: so does the fast path, in the chain's words

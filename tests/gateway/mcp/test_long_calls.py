@@ -1,5 +1,5 @@
 """A tools/call that outlives the SDK transport's window is answered on an event stream, pinged,
-with the response as its last event, on the fast path as by the SDK (gateway/mcp/long_calls.py);
+with the response as its last event, on the fast path as by the SDK (gateway/mcp/answers/long_calls.py);
 a 2026-07-28 call within the window gets one JSON body."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sse_starlette import EventSourceResponse
 from starlette.types import Message
 
 from tests.gateway.conftest import StartGateway, runtime
-from toolmesh.gateway.mcp.long_calls import continued
+from toolmesh.gateway.mcp.answers.long_calls import continued
 
 ERA = "2026-07-28"
 WINDOW = 0.15

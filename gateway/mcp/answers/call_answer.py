@@ -1,11 +1,11 @@
-"""The bytes of a tools/call answer, as the SDK writes them, for the fast path (direct_calls.py).
+"""The bytes of a tools/call answer, as the SDK writes them, for the fast path (../direct_calls.py).
 
-The SDK shapes a result in four steps: `call_result`'s `CallToolResult`, its dump, the revision's
-surface model (`serialize_server_result`: validated again, dumped again, keys in the surface's
-order), a `JSONRPCResponse` (validated, then dumped a third time). Profiled on a no-op call that
-chain was about a sixth of the gateway's CPU per MCP call. For the results that are only text
-(every `Text` and `Json` item, an error's message; no structured content, no binary items) its
-output is fixed and small, so `answer` writes the same document directly:
+The SDK shapes a result in four steps: the endpoint's `CallToolResult` (convert.py's `call_result`),
+its dump, the revision's surface model (`serialize_server_result`: validated again, dumped again,
+keys in the surface's order), a `JSONRPCResponse` (validated, then dumped a third time).
+Profiled on a no-op call that chain was about a sixth of the gateway's CPU per MCP call. For the
+results that are only text (every `Text` and `Json` item, an error's message; no structured
+content, no binary items) its output is fixed and small, so `CallAnswers` writes it directly:
 
     2025-11-25  {"jsonrpc":"2.0","id":ID,"result":{"content":[{"text":T,"type":"text"},...],
                 "isError":B}}                        pydantic's JSON (non-ASCII kept), one SSE frame
@@ -28,7 +28,6 @@ import pydantic_core
 from mcp_types import SERVER_INFO_META_KEY
 from mcp_types import methods as _methods
 
-from toolmesh.gateway.mcp.convert import call_result
 from toolmesh.runtimes.functions.results import Json, Result, Text
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
@@ -60,11 +59,17 @@ def _texts(result: Result) -> list[str] | None:
     return texts
 
 
-class CallAnswers:
-    """Writes answers for one endpoint; `server_info` is its server's identity (fixed once built)."""
+#: How the endpoint makes a call's MCP result (convert.py's `call_result`).
+Shape = Callable[[FunctionSpec, Result], types.CallToolResult]
 
-    def __init__(self, server_info: Callable[[], dict[str, Any]]) -> None:
+
+class CallAnswers:
+    """Writes answers for one endpoint: `server_info` is its server's identity (fixed once built),
+    `shape` how it makes a call's MCP result (the SDK's chain starts there)."""
+
+    def __init__(self, server_info: Callable[[], dict[str, Any]], shape: Shape) -> None:
         self._server_info = server_info
+        self._shape = shape
         self._modern_tail: str | None = None
 
     def handshake_frame(self, request_id: Any, spec: FunctionSpec, result: Result) -> bytes:
@@ -101,7 +106,7 @@ class CallAnswers:
 
     def _sdk_data(self, request_id: Any, spec: FunctionSpec, result: Result, version: str) -> str:
         # As the SDK's runner shapes a result (`_serialize`) and its transports frame it.
-        dumped = call_result(spec, result).model_dump(by_alias=True, mode="json", exclude_none=True)
+        dumped = self._shape(spec, result).model_dump(by_alias=True, mode="json", exclude_none=True)
         wire = _methods.serialize_server_result("tools/call", version, dumped)
         if version != MODERN:
             message = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
