@@ -60,8 +60,8 @@ def main() -> int:
             order = list(targets) if round_ % 2 else list(reversed(targets))
             for door in DOORS:
                 for tree in order:
-                    pid, loads = targets[tree]
-                    us = measure(loads[door], pid, args.requests, args.clients, work).gateway_us
+                    pid, by_door = targets[tree]
+                    us = measure(by_door[door], pid, args.requests, args.clients, work).gateway_us
                     figures[tree, door].append(us)
             for tree in targets:
                 row = [figures[tree, door][-1] for door in DOORS]
