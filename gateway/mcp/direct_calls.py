@@ -11,8 +11,9 @@ progress token, no log level in `_meta`, no task, no requestState). It runs the 
 SDK runs on the way (accept and content type, the SDK's own params validation, and on
 2026-07-28 the SDK's envelope ladder and `Mcp-Param-*` check), makes the same call as
 `McpEndpoint._call_tool`, and writes the bytes the SDK would write: the JSON-RPC response as
-one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28, serialized by the SDK's
-own models.
+one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28 (answers/call_answer.py), on
+an event stream kept alive as the SDK's when the call runs long (answers/long_calls.py), inside
+the SDK's span of the request when tracing is on (answers/call_spans.py).
 
 Anything else goes to the SDK untouched (the body already read is replayed to it). A call that
 turns out to need the stream is handed over mid-way, with no second run: when its function logs
