@@ -11,8 +11,9 @@ progress token, no log level in `_meta`, no task, no requestState). It runs the 
 SDK runs on the way (accept and content type, the SDK's own params validation, and on
 2026-07-28 the SDK's envelope ladder and `Mcp-Param-*` check), makes the same call as
 `McpEndpoint._call_tool`, and writes the bytes the SDK would write: the JSON-RPC response as
-one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28, serialized by the SDK's
-own models.
+one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28 (answers/call_answer.py), on
+an event stream kept alive as the SDK's when the call runs long (answers/long_calls.py), inside
+the SDK's span of the request when tracing is on (answers/call_spans.py).
 
 Anything else goes to the SDK untouched (the body already read is replayed to it). A call that
 turns out to need the stream is handed over mid-way, with no second run: when its function logs
@@ -23,19 +24,21 @@ or reports (handshake era) or asks its caller, the SDK takes the request over an
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import HandlerResult
 from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
     validate_mcp_param_headers,
 )
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, SERVER_INFO_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types import methods as _methods
 from pydantic import ValidationError
 from starlette.datastructures import Headers
@@ -47,6 +50,10 @@ from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.core.requests import CallOptions, InvokeRequest
 from toolmesh.gateway.core.surfaces import Surface
+from toolmesh.gateway.mcp.answers import call_spans
+from toolmesh.gateway.mcp.answers.call_answer import HANDSHAKE, MODERN, SSE_HEADERS, CallAnswers
+from toolmesh.gateway.mcp.answers.call_spans import ADOPTED, Handed, traced
+from toolmesh.gateway.mcp.answers.long_calls import Keepalive, continued, event
 from toolmesh.gateway.mcp.convert import call_result
 from toolmesh.gateway.mcp.direct_reads import READS, DirectReads
 from toolmesh.gateway.mcp.input_requests import Round
@@ -56,10 +63,6 @@ from toolmesh.runtimes.functions.call_events import CallEvent, Listener
 from toolmesh.runtimes.functions.results import Result
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
-HANDSHAKE = "2025-11-25"
-MODERN = "2026-07-28"
-#: Where the endpoint leaves a call in flight for `_call_tool` to adopt (the scope's state).
-ADOPTED = "toolmesh_adopted_call"
 _CALL_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 #: What a 2026-07-28 envelope carries that changes nothing on the way (anything else: the SDK).
@@ -70,13 +73,11 @@ _MODERN_META = frozenset(
         CLIENT_CAPABILITIES_META_KEY,
     }
 )
-#: The SDK's event-stream answer (sse-starlette's EventSourceResponse with the transport's headers).
-_SSE_HEADERS = [
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"connection", b"keep-alive"),
-    (b"content-type", b"text/event-stream"),
-    (b"x-accel-buffering", b"no"),
-]
+
+#: How many `_meta` envelopes' validation verdicts are remembered (then all are forgotten).
+_MAX_VERDICTS = 64
+
+__all__ = ["ADOPTED", "Adopted", "DirectCalls", "Sdk"]
 
 Sdk = Callable[[Scope, Receive, Send], Coroutine[Any, Any, None]]
 
@@ -92,6 +93,8 @@ class Adopted:
     )
     events: list[CallEvent] = field(default_factory=list)
     sink: Callable[[CallEvent], None] | None = None
+    #: With tracing on: what the SDK's handler did, for the fast path's span (answers/call_spans.py).
+    handed: Handed | None = None
 
     def deliver(self, event: CallEvent) -> None:
         if self.sink is not None:
@@ -100,7 +103,7 @@ class Adopted:
             self.events.append(event)
 
 
-def _accepts(headers: Headers) -> bool:
+def _accepts(headers: Mapping[str, str]) -> bool:
     # The SDK's check_accept_headers, for its event-stream mode: both JSON and SSE.
     kinds = [part.strip().split(";")[0].strip().lower() for part in headers.get("accept", "").split(",")]
     if "*/*" in kinds:
@@ -110,7 +113,7 @@ def _accepts(headers: Headers) -> bool:
     )
 
 
-def _json_content(headers: Headers) -> bool:
+def _json_content(headers: Mapping[str, str]) -> bool:
     # The SDK transport's _check_content_type.
     value = headers.get("content-type", "")
     return any(part.strip() == "application/json" for part in value.split(";")[0].split(","))
@@ -131,7 +134,7 @@ class DirectCalls:
     def __init__(
         self,
         mesh: Mesh,
-        server_info: Callable[[], dict[str, Any]],
+        server: Server[Any],
         level_of: Callable[[Principal, str], int],
         max_body: int,
         reads: DirectReads | None = None,
@@ -139,23 +142,23 @@ class DirectCalls:
         self._mesh = mesh
         #: Where tools/list, resources/read, prompts/get... go (direct_reads.py).
         self._reads = reads
-        self._server_info = server_info
+        self._answers = CallAnswers(lambda: server.server_info_stamp, call_result)
+        call_spans.install(server)  # a call handed over is already in its span (answers/call_spans.py)
         #: The Python level of a handshake-era call's records (the endpoint's session levels).
         self._level_of = level_of
         self._max_body = max_body
+        self._verdicts: dict[tuple[str, str], bool] = {}
 
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, principal: Principal, namespace: str, sdk: Sdk
     ) -> None:
         """Answer the request, here or by `sdk` (which gets every byte of the body)."""
-        headers = Headers(scope=scope)
+        raw: list[tuple[bytes, bytes]] = scope["headers"]
+        # Looked up a dozen times below and handed to the SDK's ladder as a mapping: decoded
+        # once, the first of a repeated name kept (as Starlette's `Headers` and `dict()` of it).
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
         version = headers.get("mcp-protocol-version")
-        if (
-            version not in (HANDSHAKE, MODERN)
-            or tracing.enabled()  # the SDK's spans nest under the request's: its path makes them
-            or not _accepts(headers)
-            or not _json_content(headers)
-        ):
+        if version not in (HANDSHAKE, MODERN) or not _accepts(headers) or not _json_content(headers):
             await sdk(scope, receive, send)
             return
         messages: list[Message] = []
@@ -172,56 +175,110 @@ class DirectCalls:
         if messages[-1]["type"] != "http.request" or size > self._max_body:
             await sdk(scope, replayed, send)
             return
-        body = b"".join(m.get("body", b"") for m in messages)
+        body = (
+            messages[0].get("body", b"")
+            if len(messages) == 1
+            else b"".join(m.get("body", b"") for m in messages)
+        )
         try:
             decoded = json.loads(body)
         except (ValueError, RecursionError):
             decoded = None
-        if self._reads is not None and self._is_read(decoded, headers, version):
+        if self._reads is not None and self._is_read(decoded, raw, headers, version):
             if await self._reads.serve(scope, send, principal, decoded, version, version == MODERN):
                 return
             await sdk(scope, replayed, send)
             return
-        planned = self._plan(decoded, headers, version, principal, namespace, searching(scope))
+        planned = self._plan(decoded, raw, headers, version, principal, namespace, searching(scope))
         if planned is None:
             await sdk(scope, replayed, send)
             return
         request_id, spec, call, modern = planned
-        adopted = Adopted(call)
+        handed = Handed() if tracing.enabled() else None
+        adopted: Adopted | None = None
         handover: asyncio.Task[None] | None = None
+        # The SDK's task, when it takes the call over, runs in the call's context (its span).
+        context: contextvars.Context | None = None
 
-        def take_over() -> None:
-            nonlocal handover
+        to_client = send
+        keepalive: Keepalive | None = None
+
+        def take_over() -> Adopted:
+            nonlocal adopted, handover, to_client
+            if adopted is None:
+                adopted = Adopted(call, handed=handed)
             if handover is None:
+                if keepalive is not None and keepalive.halt():  # the stream is the SDK's from here
+                    to_client = continued(send)
                 scope.setdefault("state", {})[ADOPTED] = adopted
                 handover = asyncio.get_running_loop().create_task(
-                    sdk(scope, _replay(messages, receive), send)
+                    sdk(scope, _replay(messages, receive), to_client), context=context
                 )
+            return adopted
 
         def deliver(event: CallEvent) -> None:
-            adopted.deliver(event)
-            take_over()  # the client hears it as the SDK sends it, on the call's stream
+            take_over().deliver(event)  # the client hears it as the SDK sends it, on the call's stream
 
         if not modern:
             level = self._level_of(principal, headers.get("x-session-id", ""))
-            call = adopted.call = InvokeRequest(
-                call.name, call.arguments, call.options, Listener(level, False, deliver)
-            )
-        try:
-            result = await self._mesh.invoke(principal, call, Surface.MCP)
-        except ToolmeshError as exc:
-            adopted.outcome.set_exception(exc)
-            take_over()
-        else:
-            adopted.outcome.set_result(result)
-            if pending_asks(result) is not None:
-                take_over()
-        if handover is not None:
-            await handover
-            return
-        await self._answer(request_id, spec, result, modern, send)
+            call = InvokeRequest(call.name, call.arguments, call.options, Listener(level, False, deliver))
 
-    def _is_read(self, decoded: Any, headers: Headers, version: str) -> bool:
+        async def run() -> HandlerResult:
+            nonlocal context, to_client, keepalive
+            context = contextvars.copy_context()
+            keepalive = Keepalive(send, modern)
+            try:
+                result = await self._mesh.invoke(principal, call, Surface.MCP)
+            except ToolmeshError as exc:
+                if await keepalive.stop():
+                    to_client = continued(send)
+                take_over().outcome.set_exception(exc)
+            else:
+                if handover is None and await keepalive.stop():
+                    to_client = continued(send)
+                if adopted is not None or pending_asks(result) is not None:
+                    take_over().outcome.set_result(result)
+            if handover is not None:
+                await handover
+                if handed is not None and handed.raised is not None:
+                    raise handed.raised  # for the span, as the SDK's middleware saw it
+                return handed.returned if handed is not None else None
+            await self._answer(request_id, spec, result, modern, send, to_client is not send)
+            return {"isError": result.is_error}  # all the span reads of a result
+
+        if handed is None:
+            await run()
+            return
+        try:
+            await traced(scope, version, request_id, decoded["params"], run)
+        except Exception as exc:
+            if exc is not handed.raised:
+                raise
+            # else the SDK has answered it, as its own path does
+
+    async def _answer(
+        self, request_id: Any, spec: FunctionSpec, result: Result, modern: bool, send: Send, streamed: bool
+    ) -> None:
+        if modern:
+            answer = self._answers.modern_body(request_id, spec, result)
+            if streamed:  # the call outlived the SDK's window: the stream's last event
+                await send({"type": "http.response.body", "body": event(answer)})
+                return
+            length = str(len(answer)).encode()
+            head = [(b"content-length", length), (b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": head})
+            await send({"type": "http.response.body", "body": answer})
+        else:
+            frame = self._answers.handshake_frame(request_id, spec, result)
+            if streamed:  # the stream began with its first ping
+                await send({"type": "http.response.body", "body": frame})
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+            await send({"type": "http.response.body", "body": frame})  # one chunk, then the last
+
+    def _is_read(
+        self, decoded: Any, raw: list[tuple[bytes, bytes]], headers: dict[str, str], version: str
+    ) -> bool:
         """Whether `decoded` is one of the reads `DirectReads` serves, in an envelope the SDK
         would accept and with nothing that needs the response stream."""
         if (
@@ -242,14 +299,15 @@ class DirectCalls:
             return (
                 isinstance(meta, dict)
                 and not meta.keys() - _MODERN_META
-                and self._modern_ok(decoded, headers)
+                and self._modern_ok(decoded, raw, headers)
             )
         return meta is None or meta == {}
 
     def _plan(
         self,
         decoded: Any,
-        headers: Headers,
+        raw: list[tuple[bytes, bytes]],
+        headers: dict[str, str],
         version: str,
         principal: Principal,
         namespace: str,
@@ -281,13 +339,13 @@ class DirectCalls:
             if (
                 not isinstance(meta, dict)
                 or meta.keys() - _MODERN_META
-                or not self._modern_ok(decoded, headers)
+                or not self._modern_ok(decoded, raw, headers)
             ):
                 return None
         elif meta is not None and meta != {}:
             return None
         try:
-            _methods.validate_client_request("tools/call", version, params)
+            self._validate(version, params, meta)
             spec = self._mesh.function(name, principal)
             options = CallOptions.from_headers(headers)
         except (ValidationError, KeyError, ToolmeshError):
@@ -297,7 +355,8 @@ class DirectCalls:
         params_headed = modern and (arguments or any(key.startswith("mcp-param-") for key in headers))
         if (
             params_headed
-            and validate_mcp_param_headers(spec.input_schema, arguments or {}, headers) is not None
+            # Given the raw list: the check also refuses an `Mcp-Param-*` header sent twice.
+            and validate_mcp_param_headers(spec.input_schema, arguments or {}, Headers(raw=raw)) is not None
         ):
             return None
         if modern:
@@ -306,41 +365,35 @@ class DirectCalls:
             asked = Round(can=can, modern=True)
         else:
             asked = Round(can=KINDS)
-        call = InvokeRequest(spec.qualified_name, json.dumps(arguments or {}).encode(), asked.apply(options))
+        encoded = json.dumps(arguments).encode() if arguments else b"{}"
+        call = InvokeRequest(spec.qualified_name, encoded, asked.apply(options))
         return request_id, spec, call, modern
 
-    @staticmethod
-    def _modern_ok(decoded: dict[str, Any], headers: Headers) -> bool:
-        if find_duplicated_routing_header(headers.items()) is not None:
-            return False
-        return not isinstance(
-            classify_inbound_request(decoded, headers=dict(headers)), InboundLadderRejection
-        )
+    def _validate(self, version: str, params: dict[str, Any], meta: Any) -> None:
+        """The SDK's validation of tools/call's params (raises ValidationError).
 
-    async def _answer(
-        self, request_id: Any, spec: FunctionSpec, result: Result, modern: bool, send: Send
-    ) -> None:
-        # As the SDK's runner shapes a result (`_serialize`) and its transports frame it.
-        version = MODERN if modern else HANDSHAKE
-        dumped = call_result(spec, result).model_dump(by_alias=True, mode="json", exclude_none=True)
-        wire = _methods.serialize_server_result("tools/call", version, dumped)
-        message = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
-        if not modern:
-            data = message.model_dump_json(by_alias=True, exclude_unset=True)
-            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-            frame = f"event: message\r\ndata: {data}\r\n\r\n".encode()
-            await send({"type": "http.response.body", "body": frame})  # one chunk, then the last
-            return
-        if wire.get("resultType") is None:
-            wire["resultType"] = "complete"
-        meta = wire.get("_meta")
-        if meta is None:
-            wire["_meta"] = {SERVER_INFO_META_KEY: self._server_info()}
-        elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
-            wire["_meta"] = {**meta, SERVER_INFO_META_KEY: self._server_info()}
-        message = types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=wire)
-        document = message.model_dump(mode="json", by_alias=True, exclude_none=True)
-        body = json.dumps(document, separators=(",", ":")).encode()
-        headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        `_plan` has already checked that `name` is a string, `arguments` an object or absent and
+        that nothing else but `_meta` is there, which leaves the verdict up to the version and
+        `_meta` alone (the surface takes any object for `arguments`): it is remembered per pair,
+        and a client sends the same envelope on every call.
+        """
+        key = (version, repr(meta))
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            try:
+                _methods.validate_client_request("tools/call", version, params)
+                verdict = self._verdicts[key] = True
+            except ValidationError:
+                self._verdicts[key] = False
+                raise
+            if len(self._verdicts) > _MAX_VERDICTS:  # the values are the client's: keep few
+                self._verdicts.clear()
+        elif not verdict:
+            _methods.validate_client_request("tools/call", version, params)  # its own error
+
+    @staticmethod
+    def _modern_ok(decoded: dict[str, Any], raw: list[tuple[bytes, bytes]], headers: dict[str, str]) -> bool:
+        names = ((name.decode("latin-1"), "") for name, _ in raw)
+        if find_duplicated_routing_header(names) is not None:
+            return False
+        return not isinstance(classify_inbound_request(decoded, headers=headers), InboundLadderRejection)

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.types import Scope, Send
 
+import toolmesh.tracing as tracing
 from toolmesh.gateway.core.auth import Principal
 from toolmesh.gateway.mcp.caller import NAMESPACE
 from toolmesh.gateway.mcp.tool_search import SEARCHING
@@ -118,7 +119,9 @@ class DirectReads:
                 bool(state.get(SEARCHING)),
                 (params or {}).get("cursor"),  # a string or none: validated above
             )
-            cached = self._cache.get(key)
+            # With tracing on, the listing is served through the middleware chain, whose first
+            # link makes the SDK's span of the request (the cached bytes would make none).
+            cached = None if tracing.enabled() else self._cache.get(key)
             if cached is not None:
                 await self._send(request_id, cached, modern, send)
                 return True

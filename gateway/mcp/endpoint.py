@@ -190,7 +190,7 @@ class McpEndpoint:
         self._reads = DirectReads(self.server)
         self._direct = DirectCalls(
             mesh,
-            lambda: self.server.server_info_stamp,
+            self.server,
             self._level_of,
             mesh.config.max_body_bytes,
             self._reads,
