@@ -7,6 +7,11 @@ calls are held, the same bounded activator as for local pods, and counted in
 `toolmesh_pending_requests{runtime}`: that is what KEDA watches to scale the
 runtime from zero, and an optional waker (the Kubernetes scaler) is told at
 once. Held calls go out as soon as a pod is ready.
+
+Its functions are what its modules, its catalog or its pods listed at start-up (and at each
+reload), until a pod says on its answers' trailers that its own changed (a stdio MCP server's
+`list_changed`): then they are what that pod lists (listing/remote_listing.py), and `on_listed()`
+has the catalog follow.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -27,6 +32,7 @@ from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.errors import FunctionTimeout, Unavailable
 from toolmesh.gateway.pool.activator import HeldCalls
 from toolmesh.gateway.pool.launcher import TEMPLATE_START_TIMEOUT
+from toolmesh.gateway.pool.listing.remote_listing import Listed, RemoteListing
 from toolmesh.gateway.pool.pods import TryElsewhere, retry_is_safe, with_retries
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.runtime_client import RuntimeClient
@@ -71,7 +77,15 @@ class RemoteRuntime:
         self._wakes: set[asyncio.Task[None]] = set()
         self.specs: list[FunctionSpec] = []
         self.namespaces: list[NamespaceSpec] = []
+        #: Hears that the runtime's functions changed on their own (a pod said so).
+        self.on_listed: Callable[[], Awaitable[None]] | None = None
+        self._listing = RemoteListing(self.name, self.client, self._changed)
         metrics.watch(self.name, self)
+
+    async def _changed(self, listed: Listed) -> None:
+        self.specs, self.namespaces = listed
+        if self.on_listed is not None:
+            await self.on_listed()
 
     @property
     def inflight(self) -> int:
@@ -93,6 +107,7 @@ class RemoteRuntime:
     async def start(self, env: Mapping[str, str]) -> None:
         """Learn the functions without waking the runtime (it may be scaled to zero): from its
         modules, read in a child process with `env`, or its catalog file; else ask its pods."""
+        self._listing.forget()
         if self.config.modules:
             self.specs = await read_modules(self.config, env)
             return
@@ -109,6 +124,7 @@ class RemoteRuntime:
             ) from None
 
     async def close(self) -> None:
+        await self._listing.close()
         await self.client.close()
 
     async def invoke(self, call: Call, timeout: float, *, idempotent: bool = False) -> Result:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -16,6 +16,7 @@ from toolmesh.protocol import wire
 from toolmesh.protocol.calls import Call
 from toolmesh.protocol.channel import CHANNEL_OPTIONS
 from toolmesh.protocol.defaults import WIRE_LIMIT_BYTES
+from toolmesh.protocol.listing_trailer import PodListing, listing_in
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, content_bytes
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 from toolmesh.v1 import function_pb2, runtime_pb2_grpc
@@ -69,20 +70,33 @@ class RuntimeClient:
         self.channel = grpc.aio.insecure_channel(address, options=options)
         self._stub = runtime_pb2_grpc.RuntimeStub(self.channel)
         self._health = health_pb2_grpc.HealthStub(self.channel)
+        #: Hears the `listing` trailer of each call's answer (listing_trailer.py), when set: the
+        #: trailers are read only then, so that the pods the gateway forks cost nothing more.
+        self.on_listing: Callable[[PodListing | None], None] | None = None
 
     async def list_functions(self, timeout: float = 10.0) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
+        specs, namespaces, _ = await self.listing(timeout)
+        return specs, namespaces
+
+    async def listing(
+        self, timeout: float = 10.0
+    ) -> tuple[list[FunctionSpec], list[NamespaceSpec], PodListing | None]:
+        """The functions of the pod that answered, and its `listing` trailer (None: it serves
+        what it started with)."""
         try:
-            reply = await self._stub.ListFunctions(
+            call = self._stub.ListFunctions(
                 function_pb2.ListFunctionsRequest(),
                 timeout=timeout,
                 wait_for_ready=True,
                 metadata=self._metadata,
             )
+            reply = await call
+            trailer = listing_in(await call.trailing_metadata())
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None
         specs = [wire.spec_from_proto(message) for message in reply.functions]
         namespaces = [NamespaceSpec(n.name, n.description) for n in reply.namespaces]
-        return specs, namespaces
+        return specs, namespaces, trailer
 
     async def ping(self, timeout: float) -> bool:
         """Whether the pod answers the standard health check within `timeout` seconds (serving
@@ -107,12 +121,15 @@ class RuntimeClient:
             # are gathered into the result as Invoke would.
             return await self._gathered(call, timeout, wait_for_ready)
         try:
-            reply = await self._stub.Invoke(
+            answer = self._stub.Invoke(
                 wire.call_to_proto(call),
                 timeout=timeout,
                 wait_for_ready=wait_for_ready,
                 metadata=self._with_trace(call),
             )
+            reply = await answer
+            if self.on_listing is not None:
+                self.on_listing(listing_in(await answer.trailing_metadata()))
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None
         return wire.result_from_proto(reply)
@@ -122,9 +139,10 @@ class RuntimeClient:
     ) -> AsyncIterator[list[Content] | Result]:
         try:
             request = wire.call_to_proto(call)
-            async for event in self._stub.InvokeStream(
+            answer = self._stub.InvokeStream(
                 request, timeout=timeout, wait_for_ready=wait_for_ready, metadata=self._with_trace(call)
-            ):
+            )
+            async for event in answer:
                 kind = event.WhichOneof("event")
                 if kind == "content":
                     yield [wire.content_from_proto(event.content)]
@@ -132,6 +150,9 @@ class RuntimeClient:
                     if call.events is not None:
                         call.events.deliver(wire.event_from_proto(event.call_event))
                 else:
+                    if self.on_listing is not None:
+                        # The result is the stream's last message: its trailers follow at once.
+                        self.on_listing(listing_in(await answer.trailing_metadata()))
                     yield wire.result_from_proto(event.result)
         except grpc.aio.AioRpcError as exc:
             raise _translate(exc, f"runtime {self.name!r}") from None

@@ -119,9 +119,12 @@ class Pool:
                     self._metrics.watch(config.name, service)
             for config in self._configs.values():
                 if config.address is not None:
-                    self._remotes[config.name] = RemoteRuntime(
+                    remote = RemoteRuntime(
                         config, self._metrics, self._waker, self._directory, self._tokens.get(config.name, "")
                     )
+                    # Its pods' functions can change on their own, as local ones' (listing/).
+                    remote.on_listed = self._listing_changed
+                    self._remotes[config.name] = remote
             templates = await asyncio.gather(
                 *(TemplateProcess.start(config, self._environment(config)) for config in local),
                 return_exceptions=True,

@@ -10,7 +10,8 @@ Calls are held meanwhile, as for a cold start (replicas.py).
 The runtime's functions are what its template listed, until a pod says (in its liveness
 answer's `listing` revision) that its own changed: a stdio MCP server's `list_changed`
 (runtimes/mcp/mcp_bridge.py). The keeper then reads that pod's functions and serves them as the
-runtime's, and `on_listed()` has the catalog follow. Pods of one runtime can disagree (each has
+runtime's, and `on_listed()` has the catalog follow (reading again, a few times with backoff, when
+it fails: listing/retries.py). Pods of one runtime can disagree (each has
 its own server); the last one to change is believed, until it exits: a pod that replaces it
 starts a new server, which lists what the template listed.
 """
@@ -24,9 +25,10 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 
-from toolmesh.errors import ToolmeshError, Unavailable
+from toolmesh.errors import Unavailable
 from toolmesh.gateway.pool.launcher import ExitHandler, Spawned, TemplateProcess
-from toolmesh.gateway.pool.pods import DRAINING, Replica
+from toolmesh.gateway.pool.listing.retries import read_with_retries
+from toolmesh.gateway.pool.pods import DRAINING, GONE, Replica
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.protocol.loop_report import LoopReport
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
@@ -119,15 +121,16 @@ class TemplateKeeper:
             self._track(asyncio.ensure_future(self._read_listing(pod, self.current)))
 
     async def _read_listing(self, pod: Replica, template: TemplateProcess) -> None:
-        try:
-            specs, namespaces = await pod.client.list_functions(LISTING_TIMEOUT)
-        except ToolmeshError as exc:
-            log.warning(
-                f"runtime {self.name!r}: pod {pod.pid} said its functions changed but could not "
-                f"list them: {exc.message}",
-                extra={"runtime": self.name, "pid": pod.pid},
-            )
+        listed = await read_with_retries(
+            lambda: pod.client.list_functions(LISTING_TIMEOUT),
+            self.name,
+            f"the functions pod {pod.pid} said changed",
+            # Not once the pod is going (its server with it), nor after a reload or restart.
+            wanted=lambda: pod.state not in (DRAINING, GONE) and template is self.current and not self.closed,
+        )
+        if listed is None:
             return
+        specs, namespaces = listed
         if template is not self.current or self._closed:
             return  # a reload or restart came meanwhile: its pods list afresh
         self._listed = (pod.pid, specs, namespaces)

@@ -9,6 +9,7 @@ import grpc
 import toolmesh.tracing as tracing
 from toolmesh.errors import ToolmeshError
 from toolmesh.protocol import wire
+from toolmesh.protocol.listing_trailer import PodListing, this_pod
 from toolmesh.runtimes.functions.call_events import Interleaving
 from toolmesh.runtimes.pod.executor import Executor
 from toolmesh.v1 import function_pb2, invoke_pb2, runtime_pb2_grpc
@@ -23,11 +24,19 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
         self._listing = wire.list_response(registry.specs(), registry.namespaces)
         #: The registry's revision `_listing` was made from (its functions may change: registry.py).
         self._revision = registry.revision
+        self._pod = this_pod()
+
+    def _say_listing(self, context: Context) -> None:
+        """Once the pod's functions changed on their own, every answer says so (listing_trailer.py)."""
+        revision = self._executor.registry.revision
+        if revision:
+            context.set_trailing_metadata((PodListing(self._pod, revision).encode(),))
 
     async def ListFunctions(
         self, request: function_pb2.ListFunctionsRequest, context: Context
     ) -> function_pb2.ListFunctionsResponse:
         registry = self._executor.registry
+        self._say_listing(context)
         if not request.namespace:
             if registry.revision != self._revision:
                 self._listing = wire.list_response(registry.specs(), registry.namespaces)
@@ -45,6 +54,7 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
         except ToolmeshError as exc:
             await wire.abort(context, exc)
             raise  # abort() raises; this keeps type checkers informed
+        self._say_listing(context)
         return wire.result_to_proto(result)
 
     async def InvokeStream(
@@ -62,5 +72,6 @@ class RuntimeServicer(runtime_pb2_grpc.RuntimeServicer):
             async for event in merged:
                 for message in wire.stream_messages(event):
                     yield message
+            self._say_listing(context)
         except ToolmeshError as exc:
             await wire.abort(context, exc)

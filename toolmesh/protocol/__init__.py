@@ -8,4 +8,5 @@ channel.py    options of the gRPC servers on either side
 pod_env.py    the environment variables the gateway sets for a pod, and their reader
 defaults.py   ports, limits, exit codes both sides agree on
 loop_report.py  the liveness report a pod's watchdog thread answers pings with
+listing_trailer.py  the revision of a pod's functions on its gRPC answers' trailers
 """
