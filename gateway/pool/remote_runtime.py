@@ -82,6 +82,11 @@ class RemoteRuntime:
         self._listing = RemoteListing(self.name, self.client, self._changed)
         metrics.watch(self.name, self)
 
+    @property
+    def listing_changed(self) -> bool:
+        """Whether it serves what a pod's functions changed to (its pods may disagree)."""
+        return self._listing.changed
+
     async def _changed(self, listed: Listed) -> None:
         self.specs, self.namespaces = listed
         if self.on_listed is not None:

@@ -25,6 +25,7 @@ from toolmesh.config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, Unavailable
 from toolmesh.gateway.core.backend import PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, Standbys, TemplateProcess
+from toolmesh.gateway.pool.listing import disagreement
 from toolmesh.gateway.pool.pods import DRAINING, READY
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
@@ -271,11 +272,25 @@ class Pool:
         self, runtime: str, call: Call, timeout: float, *, idempotent: bool = False
     ) -> Coroutine[Any, Any, Result]:
         # The runtime's own coroutine, not one more around it: this is every call's path.
-        return self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
+        answer = self._runtime(runtime).invoke(call, timeout, idempotent=idempotent)
+        if self._may_disagree(runtime):
+            return disagreement.invoked(answer, runtime, call.function)
+        return answer
 
     async def stream(self, runtime: str, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
-        async for event in self._runtime(runtime).stream(call, timeout):
+        events = self._runtime(runtime).stream(call, timeout)
+        if self._may_disagree(runtime):
+            events = disagreement.streamed(events, runtime, call.function)
+        async for event in events:
             yield event
+
+    def _may_disagree(self, runtime: str) -> bool:
+        """Whether `runtime`'s pods may list different functions: one's changed on its own."""
+        replicas = self.sets.get(runtime)
+        if replicas is not None:
+            return replicas.templates.changed
+        remote = self._remotes.get(runtime)
+        return remote is not None and remote.listing_changed
 
     def pods(self) -> Sequence[PodRef]:
         return [

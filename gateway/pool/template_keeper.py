@@ -107,6 +107,11 @@ class TemplateKeeper:
         return self._start is not None and not self._closed
 
     @property
+    def changed(self) -> bool:
+        """Whether a pod's functions changed on their own: the runtime serves that pod's."""
+        return self._listed is not None
+
+    @property
     def specs(self) -> list[FunctionSpec]:
         return self._listed[1] if self._listed is not None else self.current.specs
 

@@ -45,6 +45,8 @@ class RemoteListing:
         #: Bumped by `forget()`: a reading begun before it is not served.
         self._epoch = 0
         self._closed = False
+        #: Whether the runtime serves what a pod changed to (since start-up or the last reload).
+        self.changed = False
         client.on_listing = self.heard
 
     def heard(self, trailer: PodListing | None) -> None:
@@ -60,6 +62,7 @@ class RemoteListing:
         self._epoch += 1
         self._read.clear()
         self._wanted = None
+        self.changed = False
 
     async def _read_changes(self) -> None:
         try:
@@ -79,6 +82,7 @@ class RemoteListing:
         if listed is None or self._closed or epoch != self._epoch:
             return  # failed: the pod's next answer says it again, and it is read again
         self._read[wanted.pod] = wanted.revision
+        self.changed = True
         log.info(
             "a pod's functions changed",
             extra={"runtime": self.name, "pod": wanted.pod, "functions": len(listed[0])},
