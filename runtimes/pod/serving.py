@@ -305,7 +305,9 @@ async def serve(settings: PodSettings, registry: Registry | None = None) -> tupl
     the `registry` it loaded before forking; otherwise the modules load here."""
     check_protection(settings)
     if registry is None:
-        registry = Registry.from_modules(settings.modules)
+        # In a thread, outside the event loop: a module may run its own loop while it imports
+        # (the stdio MCP bridge lists its server with asyncio.run), as it can in a template.
+        registry = await asyncio.to_thread(Registry.from_modules, settings.modules)
     # After the modules (whose size the limit's check counts), before gRPC starts its threads.
     apply_process_limits(settings.max_memory_mb, settings.workers)
     pod = Pod(settings, registry)
