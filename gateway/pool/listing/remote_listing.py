@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from toolmesh.gateway.pool.listing.retries import ListingMissed, read_with_retries
-from toolmesh.gateway.pool.runtime_client import RuntimeClient
 from toolmesh.protocol.listing_trailer import PodListing
 from toolmesh.runtimes.functions.spec import FunctionSpec, NamespaceSpec
 
@@ -28,11 +28,22 @@ LISTING_TIMEOUT = 10.0
 Listed = tuple[list[FunctionSpec], list[NamespaceSpec]]
 
 
+class ListingClient(Protocol):
+    """What is asked of the runtime's client (pool/runtime_client.py's `RuntimeClient`)."""
+
+    #: Told the `listing` trailer of each call's answer.
+    on_listing: Callable[[PodListing | None], None] | None
+
+    async def listing(
+        self, timeout: float
+    ) -> tuple[list[FunctionSpec], list[NamespaceSpec], PodListing | None]: ...
+
+
 class RemoteListing:
     """Hears the trailers of a remote runtime's answers (`heard`) and, when a pod's functions
     changed, reads them and hands them to `serve`."""
 
-    def __init__(self, name: str, client: RuntimeClient, serve: Callable[[Listed], Awaitable[None]]) -> None:
+    def __init__(self, name: str, client: ListingClient, serve: Callable[[Listed], Awaitable[None]]) -> None:
         self.name = name
         self._client = client
         self._serve = serve
