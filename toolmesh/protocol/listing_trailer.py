@@ -7,14 +7,16 @@ functions changed carries the trailer
 
     toolmesh-listing: <pod> <revision>
 
-`pod` names the pod process (its host name and pid: on Kubernetes, the pod's name), `revision`
-counts the changes (registry.py). A pod still serving what it started with adds nothing, so the
+`pod` names the pod process: its host name (on Kubernetes, the pod's name), pid and a few random
+characters, since a container restarted in the same pod has the same name and pid and counts its
+revisions from 0 again. `revision` counts the changes (registry.py). A pod still serving what it started with adds nothing, so the
 common answer is unchanged. The gateway's side is gateway/pool/listing/.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,7 +46,7 @@ class PodListing:
 
 def this_pod() -> str:
     """How a pod names itself in its trailers: unique among the pods behind one address."""
-    return f"{socket.gethostname()}/{os.getpid()}"
+    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
 
 
 def listing_in(metadata: Iterable[tuple[str, Any]] | None) -> PodListing | None:
