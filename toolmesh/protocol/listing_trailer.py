@@ -9,8 +9,9 @@ functions changed carries the trailer
 
 `pod` names the pod process: its host name (on Kubernetes, the pod's name), pid and a few random
 characters, since a container restarted in the same pod has the same name and pid and counts its
-revisions from 0 again. `revision` counts the changes (registry.py). A pod still serving what it started with adds nothing, so the
-common answer is unchanged. The gateway's side is gateway/pool/listing/.
+revisions from 0 again. `revision` counts the changes (registry.py). A pod still serving what it
+started with adds nothing, so the common answer is unchanged. The gateway's side is
+gateway/pool/listing/.
 """
 
 from __future__ import annotations
