@@ -299,15 +299,17 @@ def announce(ready: Mapping[str, object], fd: int | None) -> None:
         os.write(fd, line.encode())
 
 
-async def serve(settings: PodSettings, registry: Registry | None = None) -> tuple[int, int]:
+async def serve(
+    settings: PodSettings, registry: Registry | None = None, *, checked: bool = False
+) -> tuple[int, int]:
     """Run a pod until SIGTERM/SIGINT (or until it recycles itself); returns the exit status
     and how many threads are still running calls nobody waits for. A template process passes
-    the `registry` it loaded before forking; otherwise the modules load here."""
-    check_protection(settings)
+    the `registry` it loaded before forking, `run()` the one it loaded (`checked`: after
+    `check_protection`); otherwise the modules load here."""
+    if not checked:
+        check_protection(settings)
     if registry is None:
-        # In a thread, outside the event loop: a module may run its own loop while it imports
-        # (the stdio MCP bridge lists its server with asyncio.run), as it can in a template.
-        registry = await asyncio.to_thread(Registry.from_modules, settings.modules)
+        registry = Registry.from_modules(settings.modules)
     # After the modules (whose size the limit's check counts), before gRPC starts its threads.
     apply_process_limits(settings.max_memory_mb, settings.workers)
     pod = Pod(settings, registry)
@@ -355,7 +357,13 @@ def run(settings: PodSettings, registry: Registry | None = None) -> int:
     output = OutputPipe.install()
     call_output.install()
     try:
-        code, busy = asyncio.run(serve(settings, registry))
+        checked = registry is None
+        if registry is None:
+            # Before the event loop, as in a template: a module may run a loop of its own while
+            # it imports (the stdio MCP bridge lists its server with asyncio.run).
+            check_protection(settings)
+            registry = Registry.from_modules(settings.modules)
+        code, busy = asyncio.run(serve(settings, registry, checked=checked))
     finally:
         end_own_group()
         call_output.uninstall()
