@@ -73,10 +73,15 @@ async def leave_after(
     return read
 
 
+def note(marker: Path) -> str:
+    return marker.read_text() if marker.exists() else ""
+
+
 async def marked(marker: Path) -> str:
+    """What the call noted in `marker`, once it did."""
     for _ in range(100):
-        if marker.exists() and marker.read_text():
-            return marker.read_text()
+        if noted := note(marker):
+            return noted
         await asyncio.sleep(0.1)
     return "still running"
 
