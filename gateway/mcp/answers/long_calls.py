@@ -83,9 +83,9 @@ class Keepalive:
         self._receive = receive
         self._modern = modern
         self._interval = window(modern)
-        #: The call's task, cancelled when its client leaves.
-        self._task = asyncio.current_task()
         loop = asyncio.get_running_loop()
+        #: The call's task, cancelled when its client leaves.
+        self._task = asyncio.current_task(loop)
         self._start = loop.time()
         self._notice = loop.call_later(min(NOTICE, self._interval), self._noticed)
         self._commit: asyncio.TimerHandle | None = None
