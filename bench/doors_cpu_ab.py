@@ -65,7 +65,7 @@ def main() -> int:
     if (args.before is None) == (not args.tracing):
         parser.error("give --before or --tracing")
     python = sys.executable
-    doors = DOORS + SDK_DOORS if args.tracing else DOORS
+    measured = DOORS + SDK_DOORS if args.tracing else DOORS
     plain = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
@@ -87,38 +87,38 @@ def main() -> int:
         else:
             trees = {"before": (args.before.resolve(), {}), "after": (ROOT, {})}
         targets: dict[str, tuple[int, dict[str, Load]]] = {}
-        for key, (tree, env) in trees.items():
+        for key, (source, env) in trees.items():
             pid, ports = stack.enter_context(
-                started(up, {**plain, **env, "PYTHONPATH": str(tree)}, work / f"{key}.err", tree)
+                started(up, {**plain, **env, "PYTHONPATH": str(source)}, work / f"{key}.err", source)
             )
             http = f"http://{HOST}:{ports['http_port']}"
             loads = gateway_loads(http, ports["grpc_port"]) + sdk_loads(http)
-            targets[key] = (pid, {load.key: load for load in loads if load.key in doors})
-        figures: dict[tuple[str, str], list[float]] = {(t, d): [] for t in targets for d in doors}
+            targets[key] = (pid, {load.key: load for load in loads if load.key in measured})
+        figures: dict[tuple[str, str], list[float]] = {(t, d): [] for t in targets for d in measured}
         print(f"{args.requests} calls per measure, {args.clients} connections; gateway CPU µs per call\n")
-        print(f"{'round':>5} {'tree':>6} " + " ".join(f"{door:>15}" for door in doors))
+        print(f"{'round':>5} {'tree':>6} " + " ".join(f"{door:>15}" for door in measured))
         for round_ in range(1, args.rounds + 1):
             # Door by door, each on both trees in turn (the first tree alternating by round), so
             # that the two figures of a door, and a tree's doors, are as close in time as can be.
             order = list(targets) if round_ % 2 else list(reversed(targets))
-            for door in doors:
+            for door in measured:
                 for tree in order:
                     pid, by_door = targets[tree]
                     us = measure(by_door[door], pid, args.requests, args.clients, work).gateway_us
                     figures[tree, door].append(us)
             for tree in targets:
-                row = [figures[tree, door][-1] for door in doors]
+                row = [figures[tree, door][-1] for door in measured]
                 ratios = " ".join(f"{us:7.1f} ({us / row[0]:4.2f}x)" for us in row)
                 print(f"{round_:>5} {tree:>6} {ratios}", flush=True)
         print()
         for tree in targets:
-            medians = [statistics.median(figures[tree, door]) for door in doors]
+            medians = [statistics.median(figures[tree, door]) for door in measured]
             cells = " ".join(f"{us:7.1f} ({us / medians[0]:4.2f}x)" for us in medians)
             print(f"{'median':>5} {tree:>6} {cells}")
         per_round = {
             tree: {
                 door: [d / h for d, h in zip(figures[tree, door], figures[tree, "http"], strict=True)]
-                for door in doors[1:]
+                for door in measured[1:]
             }
             for tree in targets
         }
@@ -126,15 +126,17 @@ def main() -> int:
             spans = ", ".join(f"{door} {min(r):.2f}-{max(r):.2f}x" for door, r in doors.items())
             print(f"per-round ratio to HTTP invoke, {tree}: {spans}")
         if args.tracing:
-            for door in doors:
-                ratios = [on / off for on, off in zip(figures["on", door], figures["off", door], strict=True)]
-                spread = f"{min(ratios):.2f}-{max(ratios):.2f}x"
-                print(f"on / off, {door}: {spread} (median {statistics.median(ratios):.2f})")
+            for door in measured:
+                factors = [
+                    on / off for on, off in zip(figures["on", door], figures["off", door], strict=True)
+                ]
+                spread = f"{min(factors):.2f}-{max(factors):.2f}x"
+                print(f"on / off, {door}: {spread} (median {statistics.median(factors):.2f})")
             for rev in REVISIONS:
-                for tree in targets:
-                    fast = figures[tree, f"mcp_{rev}"]
-                    ratios = [f / s for f, s in zip(fast, figures[tree, f"sdk_{rev}"], strict=True)]
-                    print(f"fast / SDK path, {rev}, tracing {tree}: median {statistics.median(ratios):.2f}")
+                for side in targets:
+                    fast, sdk = figures[side, f"mcp_{rev}"], figures[side, f"sdk_{rev}"]
+                    factors = [f / by_sdk for f, by_sdk in zip(fast, sdk, strict=True)]
+                    print(f"fast / SDK path, {rev}, tracing {side}: median {statistics.median(factors):.2f}")
         if receiver is not None:
             print(f"spans exported with tracing on: {receiver.spans}")
     return 0

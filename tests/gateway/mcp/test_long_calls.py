@@ -176,7 +176,7 @@ async def test_a_gateway_error_after_the_stream_began_is_its_last_event_as_the_s
     monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
     handed: list[bool] = []
-    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))
+    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))  # type: ignore[func-returns-value]
     gateway = await gateway_factory(runtime("tools", "long_tools"))
     url = f"{gateway.url}/mcp"
     direct = frames(await call(url, "die_later", {"seconds": 0.5}, inert=False, era=era))
@@ -198,7 +198,7 @@ async def test_a_call_that_asks_after_the_stream_began_is_answered(
     monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
     monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
     handed: list[bool] = []
-    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))
+    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))  # type: ignore[func-returns-value]
     gateway = await gateway_factory(runtime("tools", "long_tools"))
     asked: list[str] = []
 
