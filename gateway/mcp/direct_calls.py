@@ -254,7 +254,7 @@ class DirectCalls:
             return {"isError": result.is_error}  # all the span reads of a result
 
         try:
-            await (run() if handed is None else traced(scope, version, request_id, decoded["params"], run))
+            await (run() if handed is None else traced(version, request_id, decoded["params"], run))
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if keepalive is None or not keepalive.left or task is None or task.uncancel():
