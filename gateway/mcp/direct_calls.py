@@ -12,8 +12,9 @@ SDK runs on the way (accept and content type, the SDK's own params validation, a
 2026-07-28 the SDK's envelope ladder and `Mcp-Param-*` check), makes the same call as
 `McpEndpoint._call_tool`, and writes the bytes the SDK would write: the JSON-RPC response as
 one `event: message` frame on 2025-11-25, one JSON body on 2026-07-28 (answers/call_answer.py), on
-an event stream kept alive as the SDK's when the call runs long (answers/long_calls.py), inside
-the SDK's span of the request when tracing is on (answers/call_spans.py).
+an event stream kept alive as the SDK's when the call runs long, and cancelled when its client
+leaves (answers/long_calls.py), inside the SDK's span of the request when tracing is on
+(answers/call_spans.py).
 
 Anything else goes to the SDK untouched (the body already read is replayed to it). A call that
 turns out to need the stream is handed over mid-way, with no second run: when its function logs
@@ -226,14 +227,20 @@ class DirectCalls:
         async def run() -> HandlerResult:
             nonlocal context, to_client, keepalive
             context = contextvars.copy_context()
-            keepalive = Keepalive(send, modern)
+            keepalive = Keepalive(send, receive, modern)
             try:
                 result = await self._mesh.invoke(principal, call, Surface.MCP)
             except ToolmeshError as exc:
+                keepalive.done()
                 if await keepalive.stop():
                     to_client = continued(send)
                 take_over().outcome.set_exception(exc)
+            except asyncio.CancelledError:
+                keepalive.done()
+                keepalive.halt()
+                raise
             else:
+                keepalive.done()
                 if handover is None and await keepalive.stop():
                     to_client = continued(send)
                 if adopted is not None or pending_asks(result) is not None:
@@ -246,13 +253,17 @@ class DirectCalls:
             await self._answer(request_id, spec, result, modern, send, to_client is not send)
             return {"isError": result.is_error}  # all the span reads of a result
 
-        if handed is None:
-            await run()
-            return
         try:
-            await traced(scope, version, request_id, decoded["params"], run)
+            await (run() if handed is None else traced(version, request_id, decoded["params"], run))
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if keepalive is None or not keepalive.left or task is None or task.uncancel():
+                raise
+            # The client left and its call was cancelled, as the SDK's path does: nobody to answer.
+            if handover is not None:
+                await asyncio.gather(handover, return_exceptions=True)  # the SDK's ending of it
         except Exception as exc:
-            if exc is not handed.raised:
+            if handed is None or exc is not handed.raised:
                 raise
             # else the SDK has answered it, as its own path does
 
@@ -270,7 +281,7 @@ class DirectCalls:
             await send({"type": "http.response.body", "body": answer})
         else:
             frame = self._answers.handshake_frame(request_id, spec, result)
-            if streamed:  # the stream began with its first ping
+            if streamed:  # the stream's head went out while the call ran
                 await send({"type": "http.response.body", "body": frame})
                 return
             await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})

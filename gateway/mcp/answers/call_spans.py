@@ -3,7 +3,11 @@
 With tracing on, the SDK wraps each request in a span of its `OpenTelemetryMiddleware` (``tools/call
 <name>``, kind SERVER, the method, revision, request id and tool as attributes, an error status
 for a tool error or a refusal), under the request's HTTP span and above the call's own spans. The
-fast path runs the very same middleware around its call (`traced`), so its trace is the SDK's.
+fast path makes the same span around its call (`traced`), as toolmesh's own span rather than
+through OpenTelemetry's SDK, whose span and export were most of what tracing added to a
+fast-path call (bench/RESULTS.md): same name, kind, attributes and statuses, recorded as
+`_otel.py` records them (tests/gateway/mcp/test_direct_spans.py compares the trees), except that
+an unexpected exception's status is not followed by an exception event.
 
 A call the fast path hands to the SDK mid-way (direct_calls.py's `Adopted`) is already inside that
 span: `AdoptedSpans`, which stands in for the SDK's middleware in the server's chain, makes no
@@ -14,13 +18,17 @@ span, which records it as the SDK's middleware would have.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 from mcp.server import Server, ServerRequestContext
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import CallNext, HandlerResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult
+from pydantic import ValidationError
 from starlette.requests import Request
-from starlette.types import Scope
+
+import toolmesh.tracing as tracing
 
 #: Where the endpoint leaves a call in flight for `_call_tool` to adopt (the scope's state).
 ADOPTED = "toolmesh_adopted_call"
@@ -57,28 +65,57 @@ def install(server: Server[Any]) -> None:
 
 
 async def traced(
-    scope: Scope,
     version: str,
     request_id: Any,
     params: dict[str, Any],
     call: Callable[[], Awaitable[HandlerResult]],
 ) -> HandlerResult:
-    """`call` inside the span the SDK's middleware makes for this tools/call request."""
-    ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
-        session=cast(Any, None),
-        lifespan_context=None,
-        protocol_version=version,
-        method="tools/call",
-        params=params,
-        request_id=request_id,
-        meta=cast(Any, params.get("_meta")),
-        request=Request(scope),
-    )
+    """`call` inside the span the SDK's middleware makes for this tools/call request, made as
+    toolmesh's own span (see the module's docstring)."""
+    name = params.get("name")
+    target = name if isinstance(name, str) else None
+    attributes: dict[str, str | int | float | bool] = {
+        "mcp.method.name": "tools/call",
+        "mcp.protocol.version": version,
+    }
+    if request_id is not None:
+        attributes["jsonrpc.request.id"] = str(request_id)
+    attributes["gen_ai.operation.name"] = "execute_tool"
+    if target is not None:
+        attributes["gen_ai.tool.name"] = target
+    raised: BaseException | None = None
+    # What passes through is recorded here as the SDK's middleware records it (`_otel.py`), not
+    # by the span's own exit (which names the exception's type), so it is raised after the span.
+    with tracing.span(f"tools/call{f' {target}' if target else ''}", attributes, server=True) as span:
+        try:
+            result = await call()
+        except MCPError as exc:
+            code = str(exc.error.code)
+            _failed(span, {"error.type": code, "rpc.response.status_code": code}, exc.error.message)
+            raised = exc
+        except ValidationError as exc:
+            code = str(INVALID_PARAMS)
+            _failed(
+                span, {"error.type": code, "rpc.response.status_code": code}, "Invalid request parameters"
+            )
+            raised = exc
+        except Exception as exc:
+            _failed(span, {"error.type": type(exc).__qualname__}, str(exc))
+            raised = exc
+        except BaseException as exc:  # a cancellation: the SDK's span records nothing of it
+            raised = exc
+        else:
+            match result:
+                case CallToolResult(is_error=True) | {"isError": True}:
+                    _failed(span, {"error.type": "tool_error"}, "")
+                case _:
+                    pass
+    if raised is not None:
+        raise raised
+    return result
 
-    async def call_next(_: ServerRequestContext[Any, Any]) -> HandlerResult:
-        return await call()
 
-    return await _MIDDLEWARE(ctx, call_next)
-
-
-_MIDDLEWARE = OpenTelemetryMiddleware()
+def _failed(span: Any, attributes: dict[str, str], description: str) -> None:
+    if span is not None:
+        span.attributes.update(attributes)
+        tracing.mark_failed(span, description)

@@ -1,13 +1,24 @@
-"""A tools/call on the fast path that runs long: kept alive on an event stream, as the SDK does.
+"""A tools/call on the fast path that runs long: kept alive on an event stream, as the SDK does,
+and cancelled when its client leaves, as the SDK cancels its handler.
 
 The SDK's 2026-07-28 transport (`mcp.server._streamable_http_modern`, SSE mode, which the endpoint
 runs) holds its answer back for a window (`_SSE_PING_INTERVAL`, 15 s): a call done within it is
 answered with one JSON body; one still running when it ends commits `text/event-stream`, is sent
 a ``: ping`` comment then and every interval after (so a proxy's idle-read timeout does not cut
 it), and its response goes last, as one `event: message` frame. Its 2025-11-25 transport answers on
-an event stream from the start (sse-starlette's), pinging every 15 s (``: ping - <UTC time>``).
+an event stream whose head sse-starlette sends at once, pinging every 15 s (``: ping - <UTC
+time>``). Both cancel the call when the client disconnects (the 2026 transport watches for
+`http.disconnect`; the 2025 one ends the stateless request's server when sse-starlette sees it).
+
 `Keepalive` does the same for the fast path (direct_calls.py), which sends its answer's start
-with its answer: a timer per call, and a task only for a call that outlives the window.
+with its answer, at the cost of one timer per call: a call still running after `NOTICE` (0.1 s)
+gets a task that watches for its client leaving and cancels the call's task then (the pod gets
+its CANCEL, jobs and idempotency records settle as for any cancelled call); on 2025-11-25 the
+stream's head goes out then too, so a client waiting for the head with a short timeout (Go's
+`ResponseHeaderTimeout`, a fetch's) hears from the gateway as from the SDK, within 0.1 s instead
+of at once. A call done within `NOTICE` has cost no task, and a client that leaves during it is
+noticed only at its answer. The window is counted from the call's start, the SDK's from its
+dispatch, a millisecond earlier or later.
 
 A call handed to the SDK after the stream was committed keeps it: `continued` gives the SDK a
 `send` that drops its own response start and frames a JSON answer as the stream's last event.
@@ -21,7 +32,7 @@ from datetime import UTC, datetime
 
 from mcp.server import _streamable_http_modern as _modern
 from sse_starlette import EventSourceResponse
-from starlette.types import Message, Send
+from starlette.types import Message, Receive, Send
 
 #: The SDK's 2026-07-28 transport's event-stream answer (its `_SSE_HEADERS`, in its order).
 SSE_HEADERS = [
@@ -58,43 +69,89 @@ def event(data: bytes) -> bytes:
     return b"event: message\r\ndata: " + data + b"\r\n\r\n"
 
 
-class Keepalive:
-    """Commits the event stream of one call when it outlives the window (see the module's docstring)."""
+#: How long a call runs before it is watched for its client leaving and, on 2025-11-25, its event
+#: stream's head goes out (see the module's docstring).
+NOTICE = 0.1
 
-    def __init__(self, send: Send, modern: bool) -> None:
+
+class Keepalive:
+    """The event stream of one call that outlives the window, and its client's leaving (see the
+    module's docstring)."""
+
+    def __init__(self, send: Send, receive: Receive, modern: bool) -> None:
         self._send = send
+        self._receive = receive
         self._modern = modern
         self._interval = window(modern)
-        self._timer = asyncio.get_running_loop().call_later(self._interval, self._commit)
+        loop = asyncio.get_running_loop()
+        #: The call's task, cancelled when its client leaves.
+        self._task = asyncio.current_task(loop)
+        self._start = loop.time()
+        self._notice = loop.call_later(min(NOTICE, self._interval), self._noticed)
+        self._commit: asyncio.TimerHandle | None = None
         self._pings: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._halted = False
+        #: Whether the stream's head is out (the answer must then be its last event).
+        self.committed = False
+        #: Whether the client left (and the call's task was cancelled for it).
+        self.left = False
 
-    def _commit(self) -> None:
+    def _noticed(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._watch = loop.create_task(self._watch_client())
+        if self._halted:
+            return
+        if self._modern:  # the SDK holds its answer back for the window
+            self._commit = loop.call_at(self._start + self._interval, self._stream)
+        else:  # sse-starlette sends the head at once
+            self._stream()
+
+    def _stream(self) -> None:
         self._pings = asyncio.get_running_loop().create_task(self._ping())
 
     async def _ping(self) -> None:
         headers = SSE_HEADERS if self._modern else HANDSHAKE_SSE_HEADERS
         await self._send({"type": "http.response.start", "status": 200, "headers": headers})
+        self.committed = True
+        # The first ping at the window from the call's start, then one every interval.
+        delay = self._start + self._interval - asyncio.get_running_loop().time()
         while True:
+            if delay > 0:
+                await asyncio.sleep(delay)
             ping = _ping(self._modern)
             await self._send({"type": "http.response.body", "body": ping, "more_body": True})
-            await asyncio.sleep(self._interval)
+            delay = self._interval
+
+    async def _watch_client(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+        self.left = True
+        if self._task is not None:
+            self._task.cancel()  # as the SDK cancels its handler: the pod gets its CANCEL
+
+    def done(self) -> None:
+        """The call has ended: stop watching its client (before anything else is awaited)."""
+        self._notice.cancel()
+        if self._watch is not None:
+            self._watch.cancel()
 
     def halt(self) -> bool:
-        """Stop pinging (the task ends at its next step); whether the stream was committed."""
-        self._timer.cancel()
-        if self._pings is None:
-            return False
-        self._pings.cancel()
-        return True
+        """Stop streaming (the task ends at its next step); whether the stream's head is out."""
+        self._halted = True
+        if self._commit is not None:
+            self._commit.cancel()
+        if self._pings is not None:
+            self._pings.cancel()
+        return self.committed
 
     async def stop(self) -> bool:
-        """Stop pinging; whether the stream was committed (the answer must then be an event)."""
-        if not self.halt():
-            return False
-        assert self._pings is not None
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._pings
-        return True
+        """Stop streaming; whether the stream's head is out (the answer must then be an event)."""
+        self.halt()
+        if self._pings is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pings
+        return self.committed
 
 
 def continued(send: Send) -> Send:

@@ -1,11 +1,14 @@
 """With tracing on, a tools/call the fast path answers (or hands to the SDK mid-way) makes the spans
-the SDK's path makes: the same tree of names, kinds, attributes and statuses, in the same trace."""
+the SDK's path makes: the same tree of names, kinds, attributes and statuses, in the same trace;
+so does a call cancelled because its client left."""
 
 from __future__ import annotations
 
 import json
 import secrets
 import signal
+import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -96,3 +99,51 @@ def test_the_fast_paths_spans_are_the_sdks(up: StartUp, receiver: Receiver) -> N
         assert made == tree(receiver.spans, by_sdk), label
         names = [row[2] for row in made]
         assert any(name.startswith("tools/call ") for name in names), (label, names)
+
+
+def leave(port: int, era: str, inert: bool, trace: str) -> None:
+    """POST a 5 s call of `block` and close the connection after 0.5 s (the call is cancelled)."""
+    meta: dict[str, Any] = {}
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": era,
+        "traceparent": f"00-{trace}-{'1' * 16}-01",
+    }
+    if era == "2026-07-28":
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": era,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        headers |= {"mcp-method": "tools/call", "mcp-name": "block"}
+    if inert:
+        meta["org.example/inert"] = True
+    params: dict[str, Any] = {"name": "block", "arguments": {"seconds": 5}}
+    if meta:
+        params["_meta"] = meta
+    body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).encode()
+    head = f"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\ncontent-length: {len(body)}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(head.encode() + b"\r\n" + body)
+        time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_a_call_whose_client_left_makes_the_sdks_spans(up: StartUp, receiver: Receiver) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+    gateway = up(env=env)
+    traces: list[tuple[str, str, str]] = []
+    for era in ERAS:
+        direct, by_sdk = secrets.token_hex(16), secrets.token_hex(16)
+        leave(gateway.http_port, era, False, direct)
+        leave(gateway.http_port, era, True, by_sdk)
+        traces.append((era, direct, by_sdk))
+    time.sleep(1)  # the last call's cancellation
+    gateway.process.send_signal(signal.SIGTERM)
+    gateway.process.communicate(timeout=30)
+    receiver.wait_for("toolmesh-runtime-tools", 2 * len(traces))
+    for era, direct, by_sdk in traces:
+        made = tree(receiver.spans, direct)
+        assert made == tree(receiver.spans, by_sdk), era
+        assert any(row[2] == "tools/call block" for row in made), (era, made)
