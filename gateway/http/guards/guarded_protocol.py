@@ -38,7 +38,10 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     for its body (`body_timeout` of silence), then for nothing while the app answers. One timer
     per connection checks the deadline of whatever it waits for: a request only moves the
     deadline (a float), it does not arm and cancel timers of its own. The timer fires at most
-    every `min(header_timeout, body_timeout)` seconds and finds the deadline late or re-arms.
+    every `min(header_timeout, body_timeout, timeout_keep_alive)` seconds and finds the deadline
+    late or re-arms. uvicorn's keep-alive timeout (an idle connection closed after
+    `timeout_keep_alive` seconds with no byte after a response) is one more deadline of that timer,
+    instead of a timer that uvicorn arms after every response and cancels at the next read.
     """
 
     guard: ConnectionGuard
@@ -52,9 +55,12 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         #: Bytes received since the connection began waiting for a request head; None once it has one.
         self._head_bytes: int | None = None
         self._last_body = 0.0
+        #: When an idle keep-alive connection is closed; None while bytes have come since the
+        #: last response (or none was sent yet).
+        self._keep_alive_deadline: float | None = None
         # Any deadline set later lies at least this far ahead, so a timer armed this far ahead
         # is never late for one.
-        self._tick = min(self.guard.header_timeout, self.guard.body_timeout)
+        self._tick = min(self.guard.header_timeout, self.guard.body_timeout, self.timeout_keep_alive)
 
     # -- the connection -------------------------------------------------------------------
 
@@ -97,6 +103,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             if now >= deadline:
                 self._head_timed_out()
                 return
+            if self._keep_alive_deadline is not None:
+                if now >= self._keep_alive_deadline:
+                    self.timeout_keep_alive_handler()
+                    return
+                deadline = min(deadline, self._keep_alive_deadline)
         else:
             if self.flow.read_paused:
                 # The app has not taken the body so far (or a pipelined request waits): the
@@ -145,12 +156,25 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         now = self._last_body = self.loop.time()
         self._wait_for(_BODY, now)
 
+    def _unset_keepalive_if_required(self) -> None:
+        # uvicorn's hook, at every read and at the end: a byte came, the connection is not idle.
+        self._keep_alive_deadline = None
+
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        # uvicorn arms its keep-alive timer only when it now waits for another request (no
-        # pipelined one queued, connection still open): so does the header timeout.
-        if self.timeout_keep_alive_task is not None and self._waiting != _HEAD:
-            self._await_head()
+        # uvicorn's, with its keep-alive timer as a deadline of the connection's timer.
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self._keep_alive_deadline = None
+        self.flow.resume_reading()
+        if self.pipeline:  # a pipelined request waits: start it
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+        else:
+            # Waiting for another request: the header timeout and the keep-alive one run.
+            if self._waiting != _HEAD:
+                self._await_head()
+            self._keep_alive_deadline = self.loop.time() + self.timeout_keep_alive
 
     # -- the request body -----------------------------------------------------------------
 
