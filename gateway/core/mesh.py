@@ -341,6 +341,8 @@ class Mesh:
             except ToolmeshError as exc:
                 return REFUSALS[Surface.BATCH].settle(exc)
 
+        if len(calls) == 1:  # no task and no gather for a lone call: the same result or error
+            return [await one(0, *calls[0])]
         return list(await asyncio.gather(*(one(i, *call) for i, call in enumerate(calls))))
 
     # -- free text --------------------------------------------------------------------------

@@ -11,14 +11,26 @@ from toolmesh.errors import InvalidRequest, PayloadTooLarge
 
 async def read_body(chunks: AsyncIterator[bytes], content_length: str | None, limit: int) -> bytes:
     """The whole body, or PayloadTooLarge as soon as it is known to exceed `limit`."""
-    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
-        raise _too_large(limit)
+    check_length(content_length, limit)
     body = bytearray()
     async for chunk in chunks:
         body += chunk
         if len(body) > limit:
             raise _too_large(limit)
     return bytes(body)
+
+
+def check_length(content_length: str | None, limit: int) -> None:
+    """PayloadTooLarge if a request's Content-Length says its body exceeds `limit`."""
+    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
+        raise _too_large(limit)
+
+
+def whole_body(body: bytes, limit: int) -> bytes:
+    """`body`, all of it received at once, or PayloadTooLarge if it exceeds `limit`."""
+    if len(body) > limit:
+        raise _too_large(limit)
+    return body
 
 
 def _too_large(limit: int) -> PayloadTooLarge:

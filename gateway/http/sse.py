@@ -65,7 +65,9 @@ _END = _End()
 
 def wants_events(accept: str | None) -> bool:
     """Whether an `Accept` header asks for an event stream (and does not refuse it with q=0)."""
-    for part in (accept or "").split(","):
+    if not accept or EVENT_STREAM not in accept.lower():
+        return False  # the common answer without splitting the header
+    for part in accept.split(","):
         media, *params = (piece.strip().lower() for piece in part.split(";"))
         if media == EVENT_STREAM:
             return not any(

@@ -71,3 +71,24 @@ async def test_hermes_text_round_trips(gateway_factory: StartGateway) -> None:
         body = (await http.post("/v1/tool_calls", json={"content": text})).json()
     assert [r["content"] for r in body["results"]] == ["10", "yo"]
     assert body["text"].count("<tool_response>") == 2
+
+
+async def test_a_lone_tool_call_answers_as_it_does_in_a_batch(gateway_factory: StartGateway) -> None:
+    # A batch of one runs its call directly (no task, no gather): the same answer, error or not.
+    gateway = await gateway_factory()
+
+    def call(id_: str, name: str, arguments: str) -> dict[str, object]:
+        return {"id": id_, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+    calls = [
+        call("ok", "add", '{"a": 1, "b": 2}'),
+        call("bad", "add", '{"a": "x"}'),
+        call("no", "nope", "{}"),
+    ]
+    async with httpx.AsyncClient(base_url=gateway.url) as http:
+        message = {"role": "assistant", "tool_calls": calls}
+        together = await http.post("/v1/tool_calls", json=message)
+        alone = [await http.post("/v1/tool_calls", json={**message, "tool_calls": [one]}) for one in calls]
+    assert together.status_code == 200 and [r.status_code for r in alone] == [200] * 3
+    assert [r.json()["messages"][0] for r in alone] == together.json()["messages"]
+    assert together.json()["messages"][0]["content"] == "3"

@@ -143,3 +143,20 @@ def test_slow_heads_and_stalled_bodies_are_cut_off_by_their_timeouts(up: StartUp
     gateway.process.send_signal(signal.SIGTERM)
     _, stderr = gateway.process.communicate(timeout=30)
     assert "closed without a complete request head after header_timeout" in stderr
+
+
+@pytest.mark.slow
+def test_an_idle_kept_alive_connection_closes_after_the_keep_alive_timeout(up: StartUp) -> None:
+    # uvicorn's keep-alive timeout (5 s) is a deadline of the connection's one timer: it still
+    # closes a connection that sent nothing since its last answer, sooner than the head timeout.
+    gateway = up("header_timeout = 30.0\nbody_timeout = 30.0\n")
+    with socket.create_connection(("127.0.0.1", gateway.http_port)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        took, answer = closed_after(sock, b"", limit=15)
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert took is not None and 4.5 < took < 7.0
+    # A connection that answered nothing yet is not under the keep-alive timeout: a head that
+    # keeps trickling in is given the head timeout (30 s), not cut after 5 s.
+    with socket.create_connection(("127.0.0.1", gateway.http_port)) as sock:
+        took, answer = closed_after(sock, b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 200, limit=8)
+    assert took is None
