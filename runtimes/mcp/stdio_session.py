@@ -7,10 +7,12 @@ answer's line resolves the caller's future at once: no reader task or stream buf
 between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
 to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
-dropped. Its requests: `ping` is answered with an empty result; elicitation and sampling go to
-the request in flight that answers them (`Answerer`), when it is the only one that does (stdio
-does not say whose they are: the pod's own requests, such as a listing, answer none); anything
-else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
+dropped. Its requests: `ping` is answered with an empty result; elicitation, sampling and roots
+go to the request in flight that answers them (`Answerer`), when it is the only one that does
+(stdio does not say whose they are: the pod's own requests, such as a listing, answer none; roots
+are each call's caller's, so a `roots/list` outside a call, as a server may send just after
+`initialize`, has no one to ask); anything else, and these with no one to answer, get an error, as
+the SDK's session answers with no callbacks.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ class RpcError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _declined(method: str) -> str:
+    """Why the server's request `method` gets an error."""
+    if method in KINDS:
+        return (
+            f"{method} is answered by a tool call's caller, while that call is the only one in flight "
+            "that can ask (stdio does not say whose a request is)"
+        )
+    return f"the client does not offer {method}"
 
 
 class StdioSession(asyncio.SubprocessProtocol):
@@ -130,7 +142,8 @@ class StdioSession(asyncio.SubprocessProtocol):
         first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
         request's progress notifications, and the server's log messages while it is the only
         request in flight that listens (stdio has no other way to tell whose they are); `answer`
-        answers the server's elicitation and sampling requests while it is the only one that does."""
+        answers the server's elicitation, sampling and roots requests while it is the only one that
+        does."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
@@ -269,7 +282,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             elif method in KINDS and len(self._answering) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
-                reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
+                reply["error"] = {"code": METHOD_NOT_FOUND, "message": _declined(str(method))}
             with contextlib.suppress(ServerExited):
                 self._write(reply)
             if ended is not None:

@@ -7,14 +7,19 @@ request carries the protocol version and the client's capabilities in `_meta` an
 there is no session); any other is asked to `initialize` (the handshake era, 2024-11-05 to
 2025-11-25), whose session (`Mcp-Session-Id`) is made again when the server forgets it (404) or
 cannot be reached. A request that never reached the server is sent again once. The notifications the
-server sends while it answers (progress, log messages) go to the request's `heard`. Its elicitation
-and sampling requests go to the request's `answer` (the call's caller, runtimes/mcp/server_asks.py):
-on the request's event stream; on the session's standalone stream (a GET the session keeps open in
-the handshake era) while that request is the only one in flight that can ask (the protocol says
-nothing of whose they are there); and, in the per-request era, as its input-required results
-(input_rounds.py). Others (roots), and these with no one to answer, are declined, as the SDK's
-client declines them when given no callbacks. Its `list_changed` notifications, on a request's
-stream or on the standalone stream, go to `changed`.
+server sends while it answers (progress, log messages) go to the request's `heard`. Its
+elicitation, sampling and roots requests go to the request's `answer` (the call's caller,
+runtimes/mcp/server_asks.py): on the request's event stream; on the session's standalone stream (a
+GET the session keeps open in the handshake era) while that request is the only one in flight that
+can ask; and, in the per-request era, as its input-required results (input_rounds.py). Others, and
+these with no one to answer (a `roots/list` just after `initialize`: roots are each call's
+caller's), are declined, as the SDK's client declines them when given no callbacks. Its
+`list_changed` notifications, on a request's stream or on the standalone stream, go to `changed`.
+
+Whose a request on the standalone stream is, nothing says: 2025-11-25 has no related-request field
+(an SDK's `relatedRequestId` only picks the call's own stream, where no hint is needed), and its
+`_meta` `io.modelcontextprotocol/related-task` names a task, which the gateway never starts. So with
+several calls in flight that can ask, it is declined rather than guessed.
 """
 
 from __future__ import annotations
@@ -130,7 +135,7 @@ class McpHttpSession:
         server cannot be reached or breaks the protocol. `heard` gets the notifications the
         server sends while it answers (progress, and log messages at `log_level` and above,
         an MCP level name, which a per-request era server sends only when asked); `answer`
-        answers its elicitation and sampling requests meanwhile (what it raises, the request
+        answers its elicitation, sampling and roots requests meanwhile (what it raises, the request
         raises, once the server is told to stop). A per-request era server's input-required
         results are answered by `answer` and the request sent again, round after round (raises
         CannotAnswer when it asks what the gateway does not answer)."""
@@ -436,6 +441,8 @@ class McpHttpSession:
             except Exception as exc:
                 reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
                 ended = exc
+        elif method in KINDS:
+            refused = f"{method} is answered by a tool call's caller, and no one call in flight is asking"
         else:
             refused = f"{method} is not available through toolmesh"
             reply["error"] = {"code": METHOD_NOT_FOUND, "message": refused}
