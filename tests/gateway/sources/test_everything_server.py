@@ -138,6 +138,38 @@ class Caller:
         )
 
 
+async def check_roots(url: str) -> None:
+    """The server's `roots/list` during a call is the call's ask, as `ctx.list_roots` is: an MCP
+    client gives its roots (either era), an HTTP caller is told it cannot (409)."""
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
+        # First: server-everything keeps the roots it was given for its session (below).
+        refused = await plain.post("/v1/functions/everything.get_roots_list/invoke", json={})
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["code"] == "input_required"
+        assert "roots" in refused.json()["error"]["message"]
+    asked: list[str] = []
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/repo", name="repo")])
+
+    for mode in ("auto", "legacy"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots, from 2026-07-28
+            async with (
+                httpx2.AsyncClient(timeout=30) as http,
+                Client(
+                    streamable_http_client(f"{url}/mcp", http_client=http),
+                    mode=mode,
+                    list_roots_callback=roots,
+                ) as client,
+            ):
+                listed = await client.call_tool("everything__get_roots_list", {})
+        assert not listed.is_error, listed
+        assert "file:///work/repo" in str(listed.content) and "repo" in str(listed.content), (mode, listed)
+    assert asked, "the caller was never asked for its roots"
+
+
 async def check_asks(url: str) -> None:
     """The server's elicitation and sampling requests during a tool call are the call's asks: an
     MCP client answers them (either era), an HTTP caller is told it cannot (409)."""
@@ -185,6 +217,7 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
         )
     )
     await check_asks(gateway.url)
+    await check_roots(gateway.url)
 
 
 async def test_remote_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
@@ -192,5 +225,6 @@ async def test_remote_server_asks_reach_the_caller(gateway_factory: StartGateway
     try:
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_asks(gateway.url)
+        await check_roots(gateway.url)
     finally:
         everything.kill()
