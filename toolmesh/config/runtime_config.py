@@ -84,8 +84,9 @@ class RuntimeConfig(BaseModel):
     #: functions (one per unary method), called by the gateway itself: see gateway/sources/grpc_reflection/.
     grpc_reflection: str | None = None
     #: With `grpc_reflection`: TLS to the server (also asked by a "grpcs://host:port" target):
-    #: `true` trusts the system's roots; a table names files, see toolmesh/config/tls_config.py:
-    #: `{ ca_file = "ca.pem", cert_file = "me.pem", key_file = "me.key", server_name = "billing" }`.
+    #: `true` trusts the system's roots; a table names files or variables holding PEM text, see
+    #: toolmesh/config/tls_config.py: `{ ca_file = "ca.pem", cert_file = "me.pem", key_file =
+    #: "me.key", server_name = "billing" }`, `{ ca = { env = "BILLING_CA" } }`.
     tls: bool | GrpcTls = False
     #: With `openapi`, `mcp_url` or `grpc_reflection`: headers (gRPC metadata) sent on every call,
     #: e.g. `{ Authorization = { env = "TOKEN", prefix = "Bearer " } }`. A caller's own

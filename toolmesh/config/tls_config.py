@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 #: The target prefix that asks for TLS ("grpcs://billing.internal:443"), and the one that says
 #: plaintext; neither is a gRPC name resolver's scheme, so they are taken off before dialing.
@@ -26,16 +26,15 @@ class PemFromEnv(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The variable that holds the PEM text (on Kubernetes, a key of the `toolmesh-keys` Secret).
     env: str = Field(min_length=1)
-    #: The variable's value, filled when the gateway reads its environment (`read`); never
-    #: written in a config file, nor rendered back into one.
-    pem: str | None = Field(default=None, exclude=True, repr=False)
+    #: The variable's value once the gateway read its environment (`read`): no config field, so
+    #: never written in a config file nor rendered back into one.
+    _pem: str | None = PrivateAttr(default=None)
 
-    @model_validator(mode="after")
-    def _named(self) -> PemFromEnv:
-        if self.pem is not None:
-            raise ValueError("give `env`, the variable that holds the PEM text, not the text")
-        return self
+    @property
+    def pem(self) -> str | None:
+        return self._pem
 
     def read(self, environ: Mapping[str, str], what: str) -> PemFromEnv:
         """This with its variable's value; ValueError naming `what` when it is unset or holds no PEM."""
@@ -46,7 +45,9 @@ class PemFromEnv(BaseModel):
             raise ValueError(
                 f"tls: {what}: environment variable {self.env} holds no PEM block (-----BEGIN ...)"
             )
-        return self.model_copy(update={"pem": value})
+        read = self.model_copy()
+        read._pem = value
+        return read
 
 
 class GrpcTls(BaseModel):
@@ -60,9 +61,12 @@ class GrpcTls(BaseModel):
     cert_file: str | None = None
     #: PEM file of that certificate's private key.
     key_file: str | None = None
-    #: The same three as PEM text in environment variables, read at start-up (one of each pair).
+    #: `ca_file`'s certificates as PEM text in an environment variable (`{ env = "BILLING_CA" }`),
+    #: read at start-up; give one of the two.
     ca: PemFromEnv | None = None
+    #: `cert_file`'s certificate (chain) as PEM text in an environment variable.
     cert: PemFromEnv | None = None
+    #: `key_file`'s private key as PEM text in an environment variable.
     key: PemFromEnv | None = None
     #: The name the server's certificate must carry, when it is not the target's host (an IP
     #: address, a load balancer's name); also the `:authority` sent.

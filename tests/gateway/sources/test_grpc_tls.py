@@ -215,7 +215,7 @@ async def test_a_wrong_ca_is_a_source_error_naming_the_runtime_and_the_others_se
         ),
         (
             {"grpc_reflection": "127.0.0.1:1", "tls": {"ca": {"env": "CA", "pem": "-----BEGIN"}}},
-            "give `env`, the variable that holds the PEM text",
+            "Extra inputs are not permitted",
         ),
         ({"grpc_reflection": "grpcs://"}, "must be a gRPC target"),
     ],
