@@ -441,10 +441,12 @@ class McpHttpSession:
             except Exception as exc:
                 reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
                 ended = exc
-        elif method in KINDS:
-            refused = f"{method} is answered by a tool call's caller, and no one call in flight is asking"
         else:
-            refused = f"{method} is not available through toolmesh"
+            refused = (
+                f"{method} is answered by a tool call's caller, and no one call in flight is asking"
+                if method in KINDS
+                else f"{method} is not available through toolmesh"
+            )
             reply["error"] = {"code": METHOD_NOT_FOUND, "message": refused}
         await self._reply(reply, method)
         if ended is not None:

@@ -311,6 +311,24 @@ async def test_the_servers_roots_list_is_answered_by_the_callers_roots_in_either
     assert "roots" in refused.json()["error"]["message"]
 
 
+async def test_roots_asked_on_the_sessions_own_stream_with_two_calls_in_flight_are_declined(
+    gateway_factory: StartGateway,
+) -> None:
+    """Nothing says whose a request on the standalone stream is: with one call in flight it is that
+    call's (an HTTP caller is refused: 409), with two the server is told no one answers it."""
+    server = python_server("--legacy", "--roots-aside").start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+        alone = await invoke(gateway.url, "clock.roots_aside", {})
+        assert alone.status_code == 409, alone.text
+        both = await asyncio.gather(*(invoke(gateway.url, "clock.roots_aside", {}) for _ in range(2)))
+        for answered in both:
+            assert answered.status_code == 200, answered.text
+            assert "refused: roots/list is answered by a tool call's caller" in answered.text
+    finally:
+        server.kill()
+
+
 async def test_a_question_on_the_sessions_own_stream_reaches_the_one_caller_in_flight(
     gateway_factory: StartGateway,
 ) -> None:
