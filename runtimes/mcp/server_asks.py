@@ -13,8 +13,12 @@ answer gets the same refusal as for a Python function's ask.
 Roots are the caller's, not the server's client's: one server serves many callers, so `roots/list`
 is answered only during a call (by that call's caller, as `ctx.list_roots` is), and the capability
 is offered without `listChanged` (the gateway cannot tell a server when "its" roots change, as it
-has no roots of its own). A caller with no roots to give (HTTP, gRPC, OpenAI formats) gets the same
-409 `input_required` as for `ctx.list_roots`.
+has no roots of its own). A caller that cannot give roots (HTTP, gRPC, OpenAI formats, an MCP client
+without the capability) has none: the server is answered an empty list and its tool goes on. Not a
+409 as for `ctx.list_roots`, because a server's `roots/list` may not be the call's at all: servers
+ask for roots on their own (server-everything does just after `initialize`), and on stdio or a
+session's standalone stream such a request is taken for the one call in flight, which would fail a
+call that never needed roots.
 """
 
 from __future__ import annotations
@@ -38,17 +42,39 @@ KINDS: dict[str, Kind] = {
     "roots/list": "roots",
 }
 #: What the client offers in `initialize`: a server sends these requests only to a client that does
-#: (server-everything lists the tools that make them only then). No `listChanged` for roots: they
-#: are each call's caller's, asked anew by each call, never a list that changes under the server.
-CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+#: (server-everything lists the tools that make them only then).
+CAPABILITIES: dict[str, Any] = {"elicitation": {}, "sampling": {}}
+#: The same with roots, for a runtime with `roots = true`. Not by default: stdio and a session's
+#: standalone stream cannot say whose a request is, and servers ask for roots on their own (just
+#: after `initialize`), which would be taken for the call in flight. No `listChanged`: roots are
+#: each call's caller's, asked anew by each call, never a list that changes under the server.
+ROOTS_CAPABILITIES: dict[str, Any] = {**CAPABILITIES, "roots": {}}
 
 
-def answerer(ask: Ask) -> Answerer:
-    """What answers the server's requests during a call: its caller, through `ask`, by replay."""
+def capabilities(roots: bool) -> dict[str, Any]:
+    """What the client offers: `CAPABILITIES`, and roots when the runtime says so."""
+    return ROOTS_CAPABILITIES if roots else CAPABILITIES
+
+
+def answers(method: str, roots: bool) -> bool:
+    """Whether the server's request `method` is a call's ask (roots only when offered)."""
+    return method in KINDS and (roots or KINDS[method] != "roots")
+
+
+#: The answer to `roots/list` for a caller that cannot give roots: it has none.
+NO_ROOTS: dict[str, Any] = {"roots": []}
+
+
+def answerer(ask: Ask, can_answer: Callable[[Kind], bool]) -> Answerer:
+    """What answers the server's requests during a call: its caller, through `ask`, by replay;
+    `can_answer` says which kinds the caller declared it answers (roots: see the module's doc)."""
 
     def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        kind = KINDS[method]
+        if kind == "roots" and not can_answer(kind):
+            return dict(NO_ROOTS)
         asked = {key: value for key, value in params.items() if key != "_meta"}
-        return as_result(ask(KINDS[method], asked))
+        return as_result(ask(kind, asked))
 
     return answer
 

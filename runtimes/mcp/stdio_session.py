@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
 
 #: The revision offered; a server may answer with an older one it speaks.
 PROTOCOL_VERSION = "2025-11-25"
@@ -56,6 +56,11 @@ class RpcError(Exception):
 
 def _declined(method: str) -> str:
     """Why the server's request `method` gets an error."""
+    if method == "roots/list":
+        return (
+            "roots/list is answered by a tool call's caller, when the runtime offers roots "
+            "(`roots = true`) and that call is the only one in flight that can ask"
+        )
     if method in KINDS:
         return (
             f"{method} is answered by a tool call's caller, while that call is the only one in flight "
@@ -67,8 +72,10 @@ def _declined(method: str) -> str:
 class StdioSession(asyncio.SubprocessProtocol):
     """A started server and its pipes: `request` sends one request and waits for its answer."""
 
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], roots: bool = False) -> None:
         self._command = list(command)
+        #: Whether `roots` was offered (then `roots/list` is a call's ask, else declined).
+        self._roots = roots
         self._transport: asyncio.SubprocessTransport | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
@@ -96,13 +103,14 @@ class StdioSession(asyncio.SubprocessProtocol):
         command: Sequence[str],
         env: Mapping[str, str] | None = None,
         changed: Callable[[str], None] | None = None,
+        roots: bool = False,
     ) -> StdioSession:
         """Start the server and shake hands; ServerExited when it cannot be started or answer.
-        `changed` hears its `list_changed` notifications from the start."""
+        `changed` hears its `list_changed` notifications from the start; `roots` offers roots."""
         loop = asyncio.get_running_loop()
         try:
             _, session = await loop.subprocess_exec(
-                lambda: cls(command),
+                lambda: cls(command, roots),
                 *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -116,7 +124,7 @@ class StdioSession(asyncio.SubprocessProtocol):
         try:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": CAPABILITIES,
+                "capabilities": capabilities(roots),
                 "clientInfo": CLIENT_INFO,
             }
             server = await session.request("initialize", hello)
@@ -279,7 +287,7 @@ class StdioSession(asyncio.SubprocessProtocol):
             ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
-            elif method in KINDS and len(self._answering) == 1:
+            elif answers(str(method), self._roots) and len(self._answering) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": _declined(str(method))}

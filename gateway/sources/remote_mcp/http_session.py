@@ -47,7 +47,7 @@ from toolmesh.gateway.sources.remote_mcp.input_rounds import (
     asks,
     retry_params,
 )
-from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -94,9 +94,13 @@ class McpHttpSession:
         url: str,
         headers: Mapping[str, str],
         changed: Callable[[str], None] | None = None,
+        roots: bool = False,
     ) -> None:
-        """`changed` gets the method of each `notifications/*/list_changed` the server sends."""
+        """`changed` gets the method of each `notifications/*/list_changed` the server sends;
+        `roots` offers the server roots (else its `roots/list` is declined)."""
         self._client = client
+        self._roots = roots
+        self._capabilities = capabilities(roots)
         self._changed = changed
         #: The standalone stream's reader, while a session of the handshake era is open.
         self._listening: asyncio.Task[None] | None = None
@@ -197,7 +201,7 @@ class McpHttpSession:
                     "initialize",
                     {
                         "protocolVersion": PROTOCOL_VERSIONS[0],
-                        "capabilities": CAPABILITIES,
+                        "capabilities": self._capabilities,
                         "clientInfo": CLIENT_INFO,
                     },
                     initializing=True,
@@ -255,7 +259,7 @@ class McpHttpSession:
         """A request of the server's on the standalone stream: the call's, when one call that can
         ask is in flight (stopped, when its caller must answer first); else declined."""
         only = next(iter(self._asking.items())) if len(self._asking) == 1 else None
-        if only is None or message.get("method") not in KINDS:
+        if only is None or not answers(str(message.get("method")), self._roots):
             await self._answer_server(message, 0, None)
             return
         ident, (answer, reading) = only
@@ -308,7 +312,7 @@ class McpHttpSession:
             **(params or {}).get("_meta", {}),
             VERSION_KEY: MODERN_VERSION,
             CLIENT_INFO_KEY: CLIENT_INFO,
-            CAPABILITIES_KEY: CAPABILITIES,
+            CAPABILITIES_KEY: self._capabilities,
         }
         if log_level is not None:
             meta[LOG_LEVEL_KEY] = log_level
@@ -434,7 +438,7 @@ class McpHttpSession:
         ended: Exception | None = None
         if method == "ping":
             reply["result"] = {}
-        elif method in KINDS and answer is not None:
+        elif answers(method, self._roots) and answer is not None:
             params = message.get("params")
             try:
                 reply["result"] = answer(method, params if isinstance(params, dict) else {})

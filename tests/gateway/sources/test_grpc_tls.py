@@ -218,6 +218,7 @@ async def test_a_wrong_ca_is_a_source_error_naming_the_runtime_and_the_others_se
             "Extra inputs are not permitted",
         ),
         ({"grpc_reflection": "grpcs://"}, "must be a gRPC target"),
+        ({"grpc_reflection": "127.0.0.1:1", "roots": True}, "`roots` goes with `mcp_command` or `mcp_url`"),
     ],
 )
 def test_tls_settings_that_cannot_work_are_refused_with_the_key_named(
