@@ -12,13 +12,13 @@ answer gets the same refusal as for a Python function's ask.
 
 Roots are the caller's, not the server's client's: one server serves many callers, so `roots/list`
 is answered only during a call (by that call's caller, as `ctx.list_roots` is), and the capability
-is offered without `listChanged` (the gateway cannot tell a server when "its" roots change, as it
-has no roots of its own). A caller that cannot give roots (HTTP, gRPC, OpenAI formats, an MCP client
-without the capability) has none: the server is answered an empty list and its tool goes on. Not a
-409 as for `ctx.list_roots`, because a server's `roots/list` may not be the call's at all: servers
-ask for roots on their own (server-everything does just after `initialize`), and on stdio or a
-session's standalone stream such a request is taken for the one call in flight, which would fail a
-call that never needed roots.
+is offered (only for a runtime with `roots = true`: ROOTS_CAPABILITIES) without `listChanged` (the
+gateway cannot tell a server when "its" roots change, as it has no roots of its own). A caller that
+cannot give roots (HTTP, gRPC, OpenAI formats, an MCP client without the capability) has none: the
+server is answered an empty list and its tool goes on. Not a 409 as for `ctx.list_roots`, because a
+server's `roots/list` may not be the call's at all: servers ask for roots on their own
+(server-everything does just after `initialize`), and on stdio or a session's standalone stream
+such a request is taken for the one call in flight, which would fail a call that never needed roots.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
 to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
 dropped. Its requests: `ping` is answered with an empty result; elicitation, sampling and roots
-go to the request in flight that answers them (`Answerer`), when it is the only one that does
+(when offered) go to the request in flight that answers them (`Answerer`), when it is the only one that does
 (stdio does not say whose they are: the pod's own requests, such as a listing, answer none; roots
 are each call's caller's, so a `roots/list` outside a call, as a server may send just after
 `initialize`, has no one to ask); anything else, and these with no one to answer, get an error, as
