@@ -33,7 +33,8 @@ from typing import Any
 import yaml
 
 from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
-from toolmesh.config.runtime_config import cpu_cores
+from toolmesh.config.runtime_config import HeaderFromEnv, cpu_cores
+from toolmesh.config.tls_config import GrpcTls
 from toolmesh.deploy.cluster_config import cluster_toml
 from toolmesh.deploy.names import (
     CONFIG_CHECKSUM,
@@ -185,12 +186,15 @@ def _container(deployment: Manifest) -> dict[str, Any]:
 
 def secret_variables(config: MeshConfig) -> list[str]:
     """The gateway's environment variables that hold secrets (API keys, the chat upstream's
-    and the router LLM's keys, the jobs' callback secret): each comes from the `toolmesh-keys`
-    Secret, never the ConfigMap."""
-    found = [key.key_env for key in config.keys]
+    and the router LLM's keys, the jobs' callback secret, service runtimes' `{ env = ... }`
+    headers and TLS material): each comes from the `toolmesh-keys` Secret, never the ConfigMap."""
+    found: list[str | None] = [key.key_env for key in config.keys]
     found.append(config.chat.api_key_env)
     found.append(config.router.llm.api_key_env if config.router.llm is not None else None)
     found.append(config.jobs.callback_secret_env)
+    for runtime in config.runtimes:
+        found.extend(value.env for value in runtime.headers.values() if isinstance(value, HeaderFromEnv))
+        found.extend(runtime.tls.variables() if isinstance(runtime.tls, GrpcTls) else ())
     return list(dict.fromkeys(v for v in found if v is not None))
 
 
@@ -266,7 +270,7 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
     if runtime.mcp_command:
         # The bridge's pods start the server (its image has the command: `image`), and the
         # server lists its tools while the pod starts, which the startup probe waits for.
-        own.update(bridge_environment(runtime.mcp_command, runtime.name))
+        own.update(bridge_environment(runtime.mcp_command, runtime.name, runtime.roots))
         probe = container["startupProbe"]
         probe["failureThreshold"] = max(probe["failureThreshold"], math.ceil(runtime.startup_timeout))
     env = [item for item in env if item["name"] not in own]

@@ -3,6 +3,7 @@
     keys.*.key_env                 API keys (kept only as their hashes)
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
     runtimes.*.headers.*.env       header values an `openapi`, `mcp_url` or `grpc_reflection` runtime sends
+    runtimes.*.tls.{ca,cert,key}.env  PEM text a `grpc_reflection` runtime's TLS uses
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
     jobs.callback_secret_env       the secret that signs job result callbacks
@@ -21,7 +22,7 @@ ConfigError that names it. Nothing deeper in the gateway reads `os.environ`.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolmesh.config import (
@@ -29,11 +30,12 @@ from toolmesh.config import (
     ConfigError,
     KeyConfig,
     MeshConfig,
+    RuntimeConfig,
     check_state_url,
     hash_key,
 )
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
-from toolmesh.gateway.sources.factory import runtime_headers
+from toolmesh.gateway.sources.factory import runtime_headers, runtime_tls
 from toolmesh.gateway.triggers.trigger_host import trigger_secrets
 from toolmesh.protocol.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
@@ -55,6 +57,8 @@ class GatewayEnvironment:
     runtime_tokens: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: The headers each service runtime (`openapi`, `mcp_url`, `grpc_reflection`) sends, by runtime name.
     runtime_headers: Mapping[str, Mapping[str, str]] = field(default_factory=dict, repr=False)
+    #: The runtimes as the pool serves them: `config.runtimes` with their TLS `{ env = ... }` values read.
+    runtimes: Sequence[RuntimeConfig] = ()
     #: The service name to trace as; None: tracing is off.
     tracing: str | None = None
     #: Where the state shared with other replicas lives (a Redis URL); None: in this process.
@@ -85,6 +89,7 @@ class GatewayEnvironment:
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
             runtime_headers=_runtime_headers(config, environ),
+            runtimes=tuple(runtime_tls(runtime, environ) for runtime in config.runtimes),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),

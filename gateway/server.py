@@ -242,7 +242,7 @@ async def start_gateway(
         pool_metrics = PoolMetrics(metrics.registry, [r.name for r in config.runtimes])
         access = MeshAccess(f"127.0.0.1:{pods_port}", token)
         pool = Pool(
-            config.runtimes,
+            environment.runtimes,
             environment.pods,
             access,
             pool_metrics,

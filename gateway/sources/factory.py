@@ -1,5 +1,6 @@
-"""The one place that picks the source serving a runtime's config (one with `in_gateway`), and the
-headers that source sends its service."""
+"""The one place that picks the source serving a runtime's config (one with `in_gateway`), and what
+that source reads from the gateway's environment: the headers it sends its service, its TLS
+material given as `{ env = ... }` values."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from toolmesh.config import ConfigError
 from toolmesh.config.runtime_config import RuntimeConfig
+from toolmesh.config.tls_config import GrpcTls
 from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
 from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
 from toolmesh.gateway.sources.openapi import OpenApiRuntime
@@ -41,3 +43,15 @@ def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str,
             )
         headers[name] = value.prefix + text
     return headers
+
+
+def runtime_tls(runtime: RuntimeConfig, env: Mapping[str, str]) -> RuntimeConfig:
+    """`runtime` with its TLS `{ env = ... }` values (`ca`, `cert`, `key`) read from `env`; a
+    variable that is unset or holds no PEM text is a ConfigError naming it."""
+    if not isinstance(runtime.tls, GrpcTls) or not runtime.tls.variables():
+        return runtime
+    try:
+        tls = runtime.tls.read(env)
+    except ValueError as exc:
+        raise ConfigError(f"runtimes.{runtime.name}: {exc}") from None
+    return runtime.model_copy(update={"tls": tls})

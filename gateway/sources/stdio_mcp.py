@@ -9,4 +9,4 @@ from toolmesh.runtimes import mcp
 
 def bridge_environment(config: RuntimeConfig) -> dict[str, str]:
     """What the pods of an `mcp_command` runtime need in their environment."""
-    return mcp.bridge_environment(config.mcp_command, config.name)
+    return mcp.bridge_environment(config.mcp_command, config.name, config.roots)

@@ -15,12 +15,17 @@ BRIDGE_MODULE = "toolmesh.runtimes.mcp.mcp_bridge"
 COMMAND_ENV = "TOOLMESH_MCP_COMMAND"
 #: The namespace of its tools (the runtime's name), in the pods' environment.
 NAMESPACE_ENV = "TOOLMESH_MCP_NAMESPACE"
+#: "1" when the server is offered roots (the runtime's `roots = true`), in the pods' environment.
+ROOTS_ENV = "TOOLMESH_MCP_ROOTS"
 
 
-def bridge_environment(command: Sequence[str], namespace: str) -> dict[str, str]:
-    """What the pods of an `mcp_command` runtime need in their environment: the server's command
-    and the namespace of its functions (the runtime's name)."""
-    return {COMMAND_ENV: json.dumps(list(command)), NAMESPACE_ENV: namespace}
+def bridge_environment(command: Sequence[str], namespace: str, roots: bool = False) -> dict[str, str]:
+    """What the pods of an `mcp_command` runtime need in their environment: the server's command,
+    the namespace of its functions (the runtime's name), and whether it is offered roots."""
+    found = {COMMAND_ENV: json.dumps(list(command)), NAMESPACE_ENV: namespace}
+    if roots:
+        found[ROOTS_ENV] = "1"
+    return found
 
 
-__all__ = ["BRIDGE_MODULE", "COMMAND_ENV", "NAMESPACE_ENV", "bridge_environment"]
+__all__ = ["BRIDGE_MODULE", "COMMAND_ENV", "NAMESPACE_ENV", "ROOTS_ENV", "bridge_environment"]

@@ -32,7 +32,7 @@ from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
-from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV
+from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV, ROOTS_ENV
 from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
 from toolmesh.runtimes.mcp.server_asks import answerer as _answerer
 from toolmesh.runtimes.mcp.server_features import (
@@ -129,8 +129,10 @@ class _Follower:
                 served.replace(hosted)
 
 
+#: Whether the server is offered roots (the runtime's `roots = true`).
+_ROOTS = os.environ.get(ROOTS_ENV) == "1"
 _follower = _Follower()
-_server = ServerProcess(_command(), _follower.heard)
+_server = ServerProcess(_command(), _follower.heard, _ROOTS)
 
 
 async def _ask(
@@ -155,7 +157,7 @@ def _forwarder(tool: str) -> Callable[..., Coroutine[Any, Any, Any]]:
     async def call(_toolmesh_context: _Context, **arguments: Any) -> Any:
         params = {"name": tool, "arguments": arguments}
         context = _toolmesh_context
-        answer = _answerer(lambda kind, asked: context.ask_all_sync((kind, None, asked))[0])
+        answer = _answerer(lambda kind, asked: context.ask_all_sync((kind, None, asked))[0], context.can_ask)
         return _result(await _ask("tools/call", params, _listener(context), answer))
 
     return call
@@ -223,5 +225,5 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
 
 # Module globals are what discovery reads; the names used after import are private (`_`), and a
 # function name never starts with one, so no tool can shadow them.
-globals().update(_definitions(asyncio.run(list_server(_command()))))
+globals().update(_definitions(asyncio.run(list_server(_command(), _ROOTS))))
 __all__ = [name for name, value in globals().items() if isinstance(value, FunctionDefinition)]

@@ -45,12 +45,13 @@ class Listing:
     completes: bool = False
 
 
-async def list_server(command: Sequence[str]) -> Listing:
-    """Everything the server brings, from a server started for the purpose and stopped after;
-    ServerExited naming the command and the cause when it cannot be listed."""
+async def list_server(command: Sequence[str], roots: bool = False) -> Listing:
+    """Everything the server brings, from a server started for the purpose and stopped after
+    (offered roots when `roots`, as the pods' servers are: some list more then); ServerExited
+    naming the command and the cause when it cannot be listed."""
     shown = " ".join(command)
     try:
-        session = await StdioSession.start(command)
+        session = await StdioSession.start(command, roots=roots)
     except ServerExited as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     try:
@@ -89,9 +90,13 @@ async def _pages(session: StdioSession, method: str, key: str) -> list[dict[str,
 
 
 class ServerProcess:
-    def __init__(self, command: Sequence[str], changed: Callable[[str], None] | None = None) -> None:
-        """`changed` hears the server's `list_changed` notifications (their method)."""
+    def __init__(
+        self, command: Sequence[str], changed: Callable[[str], None] | None = None, roots: bool = False
+    ) -> None:
+        """`changed` hears the server's `list_changed` notifications (their method); `roots`
+        offers the server roots."""
         self._command = list(command)
+        self._roots = roots
         self._changed = changed
         self._session: StdioSession | None = None
         self._starting = asyncio.Lock()
@@ -107,7 +112,7 @@ class ServerProcess:
             self._session = None
             if session is not None:
                 await session.close()
-            self._session = await StdioSession.start(self._command, changed=self._changed)
+            self._session = await StdioSession.start(self._command, changed=self._changed, roots=self._roots)
             return self._session
 
     async def listing(self) -> Listing:

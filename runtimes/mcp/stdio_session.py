@@ -7,10 +7,12 @@ answer's line resolves the caller's future at once: no reader task or stream buf
 between, one loop turn less per call. The handshake is the protocol's own
 (`initialize`, then `notifications/initialized`); the server's progress and log notifications go
 to the request that listens for them; its `notifications/*/list_changed` to `changed`, others are
-dropped. Its requests: `ping` is answered with an empty result; elicitation and sampling go to
-the request in flight that answers them (`Answerer`), when it is the only one that does (stdio
-does not say whose they are: the pod's own requests, such as a listing, answer none); anything
-else, and these with no one to answer, get an error, as the SDK's session answers with no callbacks.
+dropped. Its requests: `ping` is answered with an empty result; elicitation, sampling and roots
+(when offered) go to the request in flight that answers them (`Answerer`), when it is the only one that does
+(stdio does not say whose they are: the pod's own requests, such as a listing, answer none; roots
+are each call's caller's, so a `roots/list` outside a call, as a server may send just after
+`initialize`, has no one to ask); anything else, and these with no one to answer, get an error, as
+the SDK's session answers with no callbacks.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
 
 #: The revision offered; a server may answer with an older one it speaks.
 PROTOCOL_VERSION = "2025-11-25"
@@ -52,11 +54,28 @@ class RpcError(Exception):
         self.code = code
 
 
+def _declined(method: str) -> str:
+    """Why the server's request `method` gets an error."""
+    if method == "roots/list":
+        return (
+            "roots/list is answered by a tool call's caller, when the runtime offers roots "
+            "(`roots = true`) and that call is the only one in flight that can ask"
+        )
+    if method in KINDS:
+        return (
+            f"{method} is answered by a tool call's caller, while that call is the only one in flight "
+            "that can ask (stdio does not say whose a request is)"
+        )
+    return f"the client does not offer {method}"
+
+
 class StdioSession(asyncio.SubprocessProtocol):
     """A started server and its pipes: `request` sends one request and waits for its answer."""
 
-    def __init__(self, command: Sequence[str]) -> None:
+    def __init__(self, command: Sequence[str], roots: bool = False) -> None:
         self._command = list(command)
+        #: Whether `roots` was offered (then `roots/list` is a call's ask, else declined).
+        self._roots = roots
         self._transport: asyncio.SubprocessTransport | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
@@ -84,13 +103,14 @@ class StdioSession(asyncio.SubprocessProtocol):
         command: Sequence[str],
         env: Mapping[str, str] | None = None,
         changed: Callable[[str], None] | None = None,
+        roots: bool = False,
     ) -> StdioSession:
         """Start the server and shake hands; ServerExited when it cannot be started or answer.
-        `changed` hears its `list_changed` notifications from the start."""
+        `changed` hears its `list_changed` notifications from the start; `roots` offers roots."""
         loop = asyncio.get_running_loop()
         try:
             _, session = await loop.subprocess_exec(
-                lambda: cls(command),
+                lambda: cls(command, roots),
                 *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
@@ -104,7 +124,7 @@ class StdioSession(asyncio.SubprocessProtocol):
         try:
             hello = {
                 "protocolVersion": PROTOCOL_VERSION,
-                "capabilities": CAPABILITIES,
+                "capabilities": capabilities(roots),
                 "clientInfo": CLIENT_INFO,
             }
             server = await session.request("initialize", hello)
@@ -130,7 +150,8 @@ class StdioSession(asyncio.SubprocessProtocol):
         first. Cancelled (a timeout), it tells the server to stop working on it. `heard` gets the
         request's progress notifications, and the server's log messages while it is the only
         request in flight that listens (stdio has no other way to tell whose they are); `answer`
-        answers the server's elicitation and sampling requests while it is the only one that does."""
+        answers the server's elicitation, sampling and roots requests while it is the only one that
+        does."""
         if self.gone is not None:
             raise ServerExited(self.gone)
         ident = next(self._ids)
@@ -266,10 +287,10 @@ class StdioSession(asyncio.SubprocessProtocol):
             ended: int | None = None
             if method == "ping":
                 reply["result"] = {}
-            elif method in KINDS and len(self._answering) == 1:
+            elif answers(str(method), self._roots) and len(self._answering) == 1:
                 ended = self._answered(reply, str(method), message.get("params"))
             else:
-                reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the client does not offer {method}"}
+                reply["error"] = {"code": METHOD_NOT_FOUND, "message": _declined(str(method))}
             with contextlib.suppress(ServerExited):
                 self._write(reply)
             if ended is not None:

@@ -80,12 +80,18 @@ class RuntimeConfig(BaseModel):
     #: A remote MCP server's Streamable HTTP endpoint (an http(s) URL) whose tools are the
     #: runtime's functions, called by the gateway itself (no pods): see gateway/sources/remote_mcp/.
     mcp_url: str | None = None
+    #: With `mcp_command` or `mcp_url`: offer the server the `roots` capability, its `roots/list`
+    #: during a call answered by that call's caller. Off by default: stdio and a session's own
+    #: stream do not say whose a request is, and a server that asks on its own (just after
+    #: `initialize`) would have the call then in flight asked.
+    roots: bool = False
     #: A gRPC server's "host:port" whose services, read by server reflection, are the runtime's
     #: functions (one per unary method), called by the gateway itself: see gateway/sources/grpc_reflection/.
     grpc_reflection: str | None = None
     #: With `grpc_reflection`: TLS to the server (also asked by a "grpcs://host:port" target):
-    #: `true` trusts the system's roots; a table names files, see toolmesh/config/tls_config.py:
-    #: `{ ca_file = "ca.pem", cert_file = "me.pem", key_file = "me.key", server_name = "billing" }`.
+    #: `true` trusts the system's roots; a table names files or variables holding PEM text, see
+    #: toolmesh/config/tls_config.py: `{ ca_file = "ca.pem", cert_file = "me.pem", key_file =
+    #: "me.key", server_name = "billing" }`, `{ ca = { env = "BILLING_CA" } }`.
     tls: bool | GrpcTls = False
     #: With `openapi`, `mcp_url` or `grpc_reflection`: headers (gRPC metadata) sent on every call,
     #: e.g. `{ Authorization = { env = "TOKEN", prefix = "Bearer " } }`. A caller's own
@@ -261,6 +267,8 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"give one source of functions, not {' and '.join(f'`{k}`' for k in kinds)}")
         if self.tls is not False and self.grpc_reflection is None:
             raise ValueError("`tls` goes with `grpc_reflection`")
+        if self.roots and not (self.mcp_command or self.mcp_url):
+            raise ValueError("`roots` goes with `mcp_command` or `mcp_url`")
         if self.in_gateway:
             self._check_service()
         elif self.base_url is not None or self.ref_origins or self.headers or self.include or self.exclude:

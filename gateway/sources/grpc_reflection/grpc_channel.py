@@ -9,7 +9,7 @@ from pathlib import Path
 
 import grpc
 
-from toolmesh.config.tls_config import GrpcTls, grpc_target
+from toolmesh.config.tls_config import GrpcTls, PemFromEnv, grpc_target
 
 #: A server that restarts is found again within a second or two, not after gRPC's default
 #: backoff (up to two minutes), during which every call fails at once.
@@ -25,20 +25,30 @@ class ChannelError(Exception):
 
 
 def open_channel(target: str, tls: GrpcTls | None, directory: Path | None = None) -> grpc.aio.Channel:
-    """A channel to `target`; with `tls`, its files read now (relative to `directory`)."""
+    """A channel to `target`; with `tls`, its files read now (relative to `directory`), its
+    `{ env = ... }` values as the gateway read them at start-up."""
     address = grpc_target(target)
     if tls is None:
         return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
     credentials = grpc.ssl_channel_credentials(
-        root_certificates=_read(tls.ca_file, directory),
-        private_key=_read(tls.key_file, directory),
-        certificate_chain=_read(tls.cert_file, directory),
+        root_certificates=_material(tls.ca, "ca") or _read(tls.ca_file, directory),
+        private_key=_material(tls.key, "key") or _read(tls.key_file, directory),
+        certificate_chain=_material(tls.cert, "cert") or _read(tls.cert_file, directory),
     )
     options: list[tuple[str, int | str]] = list(CHANNEL_OPTIONS)
     if tls.server_name is not None:
         options += [("grpc.ssl_target_name_override", tls.server_name)]
         options += [("grpc.default_authority", tls.server_name)]
     return grpc.aio.secure_channel(address, credentials, options=options)
+
+
+def _material(pem: PemFromEnv | None, name: str) -> bytes | None:
+    """The PEM text of `{ env = ... }`, which the gateway read from its environment at start-up."""
+    if pem is None:
+        return None
+    if pem.pem is None:  # a config that did not go through the gateway's environment
+        raise ChannelError(f"TLS `{name}`: environment variable {pem.env} was not read")
+    return pem.pem.encode()
 
 
 def _read(path: str | None, directory: Path | None) -> bytes | None:

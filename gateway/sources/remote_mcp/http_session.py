@@ -7,14 +7,19 @@ request carries the protocol version and the client's capabilities in `_meta` an
 there is no session); any other is asked to `initialize` (the handshake era, 2024-11-05 to
 2025-11-25), whose session (`Mcp-Session-Id`) is made again when the server forgets it (404) or
 cannot be reached. A request that never reached the server is sent again once. The notifications the
-server sends while it answers (progress, log messages) go to the request's `heard`. Its elicitation
-and sampling requests go to the request's `answer` (the call's caller, runtimes/mcp/server_asks.py):
-on the request's event stream; on the session's standalone stream (a GET the session keeps open in
-the handshake era) while that request is the only one in flight that can ask (the protocol says
-nothing of whose they are there); and, in the per-request era, as its input-required results
-(input_rounds.py). Others (roots), and these with no one to answer, are declined, as the SDK's
-client declines them when given no callbacks. Its `list_changed` notifications, on a request's
-stream or on the standalone stream, go to `changed`.
+server sends while it answers (progress, log messages) go to the request's `heard`. Its
+elicitation, sampling and roots requests go to the request's `answer` (the call's caller,
+runtimes/mcp/server_asks.py): on the request's event stream; on the session's standalone stream (a
+GET the session keeps open in the handshake era) while that request is the only one in flight that
+can ask; and, in the per-request era, as its input-required results (input_rounds.py). Others, and
+these with no one to answer (a `roots/list` just after `initialize`: roots are each call's
+caller's), are declined, as the SDK's client declines them when given no callbacks. Its
+`list_changed` notifications, on a request's stream or on the standalone stream, go to `changed`.
+
+Whose a request on the standalone stream is, nothing says: 2025-11-25 has no related-request field
+(an SDK's `relatedRequestId` only picks the call's own stream, where no hint is needed), and its
+`_meta` `io.modelcontextprotocol/related-task` names a task, which the gateway never starts. So with
+several calls in flight that can ask, it is declined rather than guessed.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from toolmesh.gateway.sources.remote_mcp.input_rounds import (
     asks,
     retry_params,
 )
-from toolmesh.runtimes.mcp.server_asks import CAPABILITIES, KINDS, Answerer
+from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -89,9 +94,13 @@ class McpHttpSession:
         url: str,
         headers: Mapping[str, str],
         changed: Callable[[str], None] | None = None,
+        roots: bool = False,
     ) -> None:
-        """`changed` gets the method of each `notifications/*/list_changed` the server sends."""
+        """`changed` gets the method of each `notifications/*/list_changed` the server sends;
+        `roots` offers the server roots (else its `roots/list` is declined)."""
         self._client = client
+        self._roots = roots
+        self._capabilities = capabilities(roots)
         self._changed = changed
         #: The standalone stream's reader, while a session of the handshake era is open.
         self._listening: asyncio.Task[None] | None = None
@@ -130,7 +139,7 @@ class McpHttpSession:
         server cannot be reached or breaks the protocol. `heard` gets the notifications the
         server sends while it answers (progress, and log messages at `log_level` and above,
         an MCP level name, which a per-request era server sends only when asked); `answer`
-        answers its elicitation and sampling requests meanwhile (what it raises, the request
+        answers its elicitation, sampling and roots requests meanwhile (what it raises, the request
         raises, once the server is told to stop). A per-request era server's input-required
         results are answered by `answer` and the request sent again, round after round (raises
         CannotAnswer when it asks what the gateway does not answer)."""
@@ -192,7 +201,7 @@ class McpHttpSession:
                     "initialize",
                     {
                         "protocolVersion": PROTOCOL_VERSIONS[0],
-                        "capabilities": CAPABILITIES,
+                        "capabilities": self._capabilities,
                         "clientInfo": CLIENT_INFO,
                     },
                     initializing=True,
@@ -250,7 +259,7 @@ class McpHttpSession:
         """A request of the server's on the standalone stream: the call's, when one call that can
         ask is in flight (stopped, when its caller must answer first); else declined."""
         only = next(iter(self._asking.items())) if len(self._asking) == 1 else None
-        if only is None or message.get("method") not in KINDS:
+        if only is None or not answers(str(message.get("method")), self._roots):
             await self._answer_server(message, 0, None)
             return
         ident, (answer, reading) = only
@@ -303,7 +312,7 @@ class McpHttpSession:
             **(params or {}).get("_meta", {}),
             VERSION_KEY: MODERN_VERSION,
             CLIENT_INFO_KEY: CLIENT_INFO,
-            CAPABILITIES_KEY: CAPABILITIES,
+            CAPABILITIES_KEY: self._capabilities,
         }
         if log_level is not None:
             meta[LOG_LEVEL_KEY] = log_level
@@ -429,7 +438,7 @@ class McpHttpSession:
         ended: Exception | None = None
         if method == "ping":
             reply["result"] = {}
-        elif method in KINDS and answer is not None:
+        elif answers(method, self._roots) and answer is not None:
             params = message.get("params")
             try:
                 reply["result"] = answer(method, params if isinstance(params, dict) else {})
@@ -437,7 +446,11 @@ class McpHttpSession:
                 reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
                 ended = exc
         else:
-            refused = f"{method} is not available through toolmesh"
+            refused = (
+                f"{method} is answered by a tool call's caller, and no one call in flight is asking"
+                if method in KINDS
+                else f"{method} is not available through toolmesh"
+            )
             reply["error"] = {"code": METHOD_NOT_FOUND, "message": refused}
         await self._reply(reply, method)
         if ended is not None:

@@ -88,7 +88,7 @@ class RemoteMcpRuntime(GatewaySource):
             ),
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
-        session = McpHttpSession(client, config.mcp_url, self._headers, self._heard_changed)
+        session = McpHttpSession(client, config.mcp_url, self._headers, self._heard_changed, config.roots)
         try:
             async with asyncio.timeout(config.startup_timeout):
                 found = await _list(session, config)
@@ -212,7 +212,7 @@ _RESULTS = {
 def _answerer(call: Call) -> Answerer:
     """What answers the server's requests during `call`: its caller, by replay (server_asks.py)."""
     asker = Asker(call.function, call.metadata)
-    return answerer(lambda kind, params: asker.ask([(kind, None, params)])[0])
+    return answerer(lambda kind, params: asker.ask([(kind, None, params)])[0], asker.can_answer)
 
 
 def _what(target: McpTarget) -> str:

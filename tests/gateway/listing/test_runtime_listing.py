@@ -125,7 +125,7 @@ headers = {{ Authorization = {{ env = "NO_SUCH_TOKEN_VAR" }} }}
 def test_a_config_whose_runtimes_all_list_exits_0(tmp_path: Path, remote: ServerProcess) -> None:
     config = tmp_path / "toolmesh.toml"
     config.write_text(
-        f'[[runtimes]]\nname = "clock"\nmcp_url = "{remote.url}"\nexclude = ["crash", "greet*"]\n'
+        f'[[runtimes]]\nname = "clock"\nmcp_url = "{remote.url}"\nexclude = ["crash", "greet*", "where"]\n'
     )
     done = functions(config, "--format", "openai")
     assert done.returncode == 0, done.stderr

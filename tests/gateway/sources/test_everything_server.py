@@ -25,6 +25,8 @@ async def check_tools(url: str) -> None:
         listed = (await http.get("/v1/functions")).json()["functions"]
         functions: dict[str, Any] = {f["name"]: f for f in listed}
         assert {"everything.echo", "everything.get_sum"} <= set(functions), sorted(functions)
+        # Roots are offered only with `roots = true`, and the server lists its roots tool only then.
+        assert "everything.get_roots_list" not in functions
         assert functions["everything.echo"]["parameters"]["required"] == ["message"]
         echoed = (await http.post("/v1/functions/everything.echo/invoke", json={"message": "hi"})).json()
         assert echoed["is_error"] is False and echoed["content"][0]["text"] == "Echo: hi"
@@ -138,6 +140,37 @@ class Caller:
         )
 
 
+async def check_roots(url: str) -> None:
+    """The server's `roots/list` during a call is the call's ask: an MCP client gives its roots
+    (either era); an HTTP caller has none to give, and the call goes on."""
+    asked: list[str] = []
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/repo", name="repo")])
+
+    for mode in ("auto", "legacy"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots, from 2026-07-28
+            async with (
+                httpx2.AsyncClient(timeout=30) as http,
+                Client(
+                    streamable_http_client(f"{url}/mcp", http_client=http),
+                    mode=mode,
+                    list_roots_callback=roots,
+                ) as client,
+            ):
+                listed = await client.call_tool("everything__get_roots_list", {})
+        assert not listed.is_error, listed
+        assert "file:///work/repo" in str(listed.content) and "repo" in str(listed.content), (mode, listed)
+    assert asked, "the caller was never asked for its roots"
+    async with httpx.AsyncClient(base_url=url, timeout=30) as plain:
+        # server-everything keeps the roots it was given for its session (the docs warn of it).
+        listed = await plain.post("/v1/functions/everything.get_roots_list/invoke", json={})
+        assert listed.status_code == 200, listed.text
+        assert listed.json()["is_error"] is False
+
+
 async def check_asks(url: str) -> None:
     """The server's elicitation and sampling requests during a tool call are the call's asks: an
     MCP client answers them (either era), an HTTP caller is told it cannot (409)."""
@@ -187,10 +220,29 @@ async def test_stdio_server_asks_reach_the_caller(gateway_factory: StartGateway)
     await check_asks(gateway.url)
 
 
+async def test_stdio_server_roots_are_the_callers(gateway_factory: StartGateway) -> None:
+    everything_server()  # skips (or fails under TOOLMESH_REQUIRE_E2E) when it is not installed
+    node = require_tool("node", "Node.js 20+")
+    command = (node, str(EVERYTHING_MAIN), "stdio")
+    gateway = await gateway_factory(
+        RuntimeConfig(name="everything", mcp_command=command, startup_timeout=60, roots=True)
+    )
+    await check_roots(gateway.url)
+
+
 async def test_remote_server_asks_reach_the_caller(gateway_factory: StartGateway) -> None:
     everything = everything_server().start()
     try:
         gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url))
         await check_asks(gateway.url)
+    finally:
+        everything.kill()
+
+
+async def test_remote_server_roots_are_the_callers(gateway_factory: StartGateway) -> None:
+    everything = everything_server().start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="everything", mcp_url=everything.url, roots=True))
+        await check_roots(gateway.url)
     finally:
         everything.kill()

@@ -14,9 +14,9 @@ from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.grpc_servers import compile_pets, pets_server, target
 from tests.gateway.sources.mcp_servers import ServerProcess
 from tests.gateway.sources.tls_certs import SERVER_NAME, Certificates, make_certificates
-from toolmesh.config import RuntimeConfig
+from toolmesh.config import ConfigError, RuntimeConfig
 from toolmesh.config.runtime_config import HeaderFromEnv
-from toolmesh.config.tls_config import GrpcTls, grpc_target, grpc_tls
+from toolmesh.config.tls_config import GrpcTls, PemFromEnv, grpc_target, grpc_tls
 from toolmesh.errors import Unavailable
 from toolmesh.gateway.sources.factory import service_runtime
 
@@ -130,6 +130,48 @@ async def test_mutual_tls_sends_the_client_certificate_and_without_it_the_server
     assert f"runtime 'anonymous': gRPC server {target(mtls_pets)}: not reachable within 2 s (" in caplog.text
 
 
+async def test_tls_material_from_the_environment_serves_as_files_do(
+    gateway_factory: StartGateway, mtls_pets: ServerProcess, certificates: Certificates
+) -> None:
+    """`{ env = ... }` values hold the PEM text itself (a Secret's keys as the gateway's variables)."""
+    tls = GrpcTls(
+        ca=PemFromEnv(env="PETS_CA"),
+        cert=PemFromEnv(env="PETS_CERT"),
+        key=PemFromEnv(env="PETS_KEY"),
+    )
+    environ = {
+        "PETS_CA": certificates.ca.read_text(),
+        "PETS_CERT": certificates.client_cert.read_text(),
+        "PETS_KEY": certificates.client_key.read_text(),
+    }
+    gateway = await gateway_factory(
+        RuntimeConfig(name="pets", grpc_reflection=target(mtls_pets), tls=tls), environ=environ
+    )
+    added = await call(gateway.url, "pets.AddPet", {"pet": {"name": "Kit"}})
+    assert added.status_code == 200, added.text
+    assert added.json()["structured"]["name"] == "Kit"
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({}, "runtimes.pets: tls: ca: environment variable PETS_CA is not set"),
+        (
+            {"PETS_CA": "/etc/certs/ca.pem"},
+            "runtimes.pets: tls: ca: environment variable PETS_CA holds no PEM",
+        ),
+    ],
+)
+async def test_tls_material_missing_from_the_environment_stops_start_up_naming_it(
+    gateway_factory: StartGateway, environ: dict[str, str], message: str
+) -> None:
+    pets = RuntimeConfig(
+        name="pets", grpc_reflection="127.0.0.1:1", tls=GrpcTls(ca=PemFromEnv(env="PETS_CA"))
+    )
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        await gateway_factory(pets, environ=environ)
+
+
 async def test_a_plaintext_runtime_is_not_served_by_a_tls_server(
     gateway_factory: StartGateway, tls_pets: ServerProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -161,9 +203,22 @@ async def test_a_wrong_ca_is_a_source_error_naming_the_runtime_and_the_others_se
         ({"grpc_reflection": "grpc://127.0.0.1:1", "tls": True}, "says plaintext (grpc://) but `tls` is set"),
         (
             {"grpc_reflection": "127.0.0.1:1", "tls": {"cert_file": "me.pem"}},
-            "`cert_file` and `key_file` together",
+            "the client's certificate and its key together",
+        ),
+        (
+            {"grpc_reflection": "127.0.0.1:1", "tls": {"key": {"env": "KEY"}}},
+            "the client's certificate and its key together",
+        ),
+        (
+            {"grpc_reflection": "127.0.0.1:1", "tls": {"ca": {"env": "CA"}, "ca_file": "ca.pem"}},
+            "give `ca` or `ca_file`, not both",
+        ),
+        (
+            {"grpc_reflection": "127.0.0.1:1", "tls": {"ca": {"env": "CA", "pem": "-----BEGIN"}}},
+            "Extra inputs are not permitted",
         ),
         ({"grpc_reflection": "grpcs://"}, "must be a gRPC target"),
+        ({"grpc_reflection": "127.0.0.1:1", "roots": True}, "`roots` goes with `mcp_command` or `mcp_url`"),
     ],
 )
 def test_tls_settings_that_cannot_work_are_refused_with_the_key_named(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ToolsListChanged
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, free_port, python_server
@@ -61,6 +63,7 @@ async def test_tools_are_functions_called_over_http_and_mcp(
         "clock.count",
         "clock.greet",
         "clock.greet_aside",
+        "clock.where",
     }
     assert functions["clock.add"]["parameters"]["required"] == ["a", "b"]
     assert functions["clock.add"]["description"] == "Add two integers."
@@ -276,6 +279,53 @@ async def test_the_servers_questions_reach_the_caller_in_either_era(
     refused = await invoke(gateway.url, "clock.greet", {})
     assert refused.status_code == 409, refused.text
     assert "MCP client" in refused.json()["error"]["message"]
+
+
+async def test_the_servers_roots_list_is_answered_by_the_callers_roots_in_either_era(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    """`roots/list` is the call's ask: the MCP caller's roots reach the server; an HTTP caller has
+    none to give, and the server is told so (an empty list)."""
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
+    asked: list[str] = []
+
+    async def roots(context: Any) -> types.ListRootsResult:
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///srv/data", name="data")])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)  # roots, from 2026-07-28
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(
+                streamable_http_client(f"{gateway.url}/mcp", http_client=http), list_roots_callback=roots
+            ) as client,
+        ):
+            where = await client.call_tool("clock__where", {})
+    assert not where.is_error, where
+    assert "data=file:///srv/data" in str(where.content)
+    assert asked == ["roots"]
+    rootless = await invoke(gateway.url, "clock.where", {})
+    assert rootless.status_code == 200, rootless.text
+    assert "no roots" in rootless.text
+
+
+async def test_roots_asked_on_the_sessions_own_stream_with_two_calls_in_flight_are_declined(
+    gateway_factory: StartGateway,
+) -> None:
+    """Nothing says whose a request on the standalone stream is: with one call in flight it is that
+    call's (an HTTP caller's: no roots), with two the server is told no one answers it."""
+    server = python_server("--legacy", "--roots-aside").start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
+        alone = await invoke(gateway.url, "clock.roots_aside", {})
+        assert alone.status_code == 200 and "no roots" in alone.text, alone.text
+        both = await asyncio.gather(*(invoke(gateway.url, "clock.roots_aside", {}) for _ in range(2)))
+        for answered in both:
+            assert answered.status_code == 200, answered.text
+            assert "refused: roots/list is answered by a tool call's caller" in answered.text
+    finally:
+        server.kill()
 
 
 async def test_a_question_on_the_sessions_own_stream_reaches_the_one_caller_in_flight(
