@@ -201,17 +201,23 @@ def gateway_loads(http: str, grpc_port: int) -> list[Load]:
     ]
 
 
-def run(requests: int, clients: int, workdir: Path) -> dict[str, Measured]:
+def noop_gateway(workdir: Path) -> list[str]:
+    """The command that starts a gateway serving bench/noop_tools.py from one pod, its config
+    written in `workdir`: what every door's CPU per call is measured on."""
     config = workdir / "toolmesh.toml"
     config.write_text(
         "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[router]\nenabled = false\n\n[jobs]\nenabled = false\n\n"
         '[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
         f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n'
     )
+    return [sys.executable, "-m", "toolmesh", "up", "--config", str(config)]
+
+
+def run(requests: int, clients: int, workdir: Path) -> dict[str, Measured]:
     env = dict(os.environ)
     python = sys.executable
     results: dict[str, Measured] = {}
-    up = [python, "-m", "toolmesh", "up", "--config", str(config)]
+    up = noop_gateway(workdir)
     with started(up, env, workdir / "gateway.err") as (pid, ports):
         http = f"http://{HOST}:{ports['http_port']}"
         for load in gateway_loads(http, ports["grpc_port"]):

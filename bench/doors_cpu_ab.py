@@ -28,7 +28,17 @@ import tempfile
 import threading
 from pathlib import Path
 
-from cpu_per_call import BENCH, HOST, ROOT, Load, gateway_loads, mcp_body, mcp_headers, measure, started
+from cpu_per_call import (
+    HOST,
+    ROOT,
+    Load,
+    gateway_loads,
+    mcp_body,
+    mcp_headers,
+    measure,
+    noop_gateway,
+    started,
+)
 from tracing_overhead import Receiver
 
 DOORS = ("http", "mcp_2025-11-25", "mcp_2026-07-28", "openai")
@@ -64,19 +74,11 @@ def main() -> int:
     args = parser.parse_args()
     if (args.before is None) == (not args.tracing):
         parser.error("give --before or --tracing")
-    python = sys.executable
     measured = DOORS + SDK_DOORS if args.tracing else DOORS
     plain = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        config = work / "toolmesh.toml"
-        config.write_text(
-            "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[router]\nenabled = false\n\n"
-            "[jobs]\nenabled = false\n\n"
-            '[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
-            f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n'
-        )
-        up = [python, "-m", "toolmesh", "up", "--config", str(config)]
+        up = noop_gateway(work)
         receiver: Receiver | None = None
         trees: dict[str, tuple[Path, dict[str, str]]] = {}
         if args.tracing:

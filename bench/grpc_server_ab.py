@@ -20,7 +20,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cpu_per_call import BENCH, GRPC_HEADERS, HOST, JSON_HEADERS, ROOT, Load, grpc_frame, measure, started
+from cpu_per_call import (
+    BENCH,
+    GRPC_HEADERS,
+    HOST,
+    JSON_HEADERS,
+    ROOT,
+    Load,
+    grpc_frame,
+    measure,
+    noop_gateway,
+    started,
+)
 
 #: (key, variant of grpc_variants.py, extra environment)
 TARGETS: list[tuple[str, str, dict[str, str]]] = [
@@ -74,14 +85,7 @@ def main() -> int:
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"
             loads[key] = (pid, Load(key, key, url, grpc_frame("noop"), GRPC_HEADERS, grpc=True))
         if args.gateway:
-            config = work / "toolmesh.toml"
-            config.write_text(
-                "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[router]\nenabled = false\n\n"
-                "[jobs]\nenabled = false\n\n"
-                '[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
-                f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n'
-            )
-            up = [python, "-m", "toolmesh", "up", "--config", str(config)]
+            up = noop_gateway(work)
             pid, ports = stack.enter_context(started(up, env, work / "gateway.err"))
             url = f"http://{HOST}:{ports['grpc_port']}/toolmesh.v1.Mesh/Invoke"
             loads["gateway grpc"] = (

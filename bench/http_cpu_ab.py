@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cpu_per_call import BENCH, HOST, JSON_HEADERS, ROOT, Load, measure, started
+from cpu_per_call import BENCH, HOST, JSON_HEADERS, ROOT, Load, measure, noop_gateway, started
 
 
 def main() -> int:
@@ -34,14 +34,7 @@ def main() -> int:
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        config = work / "toolmesh.toml"
-        config.write_text(
-            "[gateway]\nhttp_port = 0\ngrpc_port = 0\n\n[router]\nenabled = false\n\n"
-            "[jobs]\nenabled = false\n\n"
-            '[[runtimes]]\nname = "bench"\nmodules = ["noop_tools"]\n'
-            f'min_replicas = 1\nmax_replicas = 1\nenv = {{ PYTHONPATH = "{BENCH}" }}\n'
-        )
-        up = [python, "-m", "toolmesh", "up", "--config", str(config)]
+        up = noop_gateway(work)
         targets: dict[str, tuple[int, str]] = {}
         for key, tree in (("before", args.before.resolve()), ("after", ROOT)):
             pid, ports = stack.enter_context(
