@@ -62,6 +62,17 @@ def frames(response: httpx2.Response) -> tuple[int, list[tuple[str, str]], int, 
     return response.status_code, headers, len(pings), last
 
 
+def shorten_window(monkeypatch: pytest.MonkeyPatch, *, spy: bool = False) -> list[bool]:
+    """Both SDK transports' ping interval (the fast path's window) cut to WINDOW; with `spy`, the
+    returned list gets an item each time a call is handed to the SDK after its stream began."""
+    monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
+    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
+    handed: list[bool] = []
+    if spy:
+        monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))  # type: ignore[func-returns-value]
+    return handed
+
+
 @pytest.mark.parametrize("era", ["2025-11-25", ERA])
 @pytest.mark.parametrize(
     ("name", "arguments"),
@@ -77,8 +88,7 @@ async def test_a_call_past_the_window_streams_as_the_sdks(
     arguments: dict[str, Any],
     era: str,
 ) -> None:
-    monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
-    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
+    shorten_window(monkeypatch)
     gateway = await gateway_factory(runtime())
     url = f"{gateway.url}/mcp"
     direct = frames(await call(url, name, arguments, inert=False, era=era))
@@ -173,10 +183,7 @@ async def test_a_gateway_error_after_the_stream_began_is_its_last_event_as_the_s
 ) -> None:
     # The pod ends mid-call after the window: `Mesh.invoke` raises, the SDK's `_call_tool` answers
     # the error, on the stream the fast path began (answers/long_calls.py `continued`).
-    monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
-    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
-    handed: list[bool] = []
-    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))  # type: ignore[func-returns-value]
+    handed = shorten_window(monkeypatch, spy=True)
     gateway = await gateway_factory(runtime("tools", "long_tools"))
     url = f"{gateway.url}/mcp"
     direct = frames(await call(url, "die_later", {"seconds": 0.5}, inert=False, era=era))
@@ -195,10 +202,7 @@ async def test_a_call_that_asks_after_the_stream_began_is_answered(
 ) -> None:
     # The official client: 2026-07-28 ("auto") gets an input-required result as the stream's last
     # event and calls again; 2025 ("legacy") gets the ask on the stream the fast path began.
-    monkeypatch.setattr(_streamable_http_modern, "_SSE_PING_INTERVAL", WINDOW)
-    monkeypatch.setattr(EventSourceResponse, "DEFAULT_PING_INTERVAL", WINDOW)
-    handed: list[bool] = []
-    monkeypatch.setattr(direct_calls, "continued", lambda send: handed.append(True) or continued(send))  # type: ignore[func-returns-value]
+    handed = shorten_window(monkeypatch, spy=True)
     gateway = await gateway_factory(runtime("tools", "long_tools"))
     asked: list[str] = []
 
