@@ -228,7 +228,9 @@ class _FlatCheck:
         for name, sub in properties.items():
             if not isinstance(sub, dict) or not set(sub) <= _ANNOTATIONS | {"type"}:
                 return None
-            check = _FLAT_TYPES.get(sub.get("type"))  # type: ignore[arg-type]
+            kind = sub.get("type")
+            # A list of types (["string", "null"]) or anything odd is the full check's to judge.
+            check = _FLAT_TYPES.get(kind) if isinstance(kind, str) else None
             if check is None:
                 return None
             types[name] = check

@@ -163,3 +163,17 @@ def test_flat_schemas_are_judged_as_jsonschema_judges_them(schema: dict[str, Any
         assert check(arguments, schema) == {**defaults, **given}
     else:
         assert refused(arguments, schema)
+
+
+def test_a_property_with_a_list_of_types_is_left_to_jsonschema() -> None:
+    # As @modelcontextprotocol/server-sequential-thinking declares its optional integers: hosting
+    # it once failed with "unhashable type: 'list'", and the whole runtime with it.
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"thought": {"type": "string"}, "revises": {"type": ["integer", "null"]}},
+        "required": ["thought"],
+    }
+    hosted = host(schema)
+    assert hosted.validator._flat is None  # type: ignore[attr-defined]
+    assert check({"thought": "a", "revises": 2}, schema) == {"thought": "a", "revises": 2}
+    assert refused({"thought": "a", "revises": "two"}, schema)
