@@ -22,6 +22,10 @@ INSTALL = "apt-get install redis-server"
 NO_DISK = ("--save", "", "--appendonly", "no")
 
 
+class PortTaken(AssertionError):
+    """The server could not have its port: another process bound it first."""
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -58,14 +62,29 @@ class RedisServer:
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                code = self.process.returncode
+                raise PortTaken(f"redis-server exited with {code} (port {self.port} taken?)")
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        return
+                if self._answering_pid() == self.process.pid:
+                    return
             except OSError:
-                time.sleep(0.02)
+                pass
+            time.sleep(0.02)
         raise AssertionError(f"redis-server did not answer on port {self.port}")
+
+    def _answering_pid(self) -> int | None:
+        """The pid of the server answering on the port: a port picked free can be taken by another
+        test's server before this one binds it, and that one answers PING just as well."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+            sock.sendall(b"INFO server\r\n")
+            answer = b""
+            while b"\r\n" not in answer.partition(b"process_id:")[2]:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return None
+                answer += chunk
+        return int(answer.split(b"process_id:", 1)[1].split(b"\r\n", 1)[0])
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -76,8 +95,15 @@ class RedisServer:
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(require_tool("redis-server", INSTALL), tmp_path)
-    server.start()
+    binary = require_tool("redis-server", INSTALL)
+    for attempt in range(3):
+        server = RedisServer(binary, tmp_path)
+        try:
+            server.start()
+            break
+        except PortTaken:
+            if attempt == 2:
+                raise
     try:
         yield server
     finally:
