@@ -111,7 +111,9 @@ async def test_an_echo_answers_what_json_format_writes_and_its_schemas_describe_
     assert expected["customName"] == "custom" and expected["byFlag"]["true"] == {"name": "yes"}
     function = (await functions(gateway))["b.breadth_v1_Mirror_Echo"]
     jsonschema.Draft202012Validator.check_schema(function["parameters"])
-    jsonschema.validate(EVERYTHING, function["parameters"])
+    # The canonical JSON is valid arguments too; the schema names enum values (numbers are
+    # taken as json_format takes them, but not advertised).
+    jsonschema.validate(expected, function["parameters"])
     jsonschema.validate(expected, function["output_schema"])
 
 
@@ -119,10 +121,19 @@ async def test_arguments_by_their_proto_names_are_taken_as_json_format_takes_the
     gateway_factory: StartGateway, breadth: ServerProcess, pool: descriptor_pool.DescriptorPool
 ) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="b", grpc_reflection=target(breadth)))
-    arguments = {"created_at": "1970-01-01T00:00:01Z", "maybe_count": None, "custom": "x", "by_number": {"1": "a"}}
+    arguments = {
+        "created_at": "1970-01-01T00:00:01Z",
+        "maybe_count": None,
+        "custom": "x",
+        "by_number": {"1": "a"},
+    }
     answer = (await invoke(gateway, "b.breadth_v1_Mirror_Echo", arguments)).json()
     assert answer["structured"] == reference(pool, "breadth.v1.Everything", arguments)
-    assert answer["structured"] == {"createdAt": "1970-01-01T00:00:01Z", "customName": "x", "byNumber": {"1": "a"}}
+    assert answer["structured"] == {
+        "createdAt": "1970-01-01T00:00:01Z",
+        "customName": "x",
+        "byNumber": {"1": "a"},
+    }
 
 
 async def test_the_schema_names_json_fields_and_tells_the_well_known_types(
@@ -194,7 +205,9 @@ async def test_proto2_required_fields_defaults_and_extensions(
     assert "id" in missing.json()["error"]["message"]
 
 
-async def test_the_calls_timeout_is_the_grpc_deadline(gateway_factory: StartGateway, breadth: ServerProcess) -> None:
+async def test_the_calls_timeout_is_the_grpc_deadline(
+    gateway_factory: StartGateway, breadth: ServerProcess
+) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="b", grpc_reflection=target(breadth), timeout=0.5))
     slow = await invoke(gateway, "b.Sleep", {"value": "3s"})
     assert slow.status_code == 504, slow.text
