@@ -110,11 +110,11 @@ class MessageCodec:
         return True
 
 
-def _mark_undecodable(message: Message, pool: descriptor_pool.DescriptorPool) -> bool:
+def _mark_undecodable(message: Any, pool: descriptor_pool.DescriptorPool) -> bool:
     """Turn each Any in `message` whose type `pool` lacks into a BytesValue of its bytes, its
-    URL marked (_unmark takes the mark off the JSON). Whether anything changed."""
+    URL marked (_unmark takes the mark off the JSON). Whether anything changed. (The Any class
+    is the pool's, not any_pb2's: hence `message: Any`.)"""
     if message.DESCRIPTOR.full_name == _ANY:
-        assert isinstance(message, any_pb2.Any)
         try:
             descriptor = pool.FindMessageTypeByName(message.type_url.rpartition("/")[2])
         except KeyError:

@@ -5,6 +5,7 @@ shapes.proto and legacy.proto (tests/fixtures/grpc_breadth, compiled at test tim
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,6 +172,7 @@ async def test_methods_are_named_apart_and_streaming_ones_left_out_are_logged(
         "b.Sleep",
         "b.Fail",
         "b.Now",
+        "b.Odd",
     }
     assert found["b.Old"]["description"].startswith("Deprecated. ")
     assert "runtime 'b': gRPC method breadth.v1.Mirror/Chat is bidi-streaming: not a function" in caplog.text
@@ -200,6 +202,7 @@ async def test_proto2_required_fields_defaults_and_extensions(
     answer = await invoke(gateway, "b.legacy_v1_Mirror_Echo", arguments)
     assert answer.status_code == 200, answer.text
     assert answer.json()["structured"] == reference(pool, "legacy.v1.Record", arguments)
+    assert answer.json()["structured"]["[legacy.v1.tagline]"] == "hello"
     missing = await invoke(gateway, "b.legacy_v1_Mirror_Echo", {"count": 1})
     assert missing.status_code == 422, missing.text
     assert "id" in missing.json()["error"]["message"]
@@ -230,3 +233,54 @@ async def test_a_status_names_its_code_message_and_rich_details(
     assert '"fieldViolations":[{"field":"name","description":"must not be empty"}]' in message
     assert '{"@type":"type.googleapis.com/shapes.v1.Shape","name":"why"}' in message
     assert '{"@type":"type.googleapis.com/nowhere.Secret","value":"AQ=="}' in message
+
+
+async def test_an_any_the_server_does_not_know_is_its_bytes_and_a_nan_in_a_struct_an_error(
+    gateway_factory: StartGateway, breadth: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="b", grpc_reflection=target(breadth)))
+    odd = (await invoke(gateway, "b.Odd", {"value": "undecodable"})).json()
+    assert odd["structured"] == {
+        "payload": {
+            "@type": "type.googleapis.com/breadth.v1.Everything",
+            "text": "inside",
+            "payload": {"@type": "type.googleapis.com/nowhere.Secret", "value": "CAE="},
+        },
+        "byFlag": {"true": {"name": "kept"}},
+    }
+    nan = (await invoke(gateway, "b.Odd", {"value": "nan"})).json()
+    assert nan["is_error"] is True
+    assert nan["error"]["message"].startswith("/breadth.v1.Mirror/Odd answered: ")
+    refused = await invoke(gateway, "b.Odd", {"text": "nan"})
+    assert refused.status_code == 422
+    assert 'a google.protobuf.StringValue is sent as {"value": ...}' in refused.json()["error"]["message"]
+
+
+async def test_an_any_of_a_type_only_the_server_knows_is_looked_up_by_reflection(
+    gateway_factory: StartGateway, breadth: ServerProcess
+) -> None:
+    gateway = await gateway_factory(RuntimeConfig(name="b", grpc_reflection=target(breadth)))
+    # No service of the server imports google/rpc/error_details.proto; the server links it.
+    bad = {"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": "f"}]}
+    echo = (await invoke(gateway, "b.breadth_v1_Mirror_Echo", {"payload": bad})).json()
+    assert echo["structured"] == {"payload": bad}
+    unknown = {"@type": "type.googleapis.com/nowhere.Secret"}
+    refused = await invoke(gateway, "b.breadth_v1_Mirror_Echo", {"payload": unknown})
+    assert refused.status_code == 422
+    assert "nowhere.Secret" in refused.json()["error"]["message"]
+
+
+async def test_a_server_that_goes_away_during_a_call_is_unavailable(
+    gateway_factory: StartGateway, generated: Path
+) -> None:
+    server = breadth_server(generated).start()
+    try:
+        gateway = await gateway_factory(RuntimeConfig(name="b", grpc_reflection=target(server)))
+        call = asyncio.create_task(invoke(gateway, "b.Sleep", {"value": "20s"}))
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(server.kill)
+        gone = await asyncio.wait_for(call, 10)
+        assert gone.status_code == 503, gone.text
+        assert "runtime 'b': /breadth.v1.Mirror/Sleep: UNAVAILABLE" in gone.json()["error"]["message"]
+    finally:
+        server.kill()
