@@ -17,7 +17,6 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import grpc
 from google.protobuf import descriptor_pb2, json_format, message_factory
@@ -30,7 +29,7 @@ from toolmesh.errors import FunctionNotFound, FunctionTimeout, InvalidArguments,
 from toolmesh.gateway.sources.base.naming import selected
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
 from toolmesh.gateway.sources.grpc_reflection.grpc_channel import ChannelError, connected, open_channel
-from toolmesh.gateway.sources.grpc_reflection.json_mapping import MessageCodec
+from toolmesh.gateway.sources.grpc_reflection.json_mapping import Lookup, MessageCodec
 from toolmesh.gateway.sources.grpc_reflection.message_schemas import message_schema, request_schema
 from toolmesh.gateway.sources.grpc_reflection.reflection_client import (
     ReflectionError,
@@ -123,7 +122,7 @@ class GrpcReflectionRuntime(GatewaySource):
         if channel is not None:
             await channel.close(grace=None)
 
-    def _lookup(self, channel: grpc.aio.Channel) -> Any:
+    def _lookup(self, channel: grpc.aio.Channel) -> Lookup:
         """Asks the server's reflection for the files of a type an Any names."""
         wait = min(self.config.startup_timeout, self.config.timeout)
 
@@ -199,8 +198,11 @@ class GrpcReflectionRuntime(GatewaySource):
         rich = status_details(exc.trailing_metadata())
         if rich:
             # google.rpc.Status details (BadRequest, ErrorInfo...), as JSON, for a model to act on.
-            written = json.dumps(await codec.write_all(rich), separators=(",", ":"))
-            details = f"{details}; details: {written}"
+            try:
+                written = json.dumps(await codec.write_all(rich), separators=(",", ":"))
+                details = f"{details}; details: {written}"
+            except json_format.Error:
+                pass  # details the mapping cannot write: the status alone
         if code is grpc.StatusCode.DEADLINE_EXCEEDED:
             raise FunctionTimeout(f"{method.path} did not answer within {limit:g} s") from None
         if code in _UNAVAILABLE:

@@ -41,6 +41,8 @@ _NOT_FOUND = "Can not find message descriptor by type_url: "
 _UNDECODED = "/toolmesh-undecoded/google.protobuf.BytesValue"
 #: How many unknown types one message may make us look up: each is a reflection round trip.
 _LOOKUPS = 8
+#: How many names the server did not know are remembered (and not asked again).
+_UNKNOWN_KEPT = 1024
 
 
 class MessageCodec:
@@ -98,7 +100,8 @@ class MessageCodec:
         if at < 0:
             return False
         name = error[at + len(_NOT_FOUND) :].split()[0].rstrip(".").rpartition("/")[2]
-        if not name or name in self._unknown:
+        # Past _UNKNOWN_KEPT names, callers' made-up types cost no more round trips.
+        if not name or name in self._unknown or len(self._unknown) >= _UNKNOWN_KEPT:
             return False
         files = await self._lookup(name, self._files)
         try:
