@@ -56,6 +56,11 @@ EVERYTHING: dict[str, Any] = {
     "color": 2,
     "palette": ["RED", 2, "COLOR_UNSPECIFIED"],
     "small": 4294967295,
+    "extras": [
+        {"@type": "type.googleapis.com/google.protobuf.Duration", "value": "2s"},
+        {"@type": "type.googleapis.com/google.protobuf.Struct", "value": {"a": [1]}},
+        {"@type": "type.googleapis.com/breadth.v1.Everything.Nested", "level": "HIGH"},
+    ],
 }
 
 
@@ -110,6 +115,7 @@ async def test_an_echo_answers_what_json_format_writes_and_its_schemas_describe_
     assert expected["payload"]["@type"] == "type.googleapis.com/shapes.v1.Shape"
     assert expected["big"] == "-9223372036854775808" and expected["ratio"] == "NaN"
     assert expected["customName"] == "custom" and expected["byFlag"]["true"] == {"name": "yes"}
+    assert expected["extras"][0] == {"@type": "type.googleapis.com/google.protobuf.Duration", "value": "2s"}
     function = (await functions(gateway))["b.breadth_v1_Mirror_Echo"]
     jsonschema.Draft202012Validator.check_schema(function["parameters"])
     # The canonical JSON is valid arguments too; the schema names enum values (numbers are
