@@ -4,7 +4,7 @@ grpcio and most servers serve, or v1) over the runtime's own channel."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 from google.protobuf import (  # noqa: F401  (the well-known files, in the default pool for _known)
@@ -30,6 +30,11 @@ REFLECTION_PATHS = (
 REFLECTION_SERVICES = frozenset(
     {"grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"}
 )
+#: The well-known types' files, in every pool: an Any may hold one the services never import.
+WELL_KNOWN_FILES = tuple(
+    f"google/protobuf/{name}.proto"
+    for name in ("any", "duration", "empty", "field_mask", "struct", "timestamp", "wrappers")
+)
 
 
 class ReflectionError(Exception):
@@ -38,38 +43,82 @@ class ReflectionError(Exception):
 
 async def read_services(
     channel: grpc.aio.Channel, metadata: Sequence[tuple[str, str]], timeout: float
-) -> tuple[descriptor_pool.DescriptorPool, list[ServiceDescriptor]]:
-    """A pool holding the files of every service the server reflects, and those services:
-    asked of reflection v1alpha (what grpcio serves), else of v1 (same messages, new name)."""
+) -> tuple[descriptor_pool.DescriptorPool, list[ServiceDescriptor], set[str]]:
+    """A pool holding the files of every service the server reflects (and the well-known
+    types'), those services, and the names of the files in the pool: asked of reflection v1alpha
+    (what grpcio serves), else of v1 (same messages, new name)."""
+    names, files = await _ask(channel, metadata, timeout, None, set())
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+    add_files(
+        pool, {**files, **{name: _known(name) for name in WELL_KNOWN_FILES if name not in files}}, added
+    )
+    return pool, [pool.FindServiceByName(name) for name in names], added
+
+
+async def read_symbol(
+    channel: grpc.aio.Channel,
+    metadata: Sequence[tuple[str, str]],
+    timeout: float,
+    symbol: str,
+    have: set[str],
+) -> dict[str, descriptor_pb2.FileDescriptorProto]:
+    """The files that define `symbol` (a message's full name) and those they import, but for
+    the files named in `have`; empty when the server does not know the symbol."""
     try:
-        names, files = await _read_files(channel, REFLECTION_PATHS[0], metadata, timeout)
+        return (await _ask(channel, metadata, timeout, symbol, have))[1]
+    except ReflectionError:
+        return {}
+
+
+def add_files(
+    pool: descriptor_pool.DescriptorPool,
+    files: Mapping[str, descriptor_pb2.FileDescriptorProto | None],
+    added: set[str],
+) -> None:
+    """Add `files` to `pool`, each after the files it imports, but for those in `added`."""
+
+    def add(name: str) -> None:
+        proto = files.get(name)
+        if name in added or proto is None:
+            return
+        added.add(name)
+        for dependency in proto.dependency:
+            add(dependency)
+        pool.Add(proto)
+
+    for name in files:
+        add(name)
+
+
+async def _ask(
+    channel: grpc.aio.Channel,
+    metadata: Sequence[tuple[str, str]],
+    timeout: float,
+    symbol: str | None,
+    have: set[str],
+) -> tuple[list[str], dict[str, descriptor_pb2.FileDescriptorProto]]:
+    try:
+        return await _read_files(channel, REFLECTION_PATHS[0], metadata, timeout, symbol, have)
     except grpc.aio.AioRpcError as exc:
         if exc.code() is not grpc.StatusCode.UNIMPLEMENTED:
             raise ReflectionError(f"reflection failed: {exc.code().name}: {exc.details()}") from None
         try:
-            names, files = await _read_files(channel, REFLECTION_PATHS[1], metadata, timeout)
+            return await _read_files(channel, REFLECTION_PATHS[1], metadata, timeout, symbol, have)
         except grpc.aio.AioRpcError as again:
             raise ReflectionError(f"reflection failed: {again.code().name}: {again.details()}") from None
-    pool = descriptor_pool.DescriptorPool()
-    added: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in added:
-            return
-        added.add(name)
-        for dependency in files[name].dependency:
-            add(dependency)
-        pool.Add(files[name])
-
-    for name in files:
-        add(name)
-    return pool, [pool.FindServiceByName(name) for name in names]
 
 
 async def _read_files(
-    channel: grpc.aio.Channel, path: str, metadata: Sequence[tuple[str, str]], timeout: float
+    channel: grpc.aio.Channel,
+    path: str,
+    metadata: Sequence[tuple[str, str]],
+    timeout: float,
+    symbol: str | None,
+    have: set[str],
 ) -> tuple[list[str], dict[str, descriptor_pb2.FileDescriptorProto]]:
-    """The services the server lists and the files that define them (with their imports)."""
+    """The services the server lists and the files that define them (with their imports); or
+    with `symbol`, the files that define it. Files named in `have` are not asked for again."""
     call = channel.stream_stream(
         path,
         request_serializer=reflection_pb2.ServerReflectionRequest.SerializeToString,
@@ -87,18 +136,22 @@ async def _read_files(
         return response
 
     try:
-        listed = await ask(list_services="")
-        names = [s.name for s in listed.list_services_response.service if s.name not in REFLECTION_SERVICES]
+        names: list[str] = []
+        if symbol is None:
+            listed = await ask(list_services="")
+            services = listed.list_services_response.service
+            names = [s.name for s in services if s.name not in REFLECTION_SERVICES]
         files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
 
         def keep(response: reflection_pb2.ServerReflectionResponse) -> None:
             for raw in response.file_descriptor_response.file_descriptor_proto:
                 proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
-                files.setdefault(proto.name, proto)
+                if proto.name not in have:
+                    files.setdefault(proto.name, proto)
 
-        for name in names:
+        for name in names if symbol is None else [symbol]:
             keep(await ask(file_containing_symbol=name))
-        missing = _missing(files)
+        missing = [name for name in _missing(files) if name not in have]
         while missing:
             for name in missing:
                 found = _known(name)
@@ -108,7 +161,7 @@ async def _read_files(
                     keep(await ask(file_by_filename=name))
                     if name not in files:
                         raise ReflectionError(f"the server did not send {name}")
-            missing = _missing(files)
+            missing = [name for name in _missing(files) if name not in have]
         await call.done_writing()
         return names, files
     except grpc.aio.AioRpcError as exc:

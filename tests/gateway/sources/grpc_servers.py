@@ -40,3 +40,34 @@ def pets_server(generated: Path, *flags: str) -> ServerProcess:
 
 def target(server: ServerProcess) -> str:
     return f"127.0.0.1:{server.port}"
+
+
+BREADTH_DIR = FIXTURES / "grpc_breadth"
+BREADTH_PROTOS = ("breadth.proto", "legacy.proto", "shapes/v1/shapes.proto")
+
+
+def compile_breadth(directory: Path) -> Path:
+    """breadth.proto, legacy.proto and shapes.proto compiled into `directory` (their *_pb2.py,
+    for the server) with `descriptors.pb`, a FileDescriptorSet of them and their imports (for a
+    test's own pool: importing the modules would put them in the gateway's default pool too)."""
+    include = Path(protoc.__file__).parent / "_proto"
+    status = protoc.main(
+        [
+            "protoc",
+            f"-I{BREADTH_DIR}",
+            f"-I{include}",
+            f"--python_out={directory}",
+            f"--descriptor_set_out={directory / 'descriptors.pb'}",
+            "--include_imports",
+            *BREADTH_PROTOS,
+        ]
+    )
+    assert status == 0
+    return directory
+
+
+def breadth_server(generated: Path) -> ServerProcess:
+    """The breadth server on a free port."""
+    port = free_port()
+    command = [sys.executable, "-m", "tests.fixtures.grpc_breadth.breadth_server", str(port), str(generated)]
+    return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]})
