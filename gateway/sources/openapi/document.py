@@ -7,7 +7,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 import httpx
 import yaml
@@ -66,15 +65,3 @@ def parse_document(text: str) -> dict[str, Any]:
         raise DocumentError("'paths' must be an object")
     return document
 
-
-def server_url(document: dict[str, Any], location: str) -> str | None:
-    """The document's first server URL, made absolute against the document's own URL."""
-    servers = document.get("servers")
-    if not isinstance(servers, list) or not servers or not isinstance(servers[0], dict):
-        return None
-    url = str(servers[0].get("url", ""))
-    for name, variable in (servers[0].get("variables") or {}).items():
-        url = url.replace("{" + name + "}", str(variable.get("default", "")))
-    if url.startswith(("http://", "https://")):
-        return url
-    return urljoin(location, url) if location.startswith(("http://", "https://")) else None

@@ -12,6 +12,7 @@ import logging
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from pathlib import Path
 
@@ -24,10 +25,11 @@ from toolmesh.errors import (
     Unavailable,
 )
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
-from toolmesh.gateway.sources.openapi.document import read_document, server_url
+from toolmesh.gateway.sources.openapi.document import read_document
 from toolmesh.gateway.sources.openapi.operations import Operation, read_operations
 from toolmesh.gateway.sources.openapi.request import build_request
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
+from toolmesh.gateway.sources.openapi.servers import absolute, no_server_reason, server_url
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
 
@@ -79,7 +81,8 @@ class OpenApiRuntime(GatewaySource):
             )
             base_url = config.base_url or server_url(document, config.openapi)
             if base_url is None:
-                raise DocumentError("no base_url, and the document names no absolute server URL")
+                raise DocumentError(no_server_reason(document))
+            operations = [_served(op, config.openapi, base_url) for op in operations]
         except DocumentError as exc:
             message = f"runtime {self.name!r}: OpenAPI document {config.openapi}: {exc}"
             if strict:
@@ -131,6 +134,15 @@ class OpenApiRuntime(GatewaySource):
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         yield await self.invoke(call, timeout)
+
+
+def _served(operation: Operation, location: str, base_url: str) -> Operation:
+    """`operation` with its own server (if it has one) absolute: relative to the document's URL,
+    or for a document read from a file, to the runtime's base URL."""
+    if operation.server is None:
+        return operation
+    server = absolute(operation.server, location) or absolute(operation.server, base_url.rstrip("/") + "/")
+    return replace(operation, server=server)
 
 
 def _what(operation: Operation) -> str:

@@ -9,11 +9,14 @@ properties sit beside the parameters (when no name clashes), any other body is t
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolmesh.gateway.sources.openapi.parameters import Parameter
 from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConverter, resolve, with_definitions
+from toolmesh.gateway.sources.openapi.servers import first_server
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -37,8 +40,8 @@ class Operation:
     spec: FunctionSpec
     method: str
     path: str
-    #: Argument name -> (location, the parameter's name on the wire).
-    parameters: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: Argument name -> the parameter it is (where it goes, how it is written).
+    parameters: Mapping[str, Parameter] = field(default_factory=dict)
     #: The body's own properties when they are arguments (merged); empty when it is `body`.
     body_properties: frozenset[str] = frozenset()
     #: Whether the body must be sent (an empty object when no merged property is given).
@@ -48,6 +51,8 @@ class Operation:
     body_media: str = JSON
     #: A form's binary fields (arguments in base64) -> the media type of their parts.
     binary: Mapping[str, str] = field(default_factory=dict)
+    #: The operation's own server (its or its path's `servers`), absolute; None: the runtime's.
+    server: str | None = None
 
 
 def select(operation: Mapping[str, Any], include: Sequence[str], exclude: Sequence[str]) -> bool:
@@ -108,18 +113,17 @@ def _operation(
     used: set[str] = set()
     properties: dict[str, Any] = {}
     required: list[str] = []
-    where: dict[str, tuple[str, str]] = {}
+    where: dict[str, Parameter] = {}
     for parameter in _parameters(document, item, operation):
         location = parameter.get("in")
         if location not in LOCATIONS or (location == "header" and str(parameter["name"]).lower() in ignored):
             continue
-        wire = str(parameter["name"])
-        argument = wire if wire not in properties else f"{location}_{wire}"
+        argument = _argument(str(parameter["name"]), str(location), properties)
         schema = converter.convert(_parameter_schema(parameter), used)
         if parameter.get("description") and "description" not in schema:
             schema = {**schema, "description": parameter["description"]}
         properties[argument] = schema
-        where[argument] = (location, wire)
+        where[argument] = Parameter.of(parameter)
         if parameter.get("required") or location == "path":
             required.append(argument)
     merged, body_required, media_type, binary = _add_body(
@@ -142,7 +146,22 @@ def _operation(
             title=str(operation.get("summary") or ""),
         ),
     )
-    return Operation(spec, method, path, where, merged, body_required, media_type, binary)
+    server = first_server(operation.get("servers")) or first_server(item.get("servers"))
+    return Operation(spec, method, path, where, merged, body_required, media_type, binary, server)
+
+
+def _argument(wire: str, location: str, taken: Collection[str]) -> str:
+    """A parameter's argument name: its name with what function-calling APIs refuse in a property
+    name (anything but letters, digits, `_`, `.` and `-`) made `_` (`page[size]`: `page_size`),
+    and its location before it when another parameter has it (`id` in the path and the query)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", wire).strip("_") or location
+    if name in taken:
+        name = f"{location}_{name}"
+    stem, n = name, 1
+    while name in taken:
+        n += 1
+        name = f"{stem}_{n}"
+    return name
 
 
 def _add_body(
