@@ -64,4 +64,3 @@ def parse_document(text: str) -> dict[str, Any]:
     if not isinstance(document.get("paths", {}), dict):
         raise DocumentError("'paths' must be an object")
     return document
-

@@ -7,7 +7,6 @@ no functions and reports itself not ready, while the other runtimes serve.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import urllib.request
@@ -25,13 +24,14 @@ from toolmesh.errors import (
     Unavailable,
 )
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
+from toolmesh.gateway.sources.openapi.answers import exchange, what
 from toolmesh.gateway.sources.openapi.document import read_document
 from toolmesh.gateway.sources.openapi.operations import Operation, read_operations
 from toolmesh.gateway.sources.openapi.request import build_request
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 from toolmesh.gateway.sources.openapi.servers import absolute, no_server_reason, server_url
 from toolmesh.protocol.calls import Call
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import Content, Result
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -43,8 +43,6 @@ class _KeepNoCookies(DefaultCookiePolicy):
         return False
 
 
-#: How much of an error answer's body a function error quotes.
-MAX_ERROR_BODY = 500
 #: Connections kept open to one service.
 MAX_CONNECTIONS = 100
 
@@ -120,14 +118,13 @@ class OpenApiRuntime(GatewaySource):
         request = build_request(self._client, operation, call_arguments(call.arguments), limit)
         self._inflight += 1
         try:
-            response = await self._client.send(request)
+            result = await exchange(self._client, operation, request)
         except httpx.TimeoutException:
-            raise FunctionTimeout(f"{_what(operation)} did not answer within {limit:g} s") from None
+            raise FunctionTimeout(f"{what(operation)} did not answer within {limit:g} s") from None
         except httpx.HTTPError as exc:
-            raise Unavailable(f"runtime {self.name!r}: {_what(operation)} failed: {exc!r}") from None
+            raise Unavailable(f"runtime {self.name!r}: {what(operation)} failed: {exc!r}") from None
         finally:
             self._inflight -= 1
-        result = _result(operation, response)
         result.duration_ms = (time.perf_counter() - started) * 1000
         result.request_id = call.request_id
         return result
@@ -143,31 +140,3 @@ def _served(operation: Operation, location: str, base_url: str) -> Operation:
         return operation
     server = absolute(operation.server, location) or absolute(operation.server, base_url.rstrip("/") + "/")
     return replace(operation, server=server)
-
-
-def _what(operation: Operation) -> str:
-    return f"{operation.method.upper()} {operation.path}"
-
-
-def _result(operation: Operation, response: httpx.Response) -> Result:
-    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if not response.is_success:
-        body = response.text.strip()
-        if len(body) > MAX_ERROR_BODY:
-            body = body[:MAX_ERROR_BODY] + "…"
-        message = f"{_what(operation)} answered {response.status_code} {response.reason_phrase}"
-        return Result.failure(ErrorInfo("function_error", f"{message}: {body}" if body else message))
-    data = response.content
-    if not data:
-        return Result()
-    if kind == "application/json" or kind.endswith("+json"):
-        try:
-            value = json.loads(data)
-        except ValueError:
-            return Result(content=[Text(response.text)])
-        # The answer's own bytes: valid JSON, so not serialised again (as a Python function's is).
-        del value
-        return Result(content=[Json(data)], structured_json=data)
-    if kind.startswith("text/") or not kind:
-        return Result(content=[Text(response.text)])
-    return Result(content=[Binary(data, kind)])

@@ -305,18 +305,22 @@ def _base64_schema(document: Mapping[str, Any], schema: Any) -> dict[str, Any]:
 def _output_schema(
     document: Mapping[str, Any], converter: SchemaConverter, operation: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """The JSON schema of the first 2xx answer, if it is an object (structured output must be)."""
-    for status, response in sorted((operation.get("responses") or {}).items(), key=lambda kv: str(kv[0])):
-        if not str(status).startswith("2"):
-            continue
-        media = _json_media(resolve(document, response).get("content"))
-        if media is None or "schema" not in media:
-            return None
-        if not _is_object(document, media["schema"]):
-            return None
-        # MCP wants "type": "object" at the top, even beside a $ref or an allOf.
-        return {"type": "object", **converter.document_schema(media["schema"])}
-    return None
+    """The JSON schema of the first 2xx answer (`default`'s when none is declared). MCP wraps one
+    that is not an object in `{"result": ...}` (gateway/mcp/convert.py), as a Python function's."""
+    responses = operation.get("responses")
+    if not isinstance(responses, Mapping):
+        return None
+    success = sorted((str(s), r) for s, r in responses.items() if str(s).startswith("2"))
+    chosen = success[0][1] if success else responses.get("default")
+    if chosen is None:
+        return None
+    media = _json_media(resolve(document, chosen).get("content"))
+    if media is None or "schema" not in media:
+        return None
+    if not _is_object(document, media["schema"]):
+        return converter.document_schema(media["schema"])
+    # MCP wants "type": "object" at the top, even beside a $ref or an allOf.
+    return {"type": "object", **converter.document_schema(media["schema"])}
 
 
 def _is_object(document: Mapping[str, Any], schema: Any, depth: int = 0) -> bool:

@@ -51,7 +51,9 @@ class Parameter:
         location = str(parameter["in"])
         style = str(parameter.get("style") or DEFAULT_STYLES[location])
         content = parameter.get("content")
-        media_type = next(iter(content), None) if isinstance(content, Mapping) and "schema" not in parameter else None
+        media_type = None
+        if isinstance(content, Mapping) and "schema" not in parameter:
+            media_type = next(iter(content), None)
         return cls(
             location,
             str(parameter["name"]),

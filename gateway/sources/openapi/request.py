@@ -54,7 +54,8 @@ def build_request(
     url = (operation.server.rstrip("/") if operation.server else "") + path
     if query:
         url += ("&" if "?" in url else "?") + "&".join(query)
-    return client.build_request(operation.method.upper(), url, headers=headers, content=content, timeout=timeout)
+    method = operation.method.upper()
+    return client.build_request(method, url, headers=headers, content=content, timeout=timeout)
 
 
 def _check(operation: Operation, arguments: dict[str, Any]) -> None:

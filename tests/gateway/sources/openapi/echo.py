@@ -67,14 +67,15 @@ async def answer(request: Request) -> Response:
     if kind == "array":
         return JSONResponse([{"id": 1}, {"id": 2}])
     if kind == "huge":
-        return Response(b"x" * (int(request.query_params["mib"]) * 1024 * 1024), media_type="text/plain")
+        return Response(b"x" * (2 * 1024 * 1024), media_type="text/plain")
     if kind == "moved":
         return RedirectResponse("/echo/moved-here?x=1", status_code=307)
     if kind == "elsewhere":
         return RedirectResponse(ELSEWHERE[0] + "/echo/stolen", status_code=302)
     if kind == "proxy":
         page = "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1>"
-        return Response(page + "<hr><center>nginx</center>" + " " * 600 + "</body></html>", 502, media_type="text/html")
+        page += "<hr><center>nginx</center>" + " " * 600 + "</body></html>"
+        return Response(page, 502, media_type="text/html")
     raise AssertionError(kind)
 
 
