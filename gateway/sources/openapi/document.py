@@ -57,10 +57,16 @@ def parse_document(text: str) -> dict[str, Any]:
         raise DocumentError(f"not JSON or YAML: {exc}") from None
     if not isinstance(document, dict):
         raise DocumentError("not an OpenAPI document (not an object)")
+    if "swagger" in document and "openapi" not in document:
+        # Converting 2.0 (its bodies, formData, produces/consumes) is a tool's job, not start-up's.
+        raise DocumentError(
+            f"a Swagger {document['swagger']} document: toolmesh reads OpenAPI 3.0 and 3.1; convert it "
+            "first (e.g. `npx swagger2openapi swagger.json -o openapi.json`, or the service's 3.x document)"
+        )
     version = str(document.get("openapi", ""))
     if not version.startswith(("3.0", "3.1")):
         found = f"'openapi: {version}'" if version else "no 'openapi' field"
         raise DocumentError(f"not an OpenAPI 3.0 or 3.1 document ({found})")
-    if not isinstance(document.get("paths", {}), dict):
+    if not isinstance(document.get("paths") or {}, dict):
         raise DocumentError("'paths' must be an object")
     return document

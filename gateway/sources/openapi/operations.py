@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmesh.gateway.sources.openapi.parameters import Parameter
-from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConverter, resolve, with_definitions
+from toolmesh.gateway.sources.openapi.schemas import (
+    ANSWER,
+    DocumentError,
+    SchemaConverter,
+    resolve,
+    with_definitions,
+)
 from toolmesh.gateway.sources.openapi.servers import first_server
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
@@ -74,7 +80,7 @@ def read_operations(
 ) -> list[Operation]:
     """The operations `include` and `exclude` select; a header parameter named in `fixed_headers`
     (the runtime's own `headers`) is no argument: the runtime sends its value."""
-    converter = SchemaConverter(document)
+    converters = SchemaConverter(document), SchemaConverter(document, ANSWER)
     ignored = IGNORED_HEADERS | {h.lower() for h in fixed_headers}
     limit = name_limit(namespace)
     taken: set[str] = set()
@@ -88,7 +94,7 @@ def read_operations(
             try:
                 found.append(
                     _operation(
-                        document, converter, namespace, path, method, item, operation, limit, taken, ignored
+                        document, converters, namespace, path, method, item, operation, limit, taken, ignored
                     )
                 )
             except DocumentError as exc:
@@ -98,7 +104,7 @@ def read_operations(
 
 def _operation(
     document: Mapping[str, Any],
-    converter: SchemaConverter,
+    converters: tuple[SchemaConverter, SchemaConverter],
     namespace: str,
     path: str,
     method: str,
@@ -108,6 +114,7 @@ def _operation(
     taken: set[str],
     ignored: Collection[str],
 ) -> Operation:
+    converter, answers = converters
     raw = str(operation.get("operationId") or f"{method}_{path}")
     name = function_name(raw, limit, taken, prefix="op")
     used: set[str] = set()
@@ -137,7 +144,7 @@ def _operation(
         namespace=namespace,
         description=_description(operation, method, path),
         input_schema=with_definitions(input_schema, converter.definitions(used)),
-        output_schema=_output_schema(document, converter, operation),
+        output_schema=_output_schema(document, answers, operation),
         annotations=Annotations(
             read_only=method in ("get", "head", "options"),
             idempotent=method in ("get", "head", "options", "put", "delete"),
@@ -182,8 +189,8 @@ def _add_body(
     body_schema = media.get("schema", {"type": "string"} if is_text(media_type) else {})
     target = resolve(document, body_schema)
     own = target.get("properties") if isinstance(target, Mapping) else None
-    if not isinstance(own, Mapping):
-        own = {}
+    # Read-only properties are the service's to set: no arguments.
+    own = {k: v for k, v in own.items() if not converter.left_out(v)} if isinstance(own, Mapping) else {}
     # An object body's properties are arguments, unless a name clashes with a parameter's.
     mergeable = own and not set(own) & set(properties) and "allOf" not in target
     if raw_bytes:
@@ -197,7 +204,7 @@ def _add_body(
                 properties[key] = _base64_schema(document, value)
             else:
                 properties[key] = converter.convert(value, used)
-        required.extend(str(r) for r in target.get("required") or () if body_required)
+        required.extend(str(r) for r in target.get("required") or () if body_required and r in own)
         return frozenset(own), body_required, media_type, binary
     properties[BODY] = converter.convert(body_schema, used)
     if body_required:

@@ -3,9 +3,11 @@
 `$ref`s to `#/components/schemas/...` (and to schemas in other files, bundled by references.py)
 stay references, to `#/$defs/...` of the schema that uses them, so that a recursive schema is
 written once instead of unrolled forever; every other local `$ref` (parameters, request bodies,
-responses) is inlined. 3.0's `nullable` becomes a
-`"null"` type (or a `null` branch), and keywords JSON Schema lacks (`discriminator`, `xml`,
-`example`, `externalDocs`) are dropped.
+responses) is inlined. Keywords beside a `$ref` (3.1's `description`, 3.0's `nullable`) are kept.
+3.0's `nullable` becomes a `"null"` type (or a `null` branch), and keywords JSON Schema lacks
+(`discriminator`, `xml`, `example`, `externalDocs`) are dropped. A converter writes schemas for
+one direction: a request's leave out `readOnly` properties (the service sets them), an answer's
+`writeOnly` ones (the service never sends them).
 """
 
 from __future__ import annotations
@@ -54,11 +56,18 @@ def pointer(document: Mapping[str, Any], ref: str) -> Any:
     return node
 
 
-class SchemaConverter:
-    """Converts schemas of one document; `definitions(used)` gives the `$defs` they refer to."""
+#: The direction a converter writes schemas for: what each leaves out.
+REQUEST = "readOnly"
+ANSWER = "writeOnly"
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+
+class SchemaConverter:
+    """Converts schemas of one document, for requests or for answers (`leave_out` is REQUEST or
+    ANSWER); `definitions(used)` gives the `$defs` they refer to."""
+
+    def __init__(self, document: Mapping[str, Any], leave_out: str = REQUEST) -> None:
         self._document = document
+        self._leave_out = leave_out
         self._converted: dict[str, dict[str, Any]] = {}
         components = (document.get("components") or {}).get("schemas") or {}
         # A definition's name -> the reference it stands for, and back.
@@ -73,16 +82,30 @@ class SchemaConverter:
             raise DocumentError(f"a schema must be an object, not {schema!r}")
         ref = schema.get("$ref")
         if isinstance(ref, str):
+            siblings = {k: v for k, v in schema.items() if k != "$ref"}
             name = self._name(ref)
             if name is None:
-                return self.convert(resolve(self._document, schema), used)
+                target = resolve(self._document, {"$ref": ref})
+                return self.convert({**target, **siblings} if isinstance(target, Mapping) else target, used)
             self._component(name, used)
-            return {"$ref": f"#/$defs/{name}"}
+            referred: dict[str, Any] = {"$ref": f"#/$defs/{name}"}
+            if siblings:
+                nullable = siblings.pop("nullable", None) is True
+                referred = {**self.convert(siblings, used), **referred}
+                referred = _nullable(referred) if nullable else referred
+            return referred
         out: dict[str, Any] = {}
         for key, value in schema.items():
             if key in _OPENAPI_ONLY:
                 continue
-            if key in ("properties", "patternProperties", "$defs", "definitions"):
+            if key == "properties" and isinstance(value, Mapping):
+                kept = {k: v for k, v in value.items() if not self.left_out(v)}
+                out[key] = {k: self.convert(v, used) for k, v in kept.items()}
+                if len(kept) < len(value) and isinstance(schema.get("required"), list):
+                    out["required"] = [r for r in schema["required"] if r in kept or r not in value]
+            elif key == "required" and "required" in out:
+                continue
+            elif key in ("patternProperties", "$defs", "definitions"):
                 out[key] = {k: self.convert(v, used) for k, v in value.items()}
             elif key in ("items", "additionalProperties", "not", "contains", "propertyNames") and (
                 isinstance(value, Mapping)
@@ -95,6 +118,13 @@ class SchemaConverter:
         if schema.get("nullable") is True:
             out = _nullable(out)
         return out
+
+    def left_out(self, schema: Any) -> bool:
+        """Whether a property of this schema is left out in this direction (`readOnly` in a
+        request, `writeOnly` in an answer)."""
+        target = resolve(self._document, schema) if isinstance(schema, Mapping) else schema
+        own = isinstance(schema, Mapping) and schema.get(self._leave_out) is True
+        return own or (isinstance(target, Mapping) and target.get(self._leave_out) is True)
 
     def _name(self, ref: str) -> str | None:
         """The definition a schema reference becomes: component schemas and the schemas of other

@@ -35,13 +35,15 @@ ELSEWHERE: list[str] = []
 
 
 async def echo(request: Request) -> JSONResponse:
-    """What arrived: the method, the raw path and query, the headers."""
+    """What arrived: the method, the raw path and query, the headers, the body's text."""
+    body = (await request.body()).decode()
     return JSONResponse(
         {
             "method": request.method,
             "path": request.scope["raw_path"].decode(),
             "query": request.scope["query_string"].decode(),
             "headers": {k: v for k, v in request.headers.items() if k not in ("host", "accept-encoding")},
+            "body": body,
         }
     )
 
