@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -60,6 +61,8 @@ class OpenApiRuntime(GatewaySource):
         self._headers = dict(headers)
         self._operations: dict[str, Operation] = {}
         self._client: httpx.AsyncClient | None = None
+        #: The runtime's own query parameters (`query`), encoded.
+        self._query: list[str] = []
 
     @property
     def ready(self) -> bool:
@@ -74,8 +77,9 @@ class OpenApiRuntime(GatewaySource):
             document = await read_document(
                 config.openapi, self._directory, config.startup_timeout, config.ref_origins
             )
+            query = _query(config)
             operations = read_operations(
-                document, config.name, config.include, config.exclude, fixed_headers=self._headers
+                document, config.name, config.include, config.exclude, self._headers, query
             )
             base_url = config.base_url or server_url(document, config.openapi)
             if base_url is None:
@@ -96,6 +100,7 @@ class OpenApiRuntime(GatewaySource):
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
         old, self._client = self._client, client
+        self._query = [f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items()]
         self._operations = {op.spec.name: op for op in operations}
         self.specs = [op.spec for op in operations]
         self.error = None
@@ -115,7 +120,7 @@ class OpenApiRuntime(GatewaySource):
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         # The runtime's own limit, or less when the caller's deadline is nearer.
         limit = min(timeout, self.config.timeout)
-        request = build_request(self._client, operation, call_arguments(call.arguments), limit)
+        request = build_request(self._client, operation, call_arguments(call.arguments), limit, self._query)
         self._inflight += 1
         try:
             result = await exchange(self._client, operation, request)
@@ -131,6 +136,16 @@ class OpenApiRuntime(GatewaySource):
 
     async def stream(self, call: Call, timeout: float) -> AsyncIterator[list[Content] | Result]:
         yield await self.invoke(call, timeout)
+
+
+def _query(config: RuntimeConfig) -> dict[str, str]:
+    """The runtime's `query`, its `{ env = ... }` values read already (sources/factory.py)."""
+    query = {}
+    for name, value in config.query.items():
+        if not isinstance(value, str):
+            raise DocumentError(f"query {name}: environment variable {value.env} was not read")
+        query[name] = value
+    return query
 
 
 def _served(operation: Operation, location: str, base_url: str) -> Operation:

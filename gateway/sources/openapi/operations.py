@@ -77,11 +77,14 @@ def read_operations(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     fixed_headers: Collection[str] = (),
+    fixed_query: Collection[str] = (),
 ) -> list[Operation]:
     """The operations `include` and `exclude` select; a header parameter named in `fixed_headers`
-    (the runtime's own `headers`) is no argument: the runtime sends its value."""
+    (the runtime's own `headers`), or a query parameter in `fixed_query` (its `query`), is no
+    argument: the runtime sends its value."""
     converters = SchemaConverter(document), SchemaConverter(document, ANSWER)
-    ignored = IGNORED_HEADERS | {h.lower() for h in fixed_headers}
+    ignored = {("header", h) for h in IGNORED_HEADERS | {h.lower() for h in fixed_headers}}
+    ignored |= {("query", q) for q in fixed_query}
     limit = name_limit(namespace)
     taken: set[str] = set()
     found = []
@@ -112,7 +115,7 @@ def _operation(
     operation: Mapping[str, Any],
     limit: int,
     taken: set[str],
-    ignored: Collection[str],
+    ignored: Collection[tuple[str, str]],
 ) -> Operation:
     converter, answers = converters
     raw = str(operation.get("operationId") or f"{method}_{path}")
@@ -123,9 +126,10 @@ def _operation(
     where: dict[str, Parameter] = {}
     for parameter in _parameters(document, item, operation):
         location = parameter.get("in")
-        if location not in LOCATIONS or (location == "header" and str(parameter["name"]).lower() in ignored):
+        wire = str(parameter["name"])
+        if location not in LOCATIONS or (location, wire.lower() if location == "header" else wire) in ignored:
             continue
-        argument = _argument(str(parameter["name"]), str(location), properties)
+        argument = _argument(wire, str(location), properties)
         schema = converter.convert(_parameter_schema(parameter), used)
         if parameter.get("description") and "description" not in schema:
             schema = {**schema, "description": parameter["description"]}

@@ -6,6 +6,7 @@ after the runtime's own cookies if its `headers` set any.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -17,12 +18,17 @@ from toolmesh.gateway.sources.openapi.parameters import cookie_value, header_val
 
 
 def build_request(
-    client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any], timeout: float
+    client: httpx.AsyncClient,
+    operation: Operation,
+    arguments: dict[str, Any],
+    timeout: float,
+    fixed_query: Sequence[str] = (),
 ) -> httpx.Request:
-    """The request for a call; InvalidArguments (before anything is sent) when they do not fit."""
+    """The request for a call; InvalidArguments (before anything is sent) when they do not fit.
+    `fixed_query` holds the runtime's own query parameters, encoded (`name=value`)."""
     _check(operation, arguments)
     path = operation.path
-    query: list[str] = []
+    query: list[str] = list(fixed_query)
     headers: dict[str, str] = {}
     cookies: list[str] = []
     body: Any = None
