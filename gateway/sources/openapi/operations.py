@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmesh.gateway.sources.openapi.parameters import Parameter
+from toolmesh.gateway.sources.openapi.parameters import WireParameter
 from toolmesh.gateway.sources.openapi.schemas import (
     ANSWER,
     DocumentError,
@@ -47,7 +47,7 @@ class Operation:
     method: str
     path: str
     #: Argument name -> the parameter it is (where it goes, how it is written).
-    parameters: Mapping[str, Parameter] = field(default_factory=dict)
+    parameters: Mapping[str, WireParameter] = field(default_factory=dict)
     #: The body's own properties when they are arguments (merged); empty when it is `body`.
     body_properties: frozenset[str] = frozenset()
     #: Whether the body must be sent (an empty object when no merged property is given).
@@ -123,7 +123,7 @@ def _operation(
     used: set[str] = set()
     properties: dict[str, Any] = {}
     required: list[str] = []
-    where: dict[str, Parameter] = {}
+    where: dict[str, WireParameter] = {}
     for parameter in _parameters(document, item, operation):
         location = parameter.get("in")
         wire = str(parameter["name"])
@@ -134,7 +134,7 @@ def _operation(
         if parameter.get("description") and "description" not in schema:
             schema = {**schema, "description": parameter["description"]}
         properties[argument] = schema
-        where[argument] = Parameter.of(parameter)
+        where[argument] = WireParameter.of(parameter)
         if parameter.get("required") or location == "path":
             required.append(argument)
     merged, body_required, media_type, binary = _add_body(

@@ -33,7 +33,7 @@ _COOKIE_SAFE = "!#$%&'()*+-./:<=>?@[]^_`{|}~"
 
 
 @dataclass(frozen=True, slots=True)
-class Parameter:
+class WireParameter:
     """Where an argument goes and how it is written there."""
 
     location: str
@@ -46,7 +46,7 @@ class Parameter:
     media_type: str | None = None
 
     @classmethod
-    def of(cls, parameter: Mapping[str, Any]) -> Parameter:
+    def of(cls, parameter: Mapping[str, Any]) -> WireParameter:
         """The parameter object's `in`, `name`, `style`, `explode`, `allowReserved`, `content`."""
         location = str(parameter["in"])
         style = str(parameter.get("style") or DEFAULT_STYLES[location])
@@ -71,7 +71,7 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def path_value(parameter: Parameter, value: Any) -> str:
+def path_value(parameter: WireParameter, value: Any) -> str:
     """What replaces `{name}` in the path."""
     if parameter.media_type is not None:
         return quote(_whole(parameter, value), safe="")
@@ -86,7 +86,7 @@ def path_value(parameter: Parameter, value: Any) -> str:
     return ",".join(items)
 
 
-def _matrix(parameter: Parameter, value: Any) -> str:
+def _matrix(parameter: WireParameter, value: Any) -> str:
     name = quote(parameter.name, safe="")
     if isinstance(value, dict) and parameter.explode:
         return "".join(f";{quote(str(k), safe='')}={quote(text(v), safe='')}" for k, v in value.items())
@@ -95,7 +95,7 @@ def _matrix(parameter: Parameter, value: Any) -> str:
     return f";{name}=" + ",".join(quote(item, safe="") for item in _flat(value))
 
 
-def header_value(parameter: Parameter, value: Any) -> str:
+def header_value(parameter: WireParameter, value: Any) -> str:
     if parameter.media_type is not None:
         return _whole(parameter, value)
     if isinstance(value, dict) and parameter.explode:
@@ -103,13 +103,13 @@ def header_value(parameter: Parameter, value: Any) -> str:
     return ",".join(_flat(value))
 
 
-def cookie_value(parameter: Parameter, value: Any) -> str:
+def cookie_value(parameter: WireParameter, value: Any) -> str:
     if parameter.media_type is not None:
         return f"{parameter.name}={quote(_whole(parameter, value), safe=_COOKIE_SAFE)}"
     return f"{parameter.name}={','.join(quote(v, safe=_COOKIE_SAFE) for v in _flat(value))}"
 
 
-def query_pairs(parameter: Parameter, value: Any) -> list[str]:
+def query_pairs(parameter: WireParameter, value: Any) -> list[str]:
     """The parameter's `name=value` pieces of the query string, encoded."""
     safe = _RESERVED if parameter.allow_reserved else ""
 
@@ -143,7 +143,7 @@ def _flat(value: Any) -> list[str]:
     return [text(value)]
 
 
-def _whole(parameter: Parameter, value: Any) -> str:
+def _whole(parameter: WireParameter, value: Any) -> str:
     """A `content` parameter's value: JSON text for a JSON media type, else the value's text."""
     kind = parameter.media_type or ""
     if kind == "application/json" or kind.endswith("+json"):
