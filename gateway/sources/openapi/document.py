@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import yaml
 
-from toolmesh.gateway.sources.openapi.references import bundle, is_url
+from toolmesh.gateway.sources.openapi.references import bundle, is_url, load_text
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 
 
@@ -50,9 +50,8 @@ def _read_file(location: str, directory: Path | None) -> tuple[str, str]:
 
 
 def parse_document(text: str) -> dict[str, Any]:
-    # JSON is YAML, so one parser reads both.
     try:
-        document = yaml.safe_load(text)
+        document = load_text(text)
     except yaml.YAMLError as exc:
         raise DocumentError(f"not JSON or YAML: {exc}") from None
     if not isinstance(document, dict):

@@ -69,6 +69,8 @@ class SchemaConverter:
         self._document = document
         self._leave_out = leave_out
         self._converted: dict[str, dict[str, Any]] = {}
+        #: A converted definition's name -> the names of the definitions it refers to directly.
+        self._refers: dict[str, set[str]] = {}
         components = (document.get("components") or {}).get("schemas") or {}
         # A definition's name -> the reference it stands for, and back.
         self._refs: dict[str, str] = {str(name): COMPONENT_SCHEMAS + str(name) for name in components}
@@ -142,30 +144,28 @@ class SchemaConverter:
         return name
 
     def _component(self, name: str, used: set[str]) -> None:
-        if name in used:
-            return
-        used.add(name)  # before converting it: a recursive schema finds itself used and stops
-        if name not in self._converted:
-            target = pointer(self._document, self._refs[name])
-            self._converted[name] = {}
-            self._converted[name] = self.convert(target, used)
-        else:
-            self._uses(self._converted[name], used)
+        # Only noted: definitions() converts it, so a long chain of references is no deep recursion.
+        used.add(name)
 
-    def _uses(self, schema: Any, used: set[str]) -> None:
-        """Mark what an already converted schema refers to as used too."""
-        if isinstance(schema, Mapping):
-            ref = schema.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                self._component(ref[len("#/$defs/") :], used)
-            for value in schema.values():
-                self._uses(value, used)
-        elif isinstance(schema, list):
-            for value in schema:
-                self._uses(value, used)
+    def _converted_component(self, name: str) -> tuple[dict[str, Any], set[str]]:
+        """A definition converted (once), and the definitions it refers to directly."""
+        if name not in self._converted:
+            refers: set[str] = set()
+            self._converted[name] = self.convert(pointer(self._document, self._refs[name]), refers)
+            self._refers[name] = refers
+        return self._converted[name], self._refers[name]
 
     def definitions(self, used: set[str]) -> dict[str, Any]:
-        return {name: self._converted[name] for name in sorted(used)}
+        """The definitions `used` names and all those they refer to, converted."""
+        found: dict[str, dict[str, Any]] = {}
+        pending = list(used)
+        while pending:
+            name = pending.pop()
+            if name in found:
+                continue
+            found[name], refers = self._converted_component(name)
+            pending.extend(r for r in refers if r not in found)
+        return {name: found[name] for name in sorted(found)}
 
     def document_schema(self, schema: Any) -> dict[str, Any]:
         """A standalone JSON Schema: `schema` converted, with the `$defs` it needs."""
