@@ -13,7 +13,7 @@ one direction: a request's leave out `readOnly` properties (the service sets the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 COMPONENT_SCHEMAS = "#/components/schemas/"
@@ -22,6 +22,9 @@ EXTERNAL = "x-toolmesh-external"
 EXTERNAL_REFS = f"#/{EXTERNAL}/"
 #: Keywords of OpenAPI's schema object that are not JSON Schema.
 _OPENAPI_ONLY = frozenset({"nullable", "discriminator", "xml", "example", "externalDocs"})
+#: The most definitions one schema carries (the nearest to it): in a document whose schemas all
+#: reach each other (expandable fields, back references) every function would carry them all.
+MAX_DEFINITIONS = 32
 #: How deep inlined (non-schema) references may nest before the document is called cyclic.
 _MAX_INLINE_DEPTH = 32
 
@@ -156,22 +159,42 @@ class SchemaConverter:
         return self._converted[name], self._refers[name]
 
     def definitions(self, used: set[str]) -> dict[str, Any]:
-        """The definitions `used` names and all those they refer to, converted."""
+        """The definitions `used` names and those they refer to, converted: the nearest
+        MAX_DEFINITIONS of them (all of `used`); a reference beyond becomes `_stub`."""
         found: dict[str, dict[str, Any]] = {}
-        pending = list(used)
-        while pending:
-            name = pending.pop()
-            if name in found:
-                continue
-            found[name], refers = self._converted_component(name)
-            pending.extend(r for r in refers if r not in found)
-        return {name: found[name] for name in sorted(found)}
+        refers: dict[str, set[str]] = {}
+        level = sorted(used)
+        while level:
+            following: list[str] = []
+            for name in level:
+                if name in found or (len(found) >= MAX_DEFINITIONS and name not in used):
+                    continue
+                found[name], refers[name] = self._converted_component(name)
+                following.extend(r for r in sorted(refers[name]) if r not in found)
+            level = following
+        return {
+            name: found[name] if refers[name] <= found.keys() else _stubbed(found[name], found.keys())
+            for name in sorted(found)
+        }
 
     def document_schema(self, schema: Any) -> dict[str, Any]:
         """A standalone JSON Schema: `schema` converted, with the `$defs` it needs."""
         used: set[str] = set()
         out = self.convert(schema, used)
         return with_definitions(out, self.definitions(used))
+
+
+def _stubbed(schema: Any, kept: Collection[str]) -> Any:
+    """`schema` with its references to definitions not `kept` made any value, described."""
+    if isinstance(schema, Mapping):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[len("#/$defs/") :] not in kept:
+            name = ref[len("#/$defs/") :]
+            return {"description": f"A {name} (its schema left out: the function's schema is large)"}
+        return {key: _stubbed(value, kept) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_stubbed(value, kept) for value in schema]
+    return schema
 
 
 def with_definitions(schema: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
