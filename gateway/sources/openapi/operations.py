@@ -124,7 +124,7 @@ def _operation(
     properties: dict[str, Any] = {}
     required: list[str] = []
     where: dict[str, WireParameter] = {}
-    for parameter in _parameters(document, item, operation):
+    for parameter in _parameters(document, path, item, operation):
         location = parameter.get("in")
         wire = str(parameter["name"])
         if location not in LOCATIONS or (location, wire.lower() if location == "header" else wire) in ignored:
@@ -217,7 +217,7 @@ def _add_body(
 
 
 def _parameters(
-    document: Mapping[str, Any], item: Mapping[str, Any], operation: Mapping[str, Any]
+    document: Mapping[str, Any], path: str, item: Mapping[str, Any], operation: Mapping[str, Any]
 ) -> Iterable[Mapping[str, Any]]:
     # The operation's own parameters override the path item's of the same name and location.
     chosen: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -226,6 +226,9 @@ def _parameters(
         if not isinstance(parameter, Mapping) or "name" not in parameter:
             raise DocumentError("a parameter without a name")
         chosen[(str(parameter.get("in")), str(parameter["name"]))] = parameter
+    # A path's `{name}` the document forgot to declare is still the caller's to fill in.
+    for name in re.findall(r"\{([^{}]+)\}", path):
+        chosen.setdefault(("path", name), {"name": name, "in": "path", "schema": {"type": "string"}})
     return chosen.values()
 
 

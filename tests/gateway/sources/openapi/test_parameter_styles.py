@@ -192,3 +192,12 @@ async def test_path_level_parameters_are_shared_and_overridden_and_names_are_saf
     assert got["path"] == "/echo/items/a%20b"
     assert got["query"] == "limit=3&id=q&page[size]=10&filter.name=x"
     assert (await echoed(runtime, "deleteItem", {"id": "7"}))["method"] == "DELETE"
+
+
+async def test_a_path_parameter_the_document_forgot_is_still_an_argument(tmp_path: Path, origin: str) -> None:
+    paths = {"/echo/users/{user_id}/posts/{post}": {"get": {"operationId": "post", "responses": OK}}}
+    async with runtime_for(openapi(paths), tmp_path, base_url=origin) as runtime:
+        schema = runtime.specs[0].input_schema
+        assert schema["required"] == ["user_id", "post"]
+        got = await echoed(runtime, "post", {"user_id": "u 1", "post": 7})
+        assert got["path"] == "/echo/users/u%201/posts/7"
