@@ -35,6 +35,8 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 TEXT = "text/plain"
 OCTETS = "application/octet-stream"
+#: A property name every function-calling API takes (Anthropic's pattern; OpenAI's is wider).
+_PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: The argument holding a body that is not an object (or whose properties clash with parameters).
 BODY = "body"
 
@@ -195,8 +197,14 @@ def _add_body(
     own = target.get("properties") if isinstance(target, Mapping) else None
     # Read-only properties are the service's to set: no arguments.
     own = {k: v for k, v in own.items() if not converter.left_out(v)} if isinstance(own, Mapping) else {}
-    # An object body's properties are arguments, unless a name clashes with a parameter's.
-    mergeable = own and not set(own) & set(properties) and "allOf" not in target
+    # An object body's properties are arguments, unless a name clashes with a parameter's or is
+    # one function-calling APIs refuse ("@type", "first name").
+    mergeable = (
+        own
+        and not set(own) & set(properties)
+        and "allOf" not in target
+        and all(_PROPERTY_NAME.fullmatch(str(name)) for name in own)
+    )
     if raw_bytes:
         body_schema = {"type": "string", "contentEncoding": "base64", "contentMediaType": media_type}
     elif mergeable and not is_text(media_type):

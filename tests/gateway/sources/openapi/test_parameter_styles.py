@@ -3,6 +3,7 @@ identifiers, names shared between locations, path-level parameters: on the echo 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,14 @@ async def test_a_path_parameter_the_document_forgot_is_still_an_argument(tmp_pat
         assert schema["required"] == ["user_id", "post"]
         got = await echoed(runtime, "post", {"user_id": "u 1", "post": 7})
         assert got["path"] == "/echo/users/u%201/posts/7"
+
+
+async def test_a_body_with_property_names_apis_refuse_is_one_argument(tmp_path: Path, origin: str) -> None:
+    linked = {"type": "object", "properties": {"@type": {"type": "string"}, "name": {"type": "string"}}}
+    body = {"content": {"application/ld+json": {"schema": linked}}}
+    paths = {"/echo/things": {"post": {"operationId": "make", "requestBody": body, "responses": OK}}}
+    async with runtime_for(openapi(paths), tmp_path, base_url=origin) as runtime:
+        assert list(runtime.specs[0].input_schema["properties"]) == ["body"]
+        got = await echoed(runtime, "make", {"body": {"@type": "Person", "name": "Al"}})
+        assert got["headers"]["content-type"] == "application/ld+json"
+        assert json.loads(got["body"]) == {"@type": "Person", "name": "Al"}
