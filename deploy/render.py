@@ -193,7 +193,8 @@ def secret_variables(config: MeshConfig) -> list[str]:
     found.append(config.router.llm.api_key_env if config.router.llm is not None else None)
     found.append(config.jobs.callback_secret_env)
     for runtime in config.runtimes:
-        found.extend(value.env for value in runtime.headers.values() if isinstance(value, HeaderFromEnv))
+        for values in (runtime.headers, runtime.query):
+            found.extend(value.env for value in values.values() if isinstance(value, HeaderFromEnv))
         found.extend(runtime.tls.variables() if isinstance(runtime.tls, GrpcTls) else ())
     return list(dict.fromkeys(v for v in found if v is not None))
 

@@ -3,6 +3,7 @@
     keys.*.key_env                 API keys (kept only as their hashes)
     runtimes.*.token_env           the tokens of runtimes given by `address` (their pods' own)
     runtimes.*.headers.*.env       header values an `openapi`, `mcp_url` or `grpc_reflection` runtime sends
+    runtimes.*.query.*.env         query parameters an `openapi` runtime sends (API keys in the query)
     runtimes.*.tls.{ca,cert,key}.env  PEM text a `grpc_reflection` runtime's TLS uses
     chat.api_key_env               the chat upstream's API key
     router.llm.api_key_env         the argument extractor's API key
@@ -35,7 +36,7 @@ from toolmesh.config import (
     hash_key,
 )
 from toolmesh.gateway.pool.kube_scaler import HOST_ENV, PORT_ENV
-from toolmesh.gateway.sources.factory import runtime_headers, runtime_tls
+from toolmesh.gateway.sources.factory import runtime_headers, runtime_query, runtime_tls
 from toolmesh.gateway.triggers.trigger_host import trigger_secrets
 from toolmesh.protocol.pod_env import MESH_TOKEN_ENV
 from toolmesh.tracing import GATEWAY_SERVICE, service_to_trace
@@ -89,7 +90,9 @@ class GatewayEnvironment:
             pods=dict(environ),
             runtime_tokens=_runtime_tokens(config, environ),
             runtime_headers=_runtime_headers(config, environ),
-            runtimes=tuple(runtime_tls(runtime, environ) for runtime in config.runtimes),
+            runtimes=tuple(
+                runtime_query(runtime_tls(runtime, environ), environ) for runtime in config.runtimes
+            ),
             tracing=service_to_trace(environ, GATEWAY_SERVICE),
             state_url=state_url(config, environ),
             callback_secret=_callback_secret(config, environ),

@@ -22,7 +22,7 @@ from toolmesh.config import ConfigError, MeshConfig, RuntimeConfig
 from toolmesh.errors import ToolmeshError
 from toolmesh.gateway.pool.pool_metrics import PoolMetrics
 from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, read_modules
-from toolmesh.gateway.sources.factory import runtime_headers, runtime_tls, service_runtime
+from toolmesh.gateway.sources.factory import runtime_headers, runtime_query, runtime_tls, service_runtime
 from toolmesh.gateway.sources.stdio_mcp import bridge_environment
 from toolmesh.runtimes.functions.spec import FunctionSpec, spec_to_dict
 
@@ -77,7 +77,8 @@ def _named(runtime: RuntimeConfig, message: str) -> str:
 async def _read(config: MeshConfig, runtime: RuntimeConfig, environ: Mapping[str, str]) -> list[FunctionSpec]:
     directory = config.directory
     if runtime.in_gateway:
-        service = service_runtime(runtime_tls(runtime, environ), runtime_headers(runtime, environ), directory)
+        read = runtime_query(runtime_tls(runtime, environ), environ)
+        service = service_runtime(read, runtime_headers(runtime, environ), directory)
         try:
             await service.start(strict=True)
             return list(service.specs)

@@ -1,6 +1,6 @@
 """The one place that picks the source serving a runtime's config (one with `in_gateway`), and what
-that source reads from the gateway's environment: the headers it sends its service, its TLS
-material given as `{ env = ... }` values."""
+that source reads from the gateway's environment: the headers (and an OpenAPI service's query
+parameters) it sends its service, its TLS material given as `{ env = ... }` values."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from toolmesh.config import ConfigError
-from toolmesh.config.runtime_config import RuntimeConfig
+from toolmesh.config.runtime_config import HeaderFromEnv, RuntimeConfig
 from toolmesh.config.tls_config import GrpcTls
 from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
 from toolmesh.gateway.sources.grpc_reflection import GrpcReflectionRuntime
@@ -43,6 +43,23 @@ def runtime_headers(runtime: RuntimeConfig, env: Mapping[str, str]) -> dict[str,
             )
         headers[name] = value.prefix + text
     return headers
+
+
+def runtime_query(runtime: RuntimeConfig, env: Mapping[str, str]) -> RuntimeConfig:
+    """`runtime` with its `query` `{ env = ... }` values read from `env` (as `headers`' are)."""
+    if not any(isinstance(value, HeaderFromEnv) for value in runtime.query.values()):
+        return runtime
+    query: dict[str, str | HeaderFromEnv] = {}
+    for name, value in runtime.query.items():
+        if isinstance(value, HeaderFromEnv):
+            text = env.get(value.env)
+            if not text:
+                raise ConfigError(
+                    f"runtimes.{runtime.name}: query {name}: environment variable {value.env} is not set"
+                )
+            value = value.prefix + text
+        query[name] = value
+    return runtime.model_copy(update={"query": query})
 
 
 def runtime_tls(runtime: RuntimeConfig, env: Mapping[str, str]) -> RuntimeConfig:

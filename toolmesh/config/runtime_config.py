@@ -97,6 +97,10 @@ class RuntimeConfig(BaseModel):
     #: e.g. `{ Authorization = { env = "TOKEN", prefix = "Bearer " } }`. A caller's own
     #: credentials are never passed on.
     headers: dict[str, str | HeaderFromEnv] = Field(default_factory=dict)
+    #: With `openapi`: query parameters sent on every call, for a service whose API key goes in
+    #: the query: `{ api_key = { env = "WEATHER_KEY" } }`. The document's parameter of that name
+    #: is no argument.
+    query: dict[str, str | HeaderFromEnv] = Field(default_factory=dict)
     #: With `openapi`: only the operations whose operationId or a tag matches one of these globs
     #: (empty: all), less those matching `exclude`. With `mcp_url`: globs over tool names; with
     #: `grpc_reflection`: over methods' full names ("package.Service/Method").
@@ -271,7 +275,14 @@ class RuntimeConfig(BaseModel):
             raise ValueError("`roots` goes with `mcp_command` or `mcp_url`")
         if self.in_gateway:
             self._check_service()
-        elif self.base_url is not None or self.ref_origins or self.headers or self.include or self.exclude:
+        elif (
+            self.base_url is not None
+            or self.ref_origins
+            or self.headers
+            or self.query
+            or self.include
+            or self.exclude
+        ):
             raise ValueError(
                 "`base_url`, `headers`, `include` and `exclude` go with `openapi`, `mcp_url` or "
                 "`grpc_reflection`"
@@ -294,6 +305,8 @@ class RuntimeConfig(BaseModel):
             raise ValueError("`base_url` goes with `openapi`")
         if self.ref_origins and self.openapi is None:
             raise ValueError("`ref_origins` goes with `openapi`")
+        if self.query and self.openapi is None:
+            raise ValueError("`query` goes with `openapi`")
         for ref_origin in self.ref_origins:
             if not ref_origin.startswith(("http://", "https://")):
                 raise ValueError(f"ref_origins: {ref_origin!r} must be an http:// or https:// origin")

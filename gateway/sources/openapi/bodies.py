@@ -18,13 +18,7 @@ from urllib.parse import urlencode
 
 from toolmesh.errors import InvalidArguments, Violation
 from toolmesh.gateway.sources.openapi.operations import FORM, MULTIPART, Operation, is_json, is_text
-
-
-def text(value: Any) -> str:
-    """A value as the text of a parameter or field: strings as they are, the rest as JSON."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value if isinstance(value, str) else json.dumps(value)
+from toolmesh.gateway.sources.openapi.parameters import text
 
 
 def encode(operation: Operation, body: Any) -> tuple[bytes, str]:

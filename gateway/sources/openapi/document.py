@@ -7,12 +7,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
 
 import httpx
 import yaml
 
-from toolmesh.gateway.sources.openapi.references import bundle, is_url
+from toolmesh.gateway.sources.openapi.references import bundle, is_url, load_text
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
 
 
@@ -51,30 +50,22 @@ def _read_file(location: str, directory: Path | None) -> tuple[str, str]:
 
 
 def parse_document(text: str) -> dict[str, Any]:
-    # JSON is YAML, so one parser reads both.
     try:
-        document = yaml.safe_load(text)
+        document = load_text(text)
     except yaml.YAMLError as exc:
         raise DocumentError(f"not JSON or YAML: {exc}") from None
     if not isinstance(document, dict):
         raise DocumentError("not an OpenAPI document (not an object)")
+    if "swagger" in document and "openapi" not in document:
+        # Converting 2.0 (its bodies, formData, produces/consumes) is a tool's job, not start-up's.
+        raise DocumentError(
+            f"a Swagger {document['swagger']} document: toolmesh reads OpenAPI 3.0 and 3.1; convert it "
+            "first (e.g. `npx swagger2openapi swagger.json -o openapi.json`, or the service's 3.x document)"
+        )
     version = str(document.get("openapi", ""))
     if not version.startswith(("3.0", "3.1")):
         found = f"'openapi: {version}'" if version else "no 'openapi' field"
         raise DocumentError(f"not an OpenAPI 3.0 or 3.1 document ({found})")
-    if not isinstance(document.get("paths", {}), dict):
+    if not isinstance(document.get("paths") or {}, dict):
         raise DocumentError("'paths' must be an object")
     return document
-
-
-def server_url(document: dict[str, Any], location: str) -> str | None:
-    """The document's first server URL, made absolute against the document's own URL."""
-    servers = document.get("servers")
-    if not isinstance(servers, list) or not servers or not isinstance(servers[0], dict):
-        return None
-    url = str(servers[0].get("url", ""))
-    for name, variable in (servers[0].get("variables") or {}).items():
-        url = url.replace("{" + name + "}", str(variable.get("default", "")))
-    if url.startswith(("http://", "https://")):
-        return url
-    return urljoin(location, url) if location.startswith(("http://", "https://")) else None

@@ -7,13 +7,14 @@ no functions and reports itself not ready, while the other runtimes serve.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -24,12 +25,14 @@ from toolmesh.errors import (
     Unavailable,
 )
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
-from toolmesh.gateway.sources.openapi.document import read_document, server_url
+from toolmesh.gateway.sources.openapi.answers import exchange, what
+from toolmesh.gateway.sources.openapi.document import read_document
 from toolmesh.gateway.sources.openapi.operations import Operation, read_operations
 from toolmesh.gateway.sources.openapi.request import build_request
 from toolmesh.gateway.sources.openapi.schemas import DocumentError
+from toolmesh.gateway.sources.openapi.servers import absolute, no_server_reason, server_url
 from toolmesh.protocol.calls import Call
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import Content, Result
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -41,8 +44,6 @@ class _KeepNoCookies(DefaultCookiePolicy):
         return False
 
 
-#: How much of an error answer's body a function error quotes.
-MAX_ERROR_BODY = 500
 #: Connections kept open to one service.
 MAX_CONNECTIONS = 100
 
@@ -60,6 +61,8 @@ class OpenApiRuntime(GatewaySource):
         self._headers = dict(headers)
         self._operations: dict[str, Operation] = {}
         self._client: httpx.AsyncClient | None = None
+        #: The runtime's own query parameters (`query`), encoded.
+        self._query: list[str] = []
 
     @property
     def ready(self) -> bool:
@@ -74,12 +77,14 @@ class OpenApiRuntime(GatewaySource):
             document = await read_document(
                 config.openapi, self._directory, config.startup_timeout, config.ref_origins
             )
+            query = _query(config)
             operations = read_operations(
-                document, config.name, config.include, config.exclude, fixed_headers=self._headers
+                document, config.name, config.include, config.exclude, self._headers, query
             )
             base_url = config.base_url or server_url(document, config.openapi)
             if base_url is None:
-                raise DocumentError("no base_url, and the document names no absolute server URL")
+                raise DocumentError(no_server_reason(document))
+            operations = [_served(op, config.openapi, base_url) for op in operations]
         except DocumentError as exc:
             message = f"runtime {self.name!r}: OpenAPI document {config.openapi}: {exc}"
             if strict:
@@ -95,6 +100,7 @@ class OpenApiRuntime(GatewaySource):
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
         old, self._client = self._client, client
+        self._query = [f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in query.items()]
         self._operations = {op.spec.name: op for op in operations}
         self.specs = [op.spec for op in operations]
         self.error = None
@@ -114,17 +120,16 @@ class OpenApiRuntime(GatewaySource):
             raise FunctionNotFound(f"runtime {self.name!r} has no function {call.function!r}")
         # The runtime's own limit, or less when the caller's deadline is nearer.
         limit = min(timeout, self.config.timeout)
-        request = build_request(self._client, operation, call_arguments(call.arguments), limit)
+        request = build_request(self._client, operation, call_arguments(call.arguments), limit, self._query)
         self._inflight += 1
         try:
-            response = await self._client.send(request)
+            result = await exchange(self._client, operation, request)
         except httpx.TimeoutException:
-            raise FunctionTimeout(f"{_what(operation)} did not answer within {limit:g} s") from None
+            raise FunctionTimeout(f"{what(operation)} did not answer within {limit:g} s") from None
         except httpx.HTTPError as exc:
-            raise Unavailable(f"runtime {self.name!r}: {_what(operation)} failed: {exc!r}") from None
+            raise Unavailable(f"runtime {self.name!r}: {what(operation)} failed: {exc!r}") from None
         finally:
             self._inflight -= 1
-        result = _result(operation, response)
         result.duration_ms = (time.perf_counter() - started) * 1000
         result.request_id = call.request_id
         return result
@@ -133,29 +138,20 @@ class OpenApiRuntime(GatewaySource):
         yield await self.invoke(call, timeout)
 
 
-def _what(operation: Operation) -> str:
-    return f"{operation.method.upper()} {operation.path}"
+def _query(config: RuntimeConfig) -> dict[str, str]:
+    """The runtime's `query`, its `{ env = ... }` values read already (sources/factory.py)."""
+    query = {}
+    for name, value in config.query.items():
+        if not isinstance(value, str):
+            raise DocumentError(f"query {name}: environment variable {value.env} was not read")
+        query[name] = value
+    return query
 
 
-def _result(operation: Operation, response: httpx.Response) -> Result:
-    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if not response.is_success:
-        body = response.text.strip()
-        if len(body) > MAX_ERROR_BODY:
-            body = body[:MAX_ERROR_BODY] + "…"
-        message = f"{_what(operation)} answered {response.status_code} {response.reason_phrase}"
-        return Result.failure(ErrorInfo("function_error", f"{message}: {body}" if body else message))
-    data = response.content
-    if not data:
-        return Result()
-    if kind == "application/json" or kind.endswith("+json"):
-        try:
-            value = json.loads(data)
-        except ValueError:
-            return Result(content=[Text(response.text)])
-        # The answer's own bytes: valid JSON, so not serialised again (as a Python function's is).
-        del value
-        return Result(content=[Json(data)], structured_json=data)
-    if kind.startswith("text/") or not kind:
-        return Result(content=[Text(response.text)])
-    return Result(content=[Binary(data, kind)])
+def _served(operation: Operation, location: str, base_url: str) -> Operation:
+    """`operation` with its own server (if it has one) absolute: relative to the document's URL,
+    or for a document read from a file, to the runtime's base URL."""
+    if operation.server is None:
+        return operation
+    server = absolute(operation.server, location) or absolute(operation.server, base_url.rstrip("/") + "/")
+    return replace(operation, server=server)

@@ -9,11 +9,20 @@ properties sit beside the parameters (when no name clashes), any other body is t
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolmesh.gateway.sources.openapi.schemas import DocumentError, SchemaConverter, resolve, with_definitions
+from toolmesh.gateway.sources.openapi.parameters import WireParameter
+from toolmesh.gateway.sources.openapi.schemas import (
+    ANSWER,
+    DocumentError,
+    SchemaConverter,
+    resolve,
+    with_definitions,
+)
+from toolmesh.gateway.sources.openapi.servers import first_server
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
 
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -26,6 +35,8 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 TEXT = "text/plain"
 OCTETS = "application/octet-stream"
+#: A property name every function-calling API takes (Anthropic's pattern; OpenAI's is wider).
+_PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 #: The argument holding a body that is not an object (or whose properties clash with parameters).
 BODY = "body"
 
@@ -37,8 +48,8 @@ class Operation:
     spec: FunctionSpec
     method: str
     path: str
-    #: Argument name -> (location, the parameter's name on the wire).
-    parameters: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: Argument name -> the parameter it is (where it goes, how it is written).
+    parameters: Mapping[str, WireParameter] = field(default_factory=dict)
     #: The body's own properties when they are arguments (merged); empty when it is `body`.
     body_properties: frozenset[str] = frozenset()
     #: Whether the body must be sent (an empty object when no merged property is given).
@@ -48,6 +59,8 @@ class Operation:
     body_media: str = JSON
     #: A form's binary fields (arguments in base64) -> the media type of their parts.
     binary: Mapping[str, str] = field(default_factory=dict)
+    #: The operation's own server (its or its path's `servers`), absolute; None: the runtime's.
+    server: str | None = None
 
 
 def select(operation: Mapping[str, Any], include: Sequence[str], exclude: Sequence[str]) -> bool:
@@ -66,11 +79,14 @@ def read_operations(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     fixed_headers: Collection[str] = (),
+    fixed_query: Collection[str] = (),
 ) -> list[Operation]:
     """The operations `include` and `exclude` select; a header parameter named in `fixed_headers`
-    (the runtime's own `headers`) is no argument: the runtime sends its value."""
-    converter = SchemaConverter(document)
-    ignored = IGNORED_HEADERS | {h.lower() for h in fixed_headers}
+    (the runtime's own `headers`), or a query parameter in `fixed_query` (its `query`), is no
+    argument: the runtime sends its value."""
+    converters = SchemaConverter(document), SchemaConverter(document, ANSWER)
+    ignored = {("header", h) for h in IGNORED_HEADERS | {h.lower() for h in fixed_headers}}
+    ignored |= {("query", q) for q in fixed_query}
     limit = name_limit(namespace)
     taken: set[str] = set()
     found = []
@@ -83,7 +99,7 @@ def read_operations(
             try:
                 found.append(
                     _operation(
-                        document, converter, namespace, path, method, item, operation, limit, taken, ignored
+                        document, converters, namespace, path, method, item, operation, limit, taken, ignored
                     )
                 )
             except DocumentError as exc:
@@ -93,7 +109,7 @@ def read_operations(
 
 def _operation(
     document: Mapping[str, Any],
-    converter: SchemaConverter,
+    converters: tuple[SchemaConverter, SchemaConverter],
     namespace: str,
     path: str,
     method: str,
@@ -101,25 +117,26 @@ def _operation(
     operation: Mapping[str, Any],
     limit: int,
     taken: set[str],
-    ignored: Collection[str],
+    ignored: Collection[tuple[str, str]],
 ) -> Operation:
+    converter, answers = converters
     raw = str(operation.get("operationId") or f"{method}_{path}")
     name = function_name(raw, limit, taken, prefix="op")
     used: set[str] = set()
     properties: dict[str, Any] = {}
     required: list[str] = []
-    where: dict[str, tuple[str, str]] = {}
-    for parameter in _parameters(document, item, operation):
+    where: dict[str, WireParameter] = {}
+    for parameter in _parameters(document, path, item, operation):
         location = parameter.get("in")
-        if location not in LOCATIONS or (location == "header" and str(parameter["name"]).lower() in ignored):
-            continue
         wire = str(parameter["name"])
-        argument = wire if wire not in properties else f"{location}_{wire}"
+        if location not in LOCATIONS or (location, wire.lower() if location == "header" else wire) in ignored:
+            continue
+        argument = _argument(wire, str(location), properties)
         schema = converter.convert(_parameter_schema(parameter), used)
         if parameter.get("description") and "description" not in schema:
             schema = {**schema, "description": parameter["description"]}
         properties[argument] = schema
-        where[argument] = (location, wire)
+        where[argument] = WireParameter.of(parameter)
         if parameter.get("required") or location == "path":
             required.append(argument)
     merged, body_required, media_type, binary = _add_body(
@@ -133,7 +150,7 @@ def _operation(
         namespace=namespace,
         description=_description(operation, method, path),
         input_schema=with_definitions(input_schema, converter.definitions(used)),
-        output_schema=_output_schema(document, converter, operation),
+        output_schema=_output_schema(document, answers, operation),
         annotations=Annotations(
             read_only=method in ("get", "head", "options"),
             idempotent=method in ("get", "head", "options", "put", "delete"),
@@ -142,7 +159,22 @@ def _operation(
             title=str(operation.get("summary") or ""),
         ),
     )
-    return Operation(spec, method, path, where, merged, body_required, media_type, binary)
+    server = first_server(operation.get("servers")) or first_server(item.get("servers"))
+    return Operation(spec, method, path, where, merged, body_required, media_type, binary, server)
+
+
+def _argument(wire: str, location: str, taken: Collection[str]) -> str:
+    """A parameter's argument name: its name with what function-calling APIs refuse in a property
+    name (anything but letters, digits, `_`, `.` and `-`) made `_` (`page[size]`: `page_size`),
+    and its location before it when another parameter has it (`id` in the path and the query)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", wire).strip("_") or location
+    if name in taken:
+        name = f"{location}_{name}"
+    stem, n = name, 1
+    while name in taken:
+        n += 1
+        name = f"{stem}_{n}"
+    return name
 
 
 def _add_body(
@@ -163,10 +195,16 @@ def _add_body(
     body_schema = media.get("schema", {"type": "string"} if is_text(media_type) else {})
     target = resolve(document, body_schema)
     own = target.get("properties") if isinstance(target, Mapping) else None
-    if not isinstance(own, Mapping):
-        own = {}
-    # An object body's properties are arguments, unless a name clashes with a parameter's.
-    mergeable = own and not set(own) & set(properties) and "allOf" not in target
+    # Read-only properties are the service's to set: no arguments.
+    own = {k: v for k, v in own.items() if not converter.left_out(v)} if isinstance(own, Mapping) else {}
+    # An object body's properties are arguments, unless a name clashes with a parameter's or is
+    # one function-calling APIs refuse ("@type", "first name").
+    mergeable = (
+        own
+        and not set(own) & set(properties)
+        and "allOf" not in target
+        and all(_PROPERTY_NAME.fullmatch(str(name)) for name in own)
+    )
     if raw_bytes:
         body_schema = {"type": "string", "contentEncoding": "base64", "contentMediaType": media_type}
     elif mergeable and not is_text(media_type):
@@ -178,7 +216,7 @@ def _add_body(
                 properties[key] = _base64_schema(document, value)
             else:
                 properties[key] = converter.convert(value, used)
-        required.extend(str(r) for r in target.get("required") or () if body_required)
+        required.extend(str(r) for r in target.get("required") or () if body_required and r in own)
         return frozenset(own), body_required, media_type, binary
     properties[BODY] = converter.convert(body_schema, used)
     if body_required:
@@ -187,7 +225,7 @@ def _add_body(
 
 
 def _parameters(
-    document: Mapping[str, Any], item: Mapping[str, Any], operation: Mapping[str, Any]
+    document: Mapping[str, Any], path: str, item: Mapping[str, Any], operation: Mapping[str, Any]
 ) -> Iterable[Mapping[str, Any]]:
     # The operation's own parameters override the path item's of the same name and location.
     chosen: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -196,6 +234,9 @@ def _parameters(
         if not isinstance(parameter, Mapping) or "name" not in parameter:
             raise DocumentError("a parameter without a name")
         chosen[(str(parameter.get("in")), str(parameter["name"]))] = parameter
+    # A path's `{name}` the document forgot to declare is still the caller's to fill in.
+    for name in re.findall(r"\{([^{}]+)\}", path):
+        chosen.setdefault(("path", name), {"name": name, "in": "path", "schema": {"type": "string"}})
     return chosen.values()
 
 
@@ -286,18 +327,22 @@ def _base64_schema(document: Mapping[str, Any], schema: Any) -> dict[str, Any]:
 def _output_schema(
     document: Mapping[str, Any], converter: SchemaConverter, operation: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    """The JSON schema of the first 2xx answer, if it is an object (structured output must be)."""
-    for status, response in sorted((operation.get("responses") or {}).items(), key=lambda kv: str(kv[0])):
-        if not str(status).startswith("2"):
-            continue
-        media = _json_media(resolve(document, response).get("content"))
-        if media is None or "schema" not in media:
-            return None
-        if not _is_object(document, media["schema"]):
-            return None
-        # MCP wants "type": "object" at the top, even beside a $ref or an allOf.
-        return {"type": "object", **converter.document_schema(media["schema"])}
-    return None
+    """The JSON schema of the first 2xx answer (`default`'s when none is declared). MCP wraps one
+    that is not an object in `{"result": ...}` (gateway/mcp/convert.py), as a Python function's."""
+    responses = operation.get("responses")
+    if not isinstance(responses, Mapping):
+        return None
+    success = sorted((str(s), r) for s, r in responses.items() if str(s).startswith("2"))
+    chosen = success[0][1] if success else responses.get("default")
+    if chosen is None:
+        return None
+    media = _json_media(resolve(document, chosen).get("content"))
+    if media is None or "schema" not in media:
+        return None
+    if not _is_object(document, media["schema"]):
+        return converter.document_schema(media["schema"])
+    # MCP wants "type": "object" at the top, even beside a $ref or an allOf.
+    return {"type": "object", **converter.document_schema(media["schema"])}
 
 
 def _is_object(document: Mapping[str, Any], schema: Any, depth: int = 0) -> bool:

@@ -1,54 +1,54 @@
 """A call's arguments as the HTTP request of its operation: path, query, headers, cookies, body.
 
-Arrays in the path, a header or a cookie are comma-separated (OpenAPI's default styles, `simple`
-and `form`); in the query, one parameter per item. Cookie parameters are one `Cookie` header,
+Each parameter is written in its style (parameters.py). Cookie parameters are one `Cookie` header,
 after the runtime's own cookies if its `headers` set any.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from toolmesh.errors import InvalidArguments, Violation
-from toolmesh.gateway.sources.openapi.bodies import encode, text
+from toolmesh.gateway.sources.openapi.bodies import encode
 from toolmesh.gateway.sources.openapi.operations import BODY, Operation
-
-#: What a cookie's value may hold unencoded (RFC 6265's cookie-octet, less the comma that
-#: separates an array's items).
-_COOKIE_SAFE = "!#$%&'()*+-./:<=>?@[]^_`{|}~"
+from toolmesh.gateway.sources.openapi.parameters import cookie_value, header_value, path_value, query_pairs
 
 
 def build_request(
-    client: httpx.AsyncClient, operation: Operation, arguments: dict[str, Any], timeout: float
+    client: httpx.AsyncClient,
+    operation: Operation,
+    arguments: dict[str, Any],
+    timeout: float,
+    fixed_query: Sequence[str] = (),
 ) -> httpx.Request:
-    """The request for a call; InvalidArguments (before anything is sent) when they do not fit."""
+    """The request for a call; InvalidArguments (before anything is sent) when they do not fit.
+    `fixed_query` holds the runtime's own query parameters, encoded (`name=value`)."""
     _check(operation, arguments)
     path = operation.path
-    query: dict[str, Any] = {}
+    query: list[str] = list(fixed_query)
     headers: dict[str, str] = {}
     cookies: list[str] = []
     body: Any = None
     merged: dict[str, Any] = {}
     for name, value in arguments.items():
-        where = operation.parameters.get(name)
-        if where is None:
+        parameter = operation.parameters.get(name)
+        if parameter is None:
             if name in operation.body_properties:
                 merged[name] = value
             elif name == BODY:
                 body = value
             continue
-        location, wire = where
-        if location == "path":
-            path = path.replace("{" + wire + "}", ",".join(quote(v, safe="") for v in _items(value)))
-        elif location == "query":
-            query[wire] = [text(v) for v in value] if isinstance(value, list) else text(value)
-        elif location == "header":
-            headers[wire] = _header(operation, name, ",".join(_items(value)))
+        if parameter.location == "path":
+            path = path.replace("{" + parameter.name + "}", path_value(parameter, value))
+        elif parameter.location == "query":
+            query.extend(query_pairs(parameter, value))
+        elif parameter.location == "header":
+            headers[parameter.name] = _header(operation, name, header_value(parameter, value))
         else:
-            cookies.append(f"{wire}={','.join(quote(v, safe=_COOKIE_SAFE) for v in _items(value))}")
+            cookies.append(cookie_value(parameter, value))
     if operation.body_properties and (merged or operation.body_required):
         body = merged
     content = None
@@ -57,9 +57,11 @@ def build_request(
     if cookies:
         own = client.headers.get("cookie")
         headers["cookie"] = "; ".join([own, *cookies] if own else cookies)
-    return client.build_request(
-        operation.method.upper(), path, params=query, headers=headers, content=content, timeout=timeout
-    )
+    url = (operation.server.rstrip("/") if operation.server else "") + path
+    if query:
+        url += ("&" if "?" in url else "?") + "&".join(query)
+    method = operation.method.upper()
+    return client.build_request(method, url, headers=headers, content=content, timeout=timeout)
 
 
 def _check(operation: Operation, arguments: dict[str, Any]) -> None:
@@ -76,15 +78,6 @@ def _check(operation: Operation, arguments: dict[str, Any]) -> None:
     if violations:
         problems = "; ".join(v.message for v in violations)
         raise InvalidArguments(f"{operation.spec.qualified_name}: {problems}", violations)
-
-
-def _items(value: Any) -> list[str]:
-    """A value as its items' texts (OpenAPI's non-exploded styles: an object as key,value,...)."""
-    if isinstance(value, list):
-        return [text(v) for v in value]
-    if isinstance(value, dict):
-        return [t for k, v in value.items() for t in (str(k), text(v))]
-    return [text(value)]
 
 
 def _header(operation: Operation, name: str, value: str) -> str:

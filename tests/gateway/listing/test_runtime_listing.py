@@ -102,7 +102,7 @@ headers = {{ Authorization = {{ env = "NO_SUCH_TOKEN_VAR" }} }}
     assert listed["clock"]["kind"] == "mcp_url" and "error" not in listed["clock"]
     errors = {name: r.get("error", "") for name, r in listed.items()}
     assert errors["invalid"].startswith(
-        "runtime 'invalid': OpenAPI document invalid.json: not an OpenAPI 3.0"
+        "runtime 'invalid': OpenAPI document invalid.json: a Swagger 2.0 document"
     )
     assert errors["gone"].startswith(f"runtime 'gone': MCP server http://{nowhere}/mcp: ")
     # With the last cause gRPC gave ("... Connection refused").

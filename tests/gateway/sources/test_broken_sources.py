@@ -46,7 +46,7 @@ mcp_command = ["{sys.executable}", "-c", "raise SystemExit(3)"]
     assert not any(name.startswith(("invalid.", "gone.", "grpc-gone.", "exits.")) for name in names)
     running.process.terminate()
     _, err = running.process.communicate(timeout=30)
-    assert "runtime 'invalid': OpenAPI document invalid.json: not an OpenAPI 3.0 or 3.1" in err
+    assert "runtime 'invalid': OpenAPI document invalid.json: a Swagger 2.0 document" in err
     assert f"runtime 'gone': MCP server http://{nowhere}/mcp" in err
     assert f"runtime 'grpc-gone': gRPC server {nowhere}: not reachable within 1 s" in err
     assert "runtime 'exits' failed to load its modules" in err

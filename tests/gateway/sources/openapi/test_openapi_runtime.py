@@ -189,7 +189,7 @@ async def test_a_broken_source_names_itself_and_the_others_still_serve(
         # A service that is not there: its document reads, its calls cannot go out.
         RuntimeConfig(name="down", openapi=str(document), base_url="http://127.0.0.1:9"),
     )
-    assert "runtime 'invalid': OpenAPI document" in caplog.text and "not an OpenAPI 3.0 or 3.1" in caplog.text
+    assert "runtime 'invalid': OpenAPI document" in caplog.text and "a Swagger 2.0 document" in caplog.text
     assert "runtime 'missing'" in caplog.text and "nowhere.yaml" in caplog.text
     async with httpx.AsyncClient(base_url=gateway.url, timeout=10) as http:
         ready = (await http.get("/readyz")).json()["runtimes"]
