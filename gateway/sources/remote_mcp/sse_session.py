@@ -229,10 +229,12 @@ class McpSseSession:
         only = self._only_call()
         ident, answer = (only[0], only[1].answer) if only is not None else (None, None)
         reply, ended = reply_to(message, answer, self._roots)
+        if ended is not None and ident is not None:
+            # Stopped before the server hears of it: its error answer to the call is not the outcome.
+            connection.fail(ident, ended)
         try:
             await connection.post(reply)
         except (McpHttpError, NotDelivered) as exc:
             log.warning("could not answer an MCP server's %s: %s", message.get("method"), exc)
         if ended is not None and ident is not None:
-            connection.fail(ident, ended)
             await connection.notify("notifications/cancelled", {"requestId": ident})
