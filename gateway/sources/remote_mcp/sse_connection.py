@@ -213,6 +213,8 @@ class SseConnection:
 
     def _received(self, message: dict[str, Any]) -> None:
         ident = message.get("id")
+        if isinstance(ident, str) and ident.isdigit():
+            ident = int(ident)  # a server that echoes ids as strings
         if "method" not in message and ("result" in message or "error" in message):
             answer = self._waiting.get(ident) if isinstance(ident, int) else None
             if answer is not None and not answer.done():

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import ValidationError
 
 from tests.gateway.conftest import StartGateway, runtime
 from tests.gateway.sources.mcp_servers import ServerProcess, everything_server, free_port, python_server
@@ -342,3 +343,11 @@ async def test_server_everything_roots_over_sse(gateway_factory: StartGateway) -
         await check_roots(gateway.url)
     finally:
         everything.kill()
+
+
+def test_mcp_transport_goes_with_mcp_url_and_names_a_transport() -> None:
+    with pytest.raises(ValidationError, match="`mcp_transport` goes with `mcp_url`"):
+        RuntimeConfig(name="t", openapi="shop.json", mcp_transport="sse")
+    with pytest.raises(ValidationError, match="'auto', 'streamable-http' or 'sse'"):
+        RuntimeConfig(name="t", mcp_url="http://m/sse", mcp_transport="websocket")  # type: ignore[arg-type]
+    assert RuntimeConfig(name="t", mcp_url="http://m/sse").mcp_transport == "auto"
