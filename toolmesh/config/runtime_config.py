@@ -77,8 +77,9 @@ class RuntimeConfig(BaseModel):
     #: `$ref`s may fetch. Unset, a URL document's references reach its own origin only, a file
     #: document's local files only.
     ref_origins: tuple[str, ...] = ()
-    #: A remote MCP server's Streamable HTTP endpoint (an http(s) URL) whose tools are the
-    #: runtime's functions, called by the gateway itself (no pods): see gateway/sources/remote_mcp/.
+    #: A remote MCP server's endpoint (an http(s) URL: Streamable HTTP, or an HTTP+SSE event stream,
+    #: see `mcp_transport`) whose tools are the runtime's functions, called by the gateway itself
+    #: (no pods): see gateway/sources/remote_mcp/.
     mcp_url: str | None = None
     #: With `mcp_url`: how the server is spoken to. "streamable-http"; "sse", the deprecated
     #: HTTP+SSE transport (2024-11-05: `mcp_url` is the event stream, e.g. "https://host/sse");
