@@ -107,7 +107,7 @@ class SseConnection:
             )
         self._events = EventReader(response)
         self._reader = asyncio.get_running_loop().create_task(self._read(response, self._events))
-        self.endpoint = await asyncio.shield(self._opened)
+        self.endpoint = await self._opened
         self._watchdog = asyncio.get_running_loop().create_task(self._watch())
 
     async def call(
@@ -134,6 +134,8 @@ class SseConnection:
             raise
         finally:
             self._waiting.pop(ident, None)
+            if answer.done() and not answer.cancelled():
+                answer.exception()  # seen: when the POST failed first, its error is the outcome
 
     def fail(self, ident: int, exc: BaseException) -> None:
         """End request `ident` with `exc` (its caller stopped it to ask: server_requests.py)."""
@@ -148,7 +150,9 @@ class SseConnection:
             message["params"] = params
         try:
             await self.post(message)
-        except (McpHttpError, NotDelivered) as exc:
+        except NotDelivered:
+            pass  # the stream is over: nothing waits for the notice
+        except McpHttpError as exc:
             log.warning("could not send an MCP server %s: %s", method, exc)
 
     async def post(self, message: Mapping[str, Any]) -> None:
@@ -253,6 +257,7 @@ class SseConnection:
         self.lost = reason
         if not self._opened.done():
             self._opened.set_exception(StreamLost(reason))
+            self._opened.exception()  # seen: open() is not waiting when its GET failed
         for answer in self._waiting.values():
             if not answer.done():
                 answer.set_exception(StreamLost(reason))
