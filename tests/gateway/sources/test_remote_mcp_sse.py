@@ -149,6 +149,26 @@ async def test_progress_and_log_messages_reach_the_caller_who_asked(
     assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
 
 
+async def test_with_another_call_in_flight_progress_still_arrives_and_log_messages_do_not(
+    gateway_factory: StartGateway, sse_server: ServerProcess
+) -> None:
+    """Progress names its call (its token); a log message names none, so with two calls in flight
+    it is dropped rather than shown to a caller it may not be about."""
+    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=sse_server.url))
+    napping = asyncio.ensure_future(invoke(gateway.url, "clock.nap", {"seconds": 3}))
+    await asyncio.sleep(0.3)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        asked = await http.post(
+            "/v1/functions/clock.count/invoke?progress=true&log_level=info",
+            json={"n": 2},
+            headers={"accept": "text/event-stream"},
+        )
+    assert not napping.done()
+    assert (await napping).status_code == 200
+    names = [block.split("\n")[0].removeprefix("event: ") for block in asked.text.strip().split("\n\n")]
+    assert names == ["progress", "progress", "result"]
+
+
 async def test_the_servers_questions_reach_the_one_caller_in_flight(
     gateway_factory: StartGateway, sse_server: ServerProcess
 ) -> None:
