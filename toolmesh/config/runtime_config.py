@@ -77,9 +77,15 @@ class RuntimeConfig(BaseModel):
     #: `$ref`s may fetch. Unset, a URL document's references reach its own origin only, a file
     #: document's local files only.
     ref_origins: tuple[str, ...] = ()
-    #: A remote MCP server's Streamable HTTP endpoint (an http(s) URL) whose tools are the
-    #: runtime's functions, called by the gateway itself (no pods): see gateway/sources/remote_mcp/.
+    #: A remote MCP server's endpoint (an http(s) URL: Streamable HTTP, or an HTTP+SSE event stream,
+    #: see `mcp_transport`) whose tools are the runtime's functions, called by the gateway itself
+    #: (no pods): see gateway/sources/remote_mcp/.
     mcp_url: str | None = None
+    #: With `mcp_url`: how the server is spoken to. "streamable-http"; "sse", the deprecated
+    #: HTTP+SSE transport (2024-11-05: `mcp_url` is the event stream, e.g. "https://host/sse");
+    #: "auto" (the default) tries Streamable HTTP and, when the server refuses its POST (400, 404,
+    #: 405), opens `mcp_url` as an HTTP+SSE stream, as the MCP specification tells clients to.
+    mcp_transport: Literal["auto", "streamable-http", "sse"] = "auto"
     #: With `mcp_command` or `mcp_url`: offer the server the `roots` capability, its `roots/list`
     #: during a call answered by that call's caller. Off by default: stdio and a session's own
     #: stream do not say whose a request is, and a server that asks on its own (just after
@@ -271,6 +277,8 @@ class RuntimeConfig(BaseModel):
             raise ValueError(f"give one source of functions, not {' and '.join(f'`{k}`' for k in kinds)}")
         if self.tls is not False and self.grpc_reflection is None:
             raise ValueError("`tls` goes with `grpc_reflection`")
+        if self.mcp_transport != "auto" and self.mcp_url is None:
+            raise ValueError("`mcp_transport` goes with `mcp_url`")
         if self.roots and not (self.mcp_command or self.mcp_url):
             raise ValueError("`roots` goes with `mcp_command` or `mcp_url`")
         if self.in_gateway:

@@ -1,5 +1,6 @@
-"""A remote MCP server (`mcp_url`, Streamable HTTP) as a runtime: each tool a function, called by
-the gateway itself. http_session.py speaks JSON-RPC with the server, mcp_results.py turns its tools
+"""A remote MCP server (`mcp_url`, Streamable HTTP or the deprecated HTTP+SSE) as a runtime: each
+tool a function, called by the gateway itself. http_session.py (Streamable HTTP) and sse_session.py
+(HTTP+SSE) speak JSON-RPC with the server, transports.py picks one, mcp_results.py turns its tools
 and answers into specs and results, remote_mcp_runtime.py serves them."""
 
 from __future__ import annotations

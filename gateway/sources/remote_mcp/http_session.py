@@ -47,7 +47,8 @@ from toolmesh.gateway.sources.remote_mcp.input_rounds import (
     asks,
     retry_params,
 )
-from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
+from toolmesh.gateway.sources.remote_mcp.server_requests import list_changed, reply_to
+from toolmesh.runtimes.mcp.server_asks import Answerer, answers, capabilities
 
 log = logging.getLogger("toolmesh.sources")
 
@@ -71,10 +72,6 @@ CLIENT_INFO = {"name": "toolmesh-gateway", "version": "1"}
 LISTEN_RETRY = 1.0
 #: The standalone stream waits as long as the server is silent.
 LISTEN_TIMEOUT = httpx.Timeout(None, connect=10)
-#: JSON-RPC's "method not found", the answer to requests the gateway does not serve.
-METHOD_NOT_FOUND = -32601
-#: JSON-RPC's "internal error", the answer to a request whose call stopped to ask its caller.
-INTERNAL_ERROR = -32603
 
 
 #: Receives a notification the server sent while answering a request (its JSON-RPC message).
@@ -278,8 +275,8 @@ class McpHttpSession:
 
     def _heard_changed(self, event: dict[str, Any]) -> bool:
         """Whether `event` is a `list_changed` notification (then `changed` has it)."""
-        method = event.get("method")
-        if not isinstance(method, str) or not method.endswith("/list_changed"):
+        method = list_changed(event)
+        if method is None:
             return False
         if self._changed is not None:
             self._changed(method)
@@ -378,7 +375,8 @@ class McpHttpSession:
             if response.status_code >= 400:
                 body = (await response.aread()).decode(errors="replace").strip()[:300]
                 raise McpHttpError(
-                    f"{method} answered {response.status_code}" + (f": {body}" if body else "")
+                    f"{method} answered {response.status_code}" + (f": {body}" if body else ""),
+                    response.status_code,
                 )
             if initializing:
                 self._session = response.headers.get(SESSION_HEADER)
@@ -434,24 +432,7 @@ class McpHttpSession:
         method = message.get("method")
         if not isinstance(method, str):
             return
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
-        ended: Exception | None = None
-        if method == "ping":
-            reply["result"] = {}
-        elif answers(method, self._roots) and answer is not None:
-            params = message.get("params")
-            try:
-                reply["result"] = answer(method, params if isinstance(params, dict) else {})
-            except Exception as exc:
-                reply["error"] = {"code": INTERNAL_ERROR, "message": str(exc) or type(exc).__name__}
-                ended = exc
-        else:
-            refused = (
-                f"{method} is answered by a tool call's caller, and no one call in flight is asking"
-                if method in KINDS
-                else f"{method} is not available through toolmesh"
-            )
-            reply["error"] = {"code": METHOD_NOT_FOUND, "message": refused}
+        reply, ended = reply_to(message, answer, self._roots)
         await self._reply(reply, method)
         if ended is not None:
             with contextlib.suppress(httpx.HTTPError, McpHttpError):

@@ -15,7 +15,12 @@ log = logging.getLogger("toolmesh.sources")
 
 
 class McpHttpError(Exception):
-    """The server could not be reached or answered outside the protocol."""
+    """The server could not be reached or answered outside the protocol; `status`, the HTTP status
+    of the answer that said so, if any (how `transport = "auto"` tells an HTTP+SSE server)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class McpRpcError(Exception):

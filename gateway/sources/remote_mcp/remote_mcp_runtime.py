@@ -1,6 +1,8 @@
-"""`RemoteMcpRuntime`: a remote MCP server's tools, called over Streamable HTTP by the gateway.
+"""`RemoteMcpRuntime`: a remote MCP server's tools, called over Streamable HTTP or HTTP+SSE by the
+gateway.
 
-One pooled httpx client and one MCP session per runtime (http_session.py), no pods. The tools are
+One pooled httpx client and one MCP session per runtime (transports.py: http_session.py or
+sse_session.py), no pods. The tools are
 listed at start and on reload, and again when the server says they changed (its `list_changed`
 notifications): the pool then has the catalog follow, as after a reload. A server that cannot be
 reached at start does not stop the gateway: the runtime logs why, serves nothing and is not ready,
@@ -20,7 +22,6 @@ import httpx
 from toolmesh.config.runtime_config import RuntimeConfig
 from toolmesh.errors import FunctionNotFound, FunctionTimeout, InputRequired, InvalidArguments, Unavailable
 from toolmesh.gateway.sources.base.service_runtime import GatewaySource, call_arguments
-from toolmesh.gateway.sources.remote_mcp.http_session import McpHttpSession
 from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError, McpRpcError
 from toolmesh.gateway.sources.remote_mcp.input_rounds import CannotAnswer
 from toolmesh.gateway.sources.remote_mcp.mcp_events import CallNotifications
@@ -39,6 +40,7 @@ from toolmesh.gateway.sources.remote_mcp.mcp_features import (
     resource_specs,
 )
 from toolmesh.gateway.sources.remote_mcp.mcp_results import call_result, tool_specs
+from toolmesh.gateway.sources.remote_mcp.transports import McpSession, open_session
 from toolmesh.protocol.calls import Call
 from toolmesh.runtimes.functions.asking import Asker, input_required_result
 from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result
@@ -65,7 +67,7 @@ class RemoteMcpRuntime(GatewaySource):
         super().__init__(config)
         self._headers = dict(headers)
         self._targets: dict[str, McpTarget] = {}
-        self._session: McpHttpSession | None = None
+        self._session: McpSession | None = None
         self._client: httpx.AsyncClient | None = None
         #: Listing the server again after its `list_changed`, while it does; `_stale` when it
         #: said so again meanwhile.
@@ -88,7 +90,9 @@ class RemoteMcpRuntime(GatewaySource):
             ),
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
         )
-        session = McpHttpSession(client, config.mcp_url, self._headers, self._heard_changed, config.roots)
+        session = open_session(
+            client, config.mcp_url, self._headers, self._heard_changed, config.roots, config.mcp_transport
+        )
         try:
             async with asyncio.timeout(config.startup_timeout):
                 found = await _list(session, config)
@@ -222,7 +226,7 @@ def _what(target: McpTarget) -> str:
     return f"{kind} {target.name!r}"
 
 
-async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
+async def _list(session: McpSession, config: RuntimeConfig) -> dict[str, tuple[McpTarget, FunctionSpec]]:
     """Every function the server brings: its tools (those `include`/`exclude` keep), and the
     resources, resource templates and prompts it says it has, and their arguments' completions
     when it says it completes."""
@@ -248,7 +252,7 @@ async def _list(session: McpHttpSession, config: RuntimeConfig) -> dict[str, tup
     return found
 
 
-async def _pages(session: McpHttpSession, method: str, key: str) -> list[dict[str, Any]]:
+async def _pages(session: McpSession, method: str, key: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     for _ in range(MAX_PAGES):

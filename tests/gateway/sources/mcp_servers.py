@@ -27,15 +27,18 @@ def free_port() -> int:
 class ServerProcess:
     """A server on a fixed loopback port that a test can kill and start again."""
 
-    def __init__(self, command: list[str], port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, command: list[str], port: int, env: dict[str, str] | None = None, path: str = "/mcp"
+    ) -> None:
         self.command = command
         self.port = port
+        self.path = path
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}{self.path}"
 
     def start(self, timeout: float = 30) -> ServerProcess:
         self.process = subprocess.Popen(
@@ -60,15 +63,19 @@ class ServerProcess:
 
 
 def python_server(*flags: str) -> ServerProcess:
-    """The SDK's MCPServer with the fixture tools (`--json`: JSON answers, `--stateless`)."""
+    """The SDK's MCPServer with the fixture tools (`--json`: JSON answers, `--stateless`; `--sse`:
+    the deprecated HTTP+SSE transport, at /sse)."""
     port = free_port()
     command = [sys.executable, "-m", "tests.fixtures.http_mcp_server", str(port), *flags]
-    return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]})
+    path = "/sse" if "--sse" in flags else "/mcp"
+    return ServerProcess(command, port, {"PYTHONPATH": pod_env()["PYTHONPATH"]}, path)
 
 
-def everything_server() -> ServerProcess:
+def everything_server(mode: str = "streamableHttp") -> ServerProcess:
+    """server-everything over Streamable HTTP, or with `mode="sse"` over HTTP+SSE (at /sse)."""
     node = require_tool("node", "Node.js 20+")
     if not EVERYTHING_MAIN.is_file():
         missing(f"server-everything is not installed: npm ci --prefix {EVERYTHING.relative_to(ROOT)}")
     port = free_port()
-    return ServerProcess([node, str(EVERYTHING_MAIN), "streamableHttp"], port, {"PORT": str(port)})
+    path = "/sse" if mode == "sse" else "/mcp"
+    return ServerProcess([node, str(EVERYTHING_MAIN), mode], port, {"PORT": str(port)}, path)
