@@ -26,6 +26,7 @@ import sys as _sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions import registry as _registries
 from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
@@ -91,12 +92,27 @@ def _result(answer: Any) -> Any:
 def _parameters(schema: Any) -> dict[str, Any]:
     """A tool's input schema as the pod validates it (JSON Schema 2020-12, MCP's dialect). Many
     servers still declare draft-07 (zod-to-json-schema's default); what tool schemas use of it
-    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused."""
+    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused. One with
+    no `type` (some hand-written ones) describes the arguments, which are an object all the same."""
     if not isinstance(schema, dict):
         return {"type": "object"}
-    if schema.get("$schema", DIALECT) != DIALECT:
-        return {key: value for key, value in schema.items() if key != "$schema"}
-    return dict(schema)
+    found = dict(schema)
+    if found.get("$schema", DIALECT) != DIALECT:
+        del found["$schema"]
+    found.setdefault("type", "object")
+    return found
+
+
+def _unhostable(tool: dict[str, Any], definition: FunctionDefinition) -> str | None:
+    """Why the pod cannot serve `tool`, or None when it can."""
+    execution = tool.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        return "it must run as a task (taskSupport 'required'), and the bridge calls tools directly"
+    try:
+        definition.host()
+    except DefinitionError as exc:
+        return str(exc)
+    return None
 
 
 class _Follower:
@@ -196,9 +212,10 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
     for tool in listing.tools:
         raw = str(tool.get("name", ""))
         name = function_name(raw, name_limit(namespace), taken)
-        hints = tool.get("annotations") or {}
+        hints = tool.get("annotations")
+        hints = hints if isinstance(hints, dict) else {}
         schema, output = tool.get("inputSchema"), tool.get("outputSchema")
-        found[name] = FunctionDefinition(
+        definition = FunctionDefinition(
             name=name,
             handler=_forwarder(raw),
             description=str(tool.get("description") or tool.get("title") or raw),
@@ -213,6 +230,12 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
                 title=str(hints.get("title") or tool.get("title") or ""),
             ),
         )
+        # One tool the pod cannot serve is left out, not the server's other tools with it.
+        why = _unhostable(tool, definition)
+        if why is None:
+            found[name] = definition
+        else:
+            _sys.stderr.write(f"toolmesh: warning: the MCP server's tool {raw!r} is not served: {why}\n")
     found.update(resource_definitions(listing.resources, listing.templates, namespace, taken, _ask))
     prompts: dict[str, str] = {}
     found.update(prompt_definitions(listing.prompts, namespace, taken, _ask, prompts))
