@@ -16,6 +16,9 @@ from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, S
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
+#: Seconds a server has to start, shake hands and list what it brings, in the template: less than
+#: the gateway waits for a template (gateway/pool/launcher.py), so the cause it logs is this one.
+LIST_TIMEOUT = 45.0
 
 __all__ = [
     "ExitedMidCall",
@@ -45,21 +48,30 @@ class Listing:
     completes: bool = False
 
 
-async def list_server(command: Sequence[str], roots: bool = False) -> Listing:
+async def list_server(command: Sequence[str], roots: bool = False, timeout: float = LIST_TIMEOUT) -> Listing:
     """Everything the server brings, from a server started for the purpose and stopped after
     (offered roots when `roots`, as the pods' servers are: some list more then); ServerExited
     naming the command and the cause when it cannot be listed."""
     shown = " ".join(command)
+    session: StdioSession | None = None
     try:
-        session = await StdioSession.start(command, roots=roots)
+        async with asyncio.timeout(timeout):
+            session = await StdioSession.start(command, roots=roots)
+            return await list_session(session)
+    except TimeoutError:
+        raise ServerExited(
+            f"the MCP server {shown!r} did not list its tools within {timeout:g} s (is it an "
+            "`npx -y` or `uvx` that downloads on its first start? install it first)"
+        ) from None
+    except RpcError as exc:
+        raise ServerExited(
+            f"the MCP server {shown!r} did not list its tools: it answered an error: {exc}"
+        ) from None
     except ServerExited as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
-    try:
-        return await list_session(session)
-    except (ServerExited, RpcError) as exc:
-        raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     finally:
-        await session.close()
+        if session is not None:
+            await session.close()
 
 
 async def list_session(session: StdioSession) -> Listing:

@@ -1,0 +1,41 @@
+"""The template's listing of a stdio MCP server (server_process.list_server): bounded in time,
+and its causes said, so the gateway logs why a runtime serves nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+
+import pytest
+
+from tests.conftest import pod_env
+from toolmesh.runtimes.mcp.server_process import ServerExited, list_server
+
+QUIRKY = [sys.executable, "-m", "tests.fixtures.quirky_stdio_server"]
+
+
+@pytest.fixture(autouse=True)
+def _fixtures_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", pod_env()["PYTHONPATH"])
+
+
+async def test_a_server_that_does_not_answer_in_time_is_named_and_stopped() -> None:
+    started = time.monotonic()
+    with pytest.raises(ServerExited) as slow:
+        await list_server([*QUIRKY, "--slow", "60"], timeout=1)
+    # Said in the template's own words (not the gateway's "did not load its modules within 60 s").
+    assert "did not list its tools within 1 s" in str(slow.value) and "npx -y" in str(slow.value)
+    assert time.monotonic() - started < 10
+
+
+async def test_a_server_that_lists_slowly_within_the_time_is_listed() -> None:
+    listing = await list_server([*QUIRKY, "--slow", "1"], timeout=20)
+    assert "echo" in {tool["name"] for tool in listing.tools}
+
+
+async def test_a_program_that_is_no_mcp_server_is_named() -> None:
+    # `cat` echoes the handshake back: its own "request" is declined, and that answers ours.
+    with pytest.raises(ServerExited) as echoed:
+        await asyncio.wait_for(list_server(["cat"], timeout=10), 20)
+    assert "'cat' did not list its tools: it answered an error" in str(echoed.value)
