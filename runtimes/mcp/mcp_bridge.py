@@ -209,6 +209,10 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
     namespace = os.environ.get(NAMESPACE_ENV, "")
     taken: set[str] = set()
     found = {}
+    for unlisted in listing.unlisted:
+        _sys.stderr.write(
+            f"toolmesh: warning: the MCP server's {unlisted}; what it lists is not served, its tools are\n"
+        )
     for tool in listing.tools:
         raw = str(tool.get("name", ""))
         name = function_name(raw, name_limit(namespace), taken)

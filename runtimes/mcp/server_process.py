@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmesh.runtimes.mcp.server_asks import Answerer
-from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
+from toolmesh.runtimes.mcp.stdio_session import METHOD_NOT_FOUND, Heard, RpcError, ServerExited, StdioSession
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
@@ -46,6 +46,9 @@ class Listing:
     prompts: list[dict[str, Any]] = field(default_factory=list)
     #: Whether it answers `completion/complete`.
     completes: bool = False
+    #: What it said it has but could not list (the method and its error): those are not served,
+    #: its tools still are.
+    unlisted: list[str] = field(default_factory=list)
 
 
 async def list_server(command: Sequence[str], roots: bool = False, timeout: float = LIST_TIMEOUT) -> Listing:
@@ -75,14 +78,28 @@ async def list_server(command: Sequence[str], roots: bool = False, timeout: floa
 
 
 async def list_session(session: StdioSession) -> Listing:
-    """Everything a started server brings; RpcError or ServerExited when it cannot say."""
+    """Everything a started server brings; RpcError or ServerExited when it cannot list its
+    tools. An error answer to one of the other lists leaves that list empty (and says so in
+    `unlisted`): a server whose resources need a database that is down (server-postgres), or that
+    says it has resources but has no templates method (SDK servers that list only resources),
+    still serves its tools."""
     capabilities = session.server.get("capabilities") or {}
     listing = Listing(await _pages(session, "tools/list", "tools"))
+
+    async def optional(method: str, key: str) -> list[dict[str, Any]]:
+        try:
+            return await _pages(session, method, key)
+        except RpcError as exc:
+            # No templates method is a server's way to say it has none.
+            if not (method == "resources/templates/list" and exc.code == METHOD_NOT_FOUND):
+                listing.unlisted.append(f"{method} answered an error: {exc}")
+            return []
+
     if "resources" in capabilities:
-        listing.resources = await _pages(session, "resources/list", "resources")
-        listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+        listing.resources = await optional("resources/list", "resources")
+        listing.templates = await optional("resources/templates/list", "resourceTemplates")
     if "prompts" in capabilities:
-        listing.prompts = await _pages(session, "prompts/list", "prompts")
+        listing.prompts = await optional("prompts/list", "prompts")
     listing.completes = "completions" in capabilities
     return listing
 

@@ -117,3 +117,13 @@ def _deaf_servers() -> set[int]:
         except OSError:
             continue
     return found
+
+
+async def test_a_list_the_server_cannot_give_leaves_its_tools_served(
+    gateway_factory: StartGateway, capfd: pytest.CaptureFixture[str]
+) -> None:
+    gateway = await gateway_factory(quirky("--lists"))
+    assert "resources/list answered an error: connect ECONNREFUSED" in capfd.readouterr().err
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        assert (await http.get("/readyz")).json()["runtimes"] == {"q": True}
+        assert (await _invoke(http, "echo", {"message": "x"})).status_code == 200

@@ -39,3 +39,12 @@ async def test_a_program_that_is_no_mcp_server_is_named() -> None:
     with pytest.raises(ServerExited) as echoed:
         await asyncio.wait_for(list_server(["cat"], timeout=10), 20)
     assert "'cat' did not list its tools: it answered an error" in str(echoed.value)
+
+
+async def test_a_list_that_fails_leaves_it_out_and_the_tools_are_listed() -> None:
+    listing = await list_server([*QUIRKY, "--lists"], timeout=20)
+    assert "echo" in {tool["name"] for tool in listing.tools}
+    assert [prompt["name"] for prompt in listing.prompts] == ["greet"]
+    assert listing.resources == [] and listing.templates == []
+    # Said once, for the list that failed; no templates method is a server's way to say "none".
+    assert listing.unlisted == ["resources/list answered an error: connect ECONNREFUSED"]
