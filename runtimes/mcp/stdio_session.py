@@ -275,7 +275,8 @@ class StdioSession(asyncio.SubprocessProtocol):
             return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
-            if answer is None or answer.done():
+            # A JSON log line that happens to have an "id" (a logger's) answers nothing.
+            if answer is None or answer.done() or not ("result" in message or "error" in message):
                 return
             error = message.get("error")
             if isinstance(error, dict):
