@@ -32,6 +32,7 @@ from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
+from toolmesh.runtimes.functions.results import WithContent as _WithContent
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV, ROOTS_ENV
 from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
@@ -75,8 +76,10 @@ def _result(answer: Any) -> Any:
     texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
     if answer.get("isError"):
         raise McpToolError("\n".join(texts) or "the tool failed")
-    if answer.get("structuredContent") is not None:
-        return answer["structuredContent"]
+    structured = answer.get("structuredContent")
+    # Text content beside structured content is its JSON (the protocol asks servers for both).
+    if structured is not None and len(texts) == len(content):
+        return structured
     items: list[_Text | _Binary] = []
     for item in content:
         kind = item.get("type")
@@ -86,6 +89,8 @@ def _result(answer: Any) -> Any:
             items.append(_Binary(_base64.b64decode(str(item.get("data", ""))), str(item.get("mimeType", ""))))
         else:
             items.append(_Text(json.dumps(item, separators=(",", ":"))))
+    if structured is not None:  # an image, say, that its JSON would turn into base64 text
+        return _WithContent(structured, items)
     return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
 
 

@@ -10,7 +10,10 @@ import sys
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import pod_env
 from tests.gateway.conftest import StartGateway
@@ -88,6 +91,16 @@ async def test_results_errors_links_audio_and_megabytes(gateway_factory: StartGa
         assert linked["content"][1]["mime_type"] == "audio/wav"
         big = (await _invoke(http, "big", {"megabytes": 3})).json()
         assert len(big["content"][0]["text"]) == 3 * 1024 * 1024
+        # An image beside structured content stays an image (not base64 in the structure's JSON).
+        picture = (await _invoke(http, "picture", {})).json()
+        assert picture["structured"] == {"size": 8}
+        assert [(item["type"], item["mime_type"]) for item in picture["content"]] == [("binary", "image/png")]
+    async with (
+        httpx2.AsyncClient(timeout=30) as mcp_http,
+        Client(streamable_http_client(f"{gateway.url}/mcp", http_client=mcp_http)) as client,
+    ):
+        shown = await client.call_tool("q__picture", {})
+    assert [item.type for item in shown.content] == ["image"] and shown.structured_content == {"size": 8}
 
 
 async def test_a_server_that_ignores_sigterm_and_its_input_ending_goes_with_its_pod(
