@@ -89,6 +89,9 @@ async def test_filesystem_serves_the_directory_it_was_given(
         assert "+three" in edited["structured"]["content"]
         read = await _invoke(http, "filesystem.read_text_file", {"path": path, "head": 1})
         assert read["structured"]["content"] == "one"
+        (root / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        image = await _invoke(http, "filesystem.read_media_file", {"path": str(root / "dot.png")})
+        assert [(item["type"], item["mime_type"]) for item in image["content"]] == [("binary", "image/png")]
         refused = await _invoke(http, "filesystem.read_text_file", {"path": "/etc/hostname"})
         assert refused["is_error"] is True and "Access denied" in refused["error"]["message"]
         missing_path = await http.post("/v1/functions/filesystem.read_text_file/invoke", json={"head": 1})
