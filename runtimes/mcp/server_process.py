@@ -59,7 +59,9 @@ async def list_server(command: Sequence[str], roots: bool = False, timeout: floa
     session: StdioSession | None = None
     try:
         async with asyncio.timeout(timeout):
-            session = await StdioSession.start(command, roots=roots)
+            # Its own process group: the template outlives the listing, so nothing would end what
+            # a wrapper command started and left behind.
+            session = await StdioSession.start(command, roots=roots, own_group=True)
             return await list_session(session)
     except TimeoutError:
         raise ServerExited(

@@ -4,8 +4,11 @@ and its causes said, so the gateway logs why a runtime serves nothing."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,32 @@ async def test_a_list_that_fails_leaves_it_out_and_the_tools_are_listed() -> Non
     assert listing.resources == [] and listing.templates == []
     # Said once, for the list that failed; no templates method is a server's way to say "none".
     assert listing.unlisted == ["resources/list answered an error: connect ECONNREFUSED"]
+
+
+async def test_what_a_wrapper_started_goes_when_the_listing_ends(tmp_path: Path) -> None:
+    # `sh -c` (as `npx` does) starts the server as its child; the server ignores SIGTERM and the
+    # end of its input, so only killing the wrapper's whole group ends it.
+    marker = f"--marker={tmp_path.name}"
+    wrapped = " ".join([*QUIRKY, "--deaf", marker])
+    listing = await list_server(["sh", "-c", f"{wrapped}; echo wrapper-done >&2"], timeout=20)
+    assert "echo" in {tool["name"] for tool in listing.tools}
+    deadline = time.monotonic() + 5
+    while left := _running(marker):
+        if time.monotonic() > deadline:
+            for pid in left:  # not to leave it behind for the next tests
+                os.kill(pid, signal.SIGKILL)
+            pytest.fail("the wrapped server outlived the listing")
+        await asyncio.sleep(0.1)
+
+
+def _running(marker: str) -> list[int]:
+    """The pids of live processes (not zombies) whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            mine = marker.encode() in (entry / "cmdline").read_bytes()
+            if mine and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
