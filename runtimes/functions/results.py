@@ -7,6 +7,7 @@ items plus, for JSON-like values, the structured result:
     str                           -> Text
     bytes                         -> Binary (application/octet-stream)
     Text / Json / Binary          -> that item; a list of them -> the list as is
+    WithContent                   -> its content, and its structured value as structured output
     dict, list, numbers, bool,
     pydantic models, dataclasses  -> Json, and the same value as structured output
 """
@@ -56,6 +57,15 @@ class Binary:
 
 Content = Text | Json | Binary
 CONTENT_TYPES = (Text, Json, Binary)
+
+
+@dataclass(frozen=True, slots=True)
+class WithContent:
+    """A structured result and the content items that show it, when its JSON would not: a stdio
+    MCP server's answer with an image and the same image described in `structuredContent`."""
+
+    structured: Any
+    content: Sequence[Content]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +156,8 @@ def normalise(value: Any) -> tuple[list[Content], bytes | None]:
         return [value], None
     if _is_content_list(value):
         return list(value), None
+    if isinstance(value, WithContent):
+        return list(value.content), normalise(value.structured)[1]
     try:
         data = pydantic_core.to_json(value)
     except pydantic_core.PydanticSerializationError as exc:

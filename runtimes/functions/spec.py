@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -271,8 +272,10 @@ def name_limit(namespace: str) -> int:
 
 def function_name(raw: str, limit: int, taken: set[str], prefix: str = "tool") -> str:
     """`raw` made a valid function name of at most `limit` characters, not in `taken`: a name that
-    does not start with a letter gets `prefix`, one too long or taken a hash of `raw`."""
-    name = re.sub(r"[^A-Za-z0-9]+", "_", raw).strip("_") or prefix
+    does not start with a letter gets `prefix`, one too long or taken a hash of `raw`. Accented
+    letters lose their accents ("météo" is "meteo"); other characters outside ASCII are separators."""
+    unaccented = "".join(c for c in unicodedata.normalize("NFKD", raw) if not unicodedata.combining(c))
+    name = re.sub(r"[^A-Za-z0-9]+", "_", unaccented, flags=re.ASCII).strip("_") or prefix
     if not name[0].isalpha():
         name = f"{prefix}_{name}"
     if len(name) > limit or name in taken:

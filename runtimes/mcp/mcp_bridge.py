@@ -26,11 +26,13 @@ import sys as _sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from toolmesh.errors import DefinitionError
 from toolmesh.runtimes.functions import registry as _registries
 from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
 from toolmesh.runtimes.functions.results import Binary as _Binary
 from toolmesh.runtimes.functions.results import Text as _Text
+from toolmesh.runtimes.functions.results import WithContent as _WithContent
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV, ROOTS_ENV
 from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
@@ -74,8 +76,10 @@ def _result(answer: Any) -> Any:
     texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
     if answer.get("isError"):
         raise McpToolError("\n".join(texts) or "the tool failed")
-    if answer.get("structuredContent") is not None:
-        return answer["structuredContent"]
+    structured = answer.get("structuredContent")
+    # Text content beside structured content is its JSON (the protocol asks servers for both).
+    if structured is not None and len(texts) == len(content):
+        return structured
     items: list[_Text | _Binary] = []
     for item in content:
         kind = item.get("type")
@@ -85,18 +89,35 @@ def _result(answer: Any) -> Any:
             items.append(_Binary(_base64.b64decode(str(item.get("data", ""))), str(item.get("mimeType", ""))))
         else:
             items.append(_Text(json.dumps(item, separators=(",", ":"))))
+    if structured is not None:  # an image, say, that its JSON would turn into base64 text
+        return _WithContent(structured, items)
     return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
 
 
 def _parameters(schema: Any) -> dict[str, Any]:
     """A tool's input schema as the pod validates it (JSON Schema 2020-12, MCP's dialect). Many
     servers still declare draft-07 (zod-to-json-schema's default); what tool schemas use of it
-    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused."""
+    reads the same in 2020-12, so its `$schema` is dropped rather than the tool refused. One with
+    no `type` (some hand-written ones) describes the arguments, which are an object all the same."""
     if not isinstance(schema, dict):
         return {"type": "object"}
-    if schema.get("$schema", DIALECT) != DIALECT:
-        return {key: value for key, value in schema.items() if key != "$schema"}
-    return dict(schema)
+    found = dict(schema)
+    if found.get("$schema", DIALECT) != DIALECT:
+        del found["$schema"]
+    found.setdefault("type", "object")
+    return found
+
+
+def _unhostable(tool: dict[str, Any], definition: FunctionDefinition) -> str | None:
+    """Why the pod cannot serve `tool`, or None when it can."""
+    execution = tool.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        return "it must run as a task (taskSupport 'required'), and the bridge calls tools directly"
+    try:
+        definition.host()
+    except DefinitionError as exc:
+        return str(exc)
+    return None
 
 
 class _Follower:
@@ -193,12 +214,17 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
     namespace = os.environ.get(NAMESPACE_ENV, "")
     taken: set[str] = set()
     found = {}
+    for unlisted in listing.unlisted:
+        _sys.stderr.write(
+            f"toolmesh: warning: the MCP server's {unlisted}; what it lists is not served, its tools are\n"
+        )
     for tool in listing.tools:
         raw = str(tool.get("name", ""))
         name = function_name(raw, name_limit(namespace), taken)
-        hints = tool.get("annotations") or {}
+        hints = tool.get("annotations")
+        hints = hints if isinstance(hints, dict) else {}
         schema, output = tool.get("inputSchema"), tool.get("outputSchema")
-        found[name] = FunctionDefinition(
+        definition = FunctionDefinition(
             name=name,
             handler=_forwarder(raw),
             description=str(tool.get("description") or tool.get("title") or raw),
@@ -213,6 +239,12 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
                 title=str(hints.get("title") or tool.get("title") or ""),
             ),
         )
+        # One tool the pod cannot serve is left out, not the server's other tools with it.
+        why = _unhostable(tool, definition)
+        if why is None:
+            found[name] = definition
+        else:
+            _sys.stderr.write(f"toolmesh: warning: the MCP server's tool {raw!r} is not served: {why}\n")
     found.update(resource_definitions(listing.resources, listing.templates, namespace, taken, _ask))
     prompts: dict[str, str] = {}
     found.update(prompt_definitions(listing.prompts, namespace, taken, _ask, prompts))

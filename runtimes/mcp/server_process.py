@@ -12,10 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolmesh.runtimes.mcp.server_asks import Answerer
-from toolmesh.runtimes.mcp.stdio_session import Heard, RpcError, ServerExited, StdioSession
+from toolmesh.runtimes.mcp.stdio_session import METHOD_NOT_FOUND, Heard, RpcError, ServerExited, StdioSession
 
 #: Pages of `tools/list` read at most (a server whose cursor never ends).
 MAX_PAGES = 100
+#: Seconds a server has to start, shake hands and list what it brings, in the template: less than
+#: the gateway waits for a template (gateway/pool/launcher.py), so the cause it logs is this one.
+LIST_TIMEOUT = 45.0
 
 __all__ = [
     "ExitedMidCall",
@@ -43,34 +46,62 @@ class Listing:
     prompts: list[dict[str, Any]] = field(default_factory=list)
     #: Whether it answers `completion/complete`.
     completes: bool = False
+    #: What it said it has but could not list (the method and its error): those are not served,
+    #: its tools still are.
+    unlisted: list[str] = field(default_factory=list)
 
 
-async def list_server(command: Sequence[str], roots: bool = False) -> Listing:
+async def list_server(command: Sequence[str], roots: bool = False, timeout: float = LIST_TIMEOUT) -> Listing:
     """Everything the server brings, from a server started for the purpose and stopped after
     (offered roots when `roots`, as the pods' servers are: some list more then); ServerExited
     naming the command and the cause when it cannot be listed."""
     shown = " ".join(command)
+    session: StdioSession | None = None
     try:
-        session = await StdioSession.start(command, roots=roots)
+        async with asyncio.timeout(timeout):
+            # Its own process group: the template outlives the listing, so nothing would end what
+            # a wrapper command started and left behind.
+            session = await StdioSession.start(command, roots=roots, own_group=True)
+            return await list_session(session)
+    except TimeoutError:
+        raise ServerExited(
+            f"the MCP server {shown!r} did not list its tools within {timeout:g} s (is it an "
+            "`npx -y` or `uvx` that downloads on its first start? install it first)"
+        ) from None
+    except RpcError as exc:
+        raise ServerExited(
+            f"the MCP server {shown!r} did not list its tools: it answered an error: {exc}"
+        ) from None
     except ServerExited as exc:
         raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
-    try:
-        return await list_session(session)
-    except (ServerExited, RpcError) as exc:
-        raise ServerExited(f"the MCP server {shown!r} did not list its tools: {exc}") from None
     finally:
-        await session.close()
+        if session is not None:
+            await session.close()
 
 
 async def list_session(session: StdioSession) -> Listing:
-    """Everything a started server brings; RpcError or ServerExited when it cannot say."""
+    """Everything a started server brings; RpcError or ServerExited when it cannot list its
+    tools. An error answer to one of the other lists leaves that list empty (and says so in
+    `unlisted`): a server whose resources need a database that is down (server-postgres), or that
+    says it has resources but has no templates method (SDK servers that list only resources),
+    still serves its tools."""
     capabilities = session.server.get("capabilities") or {}
     listing = Listing(await _pages(session, "tools/list", "tools"))
+
+    async def optional(method: str, key: str) -> list[dict[str, Any]]:
+        try:
+            return await _pages(session, method, key)
+        except RpcError as exc:
+            # No templates method is a server's way to say it has none.
+            if not (method == "resources/templates/list" and exc.code == METHOD_NOT_FOUND):
+                listing.unlisted.append(f"{method} answered an error: {exc}")
+            return []
+
     if "resources" in capabilities:
-        listing.resources = await _pages(session, "resources/list", "resources")
-        listing.templates = await _pages(session, "resources/templates/list", "resourceTemplates")
+        listing.resources = await optional("resources/list", "resources")
+        listing.templates = await optional("resources/templates/list", "resourceTemplates")
     if "prompts" in capabilities:
-        listing.prompts = await _pages(session, "prompts/list", "prompts")
+        listing.prompts = await optional("prompts/list", "prompts")
     listing.completes = "completions" in capabilities
     return listing
 

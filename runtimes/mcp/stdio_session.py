@@ -22,6 +22,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -72,8 +73,10 @@ def _declined(method: str) -> str:
 class StdioSession(asyncio.SubprocessProtocol):
     """A started server and its pipes: `request` sends one request and waits for its answer."""
 
-    def __init__(self, command: Sequence[str], roots: bool = False) -> None:
+    def __init__(self, command: Sequence[str], roots: bool = False, own_group: bool = False) -> None:
         self._command = list(command)
+        #: Whether the server leads a process group of its own, which `close` kills whole.
+        self._own_group = own_group
         #: Whether `roots` was offered (then `roots/list` is a call's ask, else declined).
         self._roots = roots
         self._transport: asyncio.SubprocessTransport | None = None
@@ -104,19 +107,24 @@ class StdioSession(asyncio.SubprocessProtocol):
         env: Mapping[str, str] | None = None,
         changed: Callable[[str], None] | None = None,
         roots: bool = False,
+        own_group: bool = False,
     ) -> StdioSession:
         """Start the server and shake hands; ServerExited when it cannot be started or answer.
-        `changed` hears its `list_changed` notifications from the start; `roots` offers roots."""
+        `changed` hears its `list_changed` notifications from the start; `roots` offers roots.
+        `own_group` starts it in a process group of its own, killed whole when it is closed: what
+        a wrapper (`npx`, `sh -c`) started goes with it even when it outlives the wrapper. A
+        pod's server stays in the pod's group instead, which the pool kills with the pod."""
         loop = asyncio.get_running_loop()
         try:
             _, session = await loop.subprocess_exec(
-                lambda: cls(command, roots),
+                lambda: cls(command, roots, own_group),
                 *command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
                 # The pod's environment, whole: the runtime's `env` reached it already.
                 env=dict(os.environ if env is None else env),
+                start_new_session=own_group,
             )
         except OSError as exc:
             raise ServerExited(f"the MCP server {command[0]!r} did not start: {exc}") from None
@@ -254,8 +262,12 @@ class StdioSession(asyncio.SubprocessProtocol):
             drained.set_result(None)
 
     def _kill(self) -> None:
-        if self._transport is not None:
-            with contextlib.suppress(ProcessLookupError):
+        if self._transport is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._own_group:
+                os.killpg(self._transport.get_pid(), signal.SIGKILL)
+            else:
                 self._transport.kill()
 
     def _dispatch(self, line: bytes) -> None:
@@ -275,7 +287,8 @@ class StdioSession(asyncio.SubprocessProtocol):
             return
         if method is None:
             answer = self._waiting.get(message.get("id"))  # type: ignore[arg-type]
-            if answer is None or answer.done():
+            # A JSON log line that happens to have an "id" (a logger's) answers nothing.
+            if answer is None or answer.done() or not ("result" in message or "error" in message):
                 return
             error = message.get("error")
             if isinstance(error, dict):
@@ -349,4 +362,6 @@ class StdioSession(asyncio.SubprocessProtocol):
             except TimeoutError:
                 self._kill()
                 await self._exited
+        if self._own_group:  # what it started and left behind, deaf to its input's end
+            self._kill()
         transport.close()

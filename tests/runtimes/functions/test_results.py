@@ -8,7 +8,7 @@ import json
 import pydantic
 import pytest
 
-from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Result, Text, normalise
+from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Result, Text, WithContent, normalise
 
 
 class Model(pydantic.BaseModel):
@@ -47,6 +47,13 @@ def test_other_kinds() -> None:
     assert normalise(image) == ([image], None)
     items = [Text("a"), Json.of({"b": 2})]
     assert normalise(items) == (items, None)
+
+
+def test_a_structured_value_with_its_own_content_keeps_both() -> None:
+    image = Binary(b"\x89PNG", "image/png")
+    content, structured = normalise(WithContent({"size": 4}, [image, Text("a PNG")]))
+    assert content == [image, Text("a PNG")] and structured is not None
+    assert json.loads(structured) == {"size": 4}
 
 
 def test_integers_stay_integers() -> None:

@@ -25,6 +25,9 @@ for line in sys.stdin.buffer:
         for said in ("notifications/tools/list_changed", "notifications/other"):
             send(json.dumps({"jsonrpc": "2.0", "method": said}).encode() + b"\n")
     answer = json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"said": message.get("params")}})
+    if method == "noisy":  # logs on stdout first: a text line, and a JSON one that has an "id"
+        send(b"handling a request\n")
+        send(json.dumps({"id": ident, "level": 30, "msg": "handling"}).encode() + b"\n")
     if method == "split":  # one answer in three writes
         for start in range(0, len(answer), len(answer) // 3 + 1):
             send(answer[start:start + len(answer) // 3 + 1].encode()); time.sleep(0.01)
@@ -52,6 +55,14 @@ async def test_answers_arrive_however_the_lines_are_cut() -> None:
         with pytest.raises(RpcError) as refused:
             await session.request("refuse")
         assert refused.value.code == -32602
+    finally:
+        await session.close()
+
+
+async def test_log_lines_on_stdout_answer_nothing_even_with_an_id() -> None:
+    session = await StdioSession.start(COMMAND)
+    try:
+        assert await session.request("noisy", {"n": 1}) == {"said": {"n": 1}}
     finally:
         await session.close()
 
