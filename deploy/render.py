@@ -271,7 +271,8 @@ def _runtime_deployment(runtime: RuntimeConfig, config: MeshConfig, options: Ren
     if runtime.mcp_command:
         # The bridge's pods start the server (its image has the command: `image`), and the
         # server lists its tools while the pod starts, which the startup probe waits for.
-        own.update(bridge_environment(runtime.mcp_command, runtime.name, runtime.roots))
+        passed = [*runtime.env, *runtime.inherit_env]
+        own.update(bridge_environment(runtime.mcp_command, runtime.name, runtime.roots, passed))
         probe = container["startupProbe"]
         probe["failureThreshold"] = max(probe["failureThreshold"], math.ceil(runtime.startup_timeout))
     env = [item for item in env if item["name"] not in own]

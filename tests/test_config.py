@@ -124,6 +124,10 @@ def test_the_sections_parse_into_typed_settings() -> None:
             '[[runtimes]]\nname = "t"\nmcp_url = "http://m/mcp"\nbase_url = "http://m"',
             "`base_url` goes with `openapi`",
         ),
+        (
+            '[[runtimes]]\nname = "t"\nmcp_url = "http://m/mcp"\ninherit_env = ["HTTPS_PROXY"]',
+            "`inherit_env` goes with `mcp_command`",
+        ),
     ],
 )
 def test_mistakes_name_the_key(toml: str, message: str) -> None:

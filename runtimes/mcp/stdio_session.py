@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolmesh.runtimes.mcp.server_asks import KINDS, Answerer, answers, capabilities
+from toolmesh.runtimes.mcp.server_env import server_environment
 
 #: The revision offered; a server may answer with an older one it speaks.
 PROTOCOL_VERSION = "2025-11-25"
@@ -122,8 +123,8 @@ class StdioSession(asyncio.SubprocessProtocol):
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=None,
-                # The pod's environment, whole: the runtime's `env` reached it already.
-                env=dict(os.environ if env is None else env),
+                # Not the pod's whole environment: the gateway's keys are not a third party's.
+                env=server_environment() if env is None else dict(env),
                 start_new_session=own_group,
             )
         except OSError as exc:

@@ -122,6 +122,11 @@ class RuntimeConfig(BaseModel):
     image: str | None = None
     #: Extra environment variables for the runtime's pods.
     env: dict[str, str] = Field(default_factory=dict)
+    #: With `mcp_command`: variables of the gateway's environment the server gets besides
+    #: `env` and a few every program needs (HOME, PATH, USER, LANG, TZ, TMPDIR...): names or
+    #: globs, e.g. `["HTTPS_PROXY", "NODE_EXTRA_CA_CERTS"]`. Nothing else of the gateway's
+    #: environment (its keys and tokens) reaches a third-party server.
+    inherit_env: tuple[str, ...] = ()
     #: Default per-call timeout inside the pod, in seconds.
     timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
     #: Seconds a call's async code may block a pod's event loop before it is reported (a log
@@ -279,6 +284,8 @@ class RuntimeConfig(BaseModel):
             raise ValueError("`tls` goes with `grpc_reflection`")
         if self.mcp_transport != "auto" and self.mcp_url is None:
             raise ValueError("`mcp_transport` goes with `mcp_url`")
+        if self.inherit_env and not self.mcp_command:
+            raise ValueError("`inherit_env` goes with `mcp_command` (other pods get the whole environment)")
         if self.roots and not (self.mcp_command or self.mcp_url):
             raise ValueError("`roots` goes with `mcp_command` or `mcp_url`")
         if self.in_gateway:

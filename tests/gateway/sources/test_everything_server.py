@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import warnings
 from typing import Any
 
@@ -246,3 +248,35 @@ async def test_remote_server_roots_are_the_callers(gateway_factory: StartGateway
         await check_roots(gateway.url)
     finally:
         everything.kill()
+
+
+async def test_a_stdio_server_gets_none_of_the_gateways_secrets(gateway_factory: StartGateway) -> None:
+    # server-everything's `get-env` answers its whole environment. The gateway's own (its keys,
+    # what runtimes' headers read) and the pod's (its token to the mesh) stay out; the runtime's
+    # `env`, what `inherit_env` names and what every program needs go in.
+    everything_server()
+    node = require_tool("node", "Node.js 20+")
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": "/home/someone",
+        "GITHUB_TOKEN": "a secret of the gateway's",
+        "HTTPS_PROXY": "http://proxy.internal:3128",
+        "NODE_EXTRA_CA_CERTS": "/etc/ca.pem",
+    }
+    runtime = RuntimeConfig(
+        name="everything",
+        mcp_command=(node, str(EVERYTHING_MAIN), "stdio"),
+        startup_timeout=60,
+        env={"EVERYTHING_MODE": "test"},
+        inherit_env=("HTTPS_PROXY", "NODE_*"),
+    )
+    gateway = await gateway_factory(runtime, environ=environ)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=60) as http:
+        answer = await http.post("/v1/functions/everything.get_env/invoke", json={})
+    assert answer.status_code == 200, answer.text
+    seen = json.loads(answer.json()["content"][0]["text"])
+    assert seen["EVERYTHING_MODE"] == "test" and seen["HOME"] == "/home/someone"
+    assert seen["HTTPS_PROXY"] == "http://proxy.internal:3128"
+    assert seen["NODE_EXTRA_CA_CERTS"] == "/etc/ca.pem"
+    assert "GITHUB_TOKEN" not in seen
+    assert not [name for name in seen if name.startswith("TOOLMESH_") or name.startswith("OTEL_")]
