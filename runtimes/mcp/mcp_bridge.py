@@ -26,7 +26,7 @@ import sys as _sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from toolmesh.errors import DefinitionError
+from toolmesh.errors import DefinitionError, FunctionError
 from toolmesh.runtimes.functions import registry as _registries
 from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
@@ -54,8 +54,10 @@ from toolmesh.runtimes.mcp.server_process import (
 SERVER_EXITED = 70
 
 
-class McpToolError(RuntimeError):
-    """The MCP server answered the call with an error result; the message is its text."""
+class McpToolError(FunctionError):
+    """The MCP server answered the call with an error result; the message is its text, as the
+    caller reads it (a Python exception's class name in front would be the bridge's, not the
+    server's: a remote server's errors read the same)."""
 
 
 def _command() -> list[str]:

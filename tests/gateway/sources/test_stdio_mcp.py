@@ -48,6 +48,9 @@ async def test_the_servers_tools_are_functions_of_the_namespace(gateway_factory:
         assert converted["structured"] == {"result": "12:00 in UTC"}
         failed = (await http.post("/v1/functions/clock.fail/invoke", json={"message": "no clock"})).json()
         assert failed["is_error"] is True and "no clock" in failed["error"]["message"]
+        # The server's own text, as a remote server's reads: no class name of the bridge's in front.
+        assert failed["error"]["message"] == failed["content"][0]["text"]
+        assert not failed["error"]["message"].startswith("McpToolError")
         wrong = await http.post("/v1/functions/clock.add/invoke", json={"a": "two"})
         assert wrong.status_code == 422
 
