@@ -26,9 +26,16 @@ REFLECTION_PATHS = (
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
 )
-#: Services every reflecting server has that are not its functions.
-REFLECTION_SERVICES = frozenset(
-    {"grpc.reflection.v1alpha.ServerReflection", "grpc.reflection.v1.ServerReflection"}
+#: Services a server runs for its operators, not its callers: reflection (every reflecting server
+#: has it), health checks (no use to a model) and channelz (its connections' internals, which no
+#: caller of the mesh should read). None of them become functions.
+INFRASTRUCTURE_SERVICES = frozenset(
+    {
+        "grpc.reflection.v1alpha.ServerReflection",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.health.v1.Health",
+        "grpc.channelz.v1.Channelz",
+    }
 )
 #: The well-known types' files, in every pool: an Any may hold one the services never import.
 WELL_KNOWN_FILES = tuple(
@@ -140,7 +147,7 @@ async def _read_files(
         if symbol is None:
             listed = await ask(list_services="")
             services = listed.list_services_response.service
-            names = [s.name for s in services if s.name not in REFLECTION_SERVICES]
+            names = [s.name for s in services if s.name not in INFRASTRUCTURE_SERVICES]
         files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
 
         def keep(response: reflection_pb2.ServerReflectionResponse) -> None:

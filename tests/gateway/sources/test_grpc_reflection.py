@@ -47,7 +47,8 @@ async def test_each_unary_and_server_streaming_method_is_a_function_with_a_json_
 ) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="pets", grpc_reflection=target(pets)))
     functions = await listing(gateway.url)
-    # Upload (client-streaming) is left out; the two GetPets are told apart by their service.
+    # Upload (client-streaming) is left out, and so are health checks and reflection (the
+    # operators', not the callers'); the two GetPets are told apart by their service.
     assert set(functions) == {
         "pets.Pets_GetPet",
         "pets.Admin_GetPet",
