@@ -44,7 +44,7 @@ async def test_a_long_chain_of_references_and_odd_operation_ids(tmp_path: Path, 
         assert runtime.error is None and len(runtime.specs) == 2004
         names = {spec.name for spec in runtime.specs}
         assert all(check_name(name) for name in names)
-        assert {"delete_v1_resource7_id", "getThing", "r_cup_rer_donn_es", "op"} <= names
+        assert {"delete_v1_resource7_id", "getThing", "recuperer_donnees", "op"} <= names
         assert len([n for n in names if n.startswith("getThing")]) == 2
         create = next(spec for spec in runtime.specs if spec.name == "create_resource0")
         # Every schema reaches every other: each function carries the nearest ones only.
