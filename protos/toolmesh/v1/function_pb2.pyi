@@ -85,6 +85,7 @@ class FunctionSpec(_message.Message):
     RUNTIME_FIELD_NUMBER: _builtins.int
     EXAMPLES_FIELD_NUMBER: _builtins.int
     TASK_SUPPORT_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
     FEATURE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Function name, unique within its namespace: [A-Za-z_][A-Za-z0-9_-]*."""
@@ -112,6 +113,10 @@ class FunctionSpec(_message.Message):
     task_support: _builtins.str
     """Whether MCP clients may run it as a task (an asynchronous job they poll):
     "optional" or "required"; empty for never ("forbidden").
+    """
+    meta: _builtins.bytes
+    """The tool's MCP `_meta` as a UTF-8 JSON object, as the MCP server behind the function
+    lists it (MCP Apps' `ui.resourceUri`, say); empty when none.
     """
     @_builtins.property
     def annotations(self) -> Global___FunctionAnnotations: ...
@@ -143,11 +148,12 @@ class FunctionSpec(_message.Message):
         runtime: _builtins.str = ...,
         examples: _abc.Iterable[_builtins.str] | None = ...,
         task_support: _builtins.str = ...,
+        meta: _builtins.bytes = ...,
         feature: Global___McpFeature | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "feature", b"feature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "examples", b"examples", "feature", b"feature", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "task_support", b"task_support", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "examples", b"examples", "feature", b"feature", "input_schema", b"input_schema", "meta", b"meta", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "task_support", b"task_support", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
