@@ -104,6 +104,10 @@ class Feature:
     target: str = ""
     argument: str = ""
     title: str = ""
+    #: A prompt's name on MCP when its function's had to differ (an MCP server's prompt named like
+    #: one of its tools: MCP keeps the two lists apart, a namespace's functions share one name
+    #: space); empty for the function's name.
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,7 @@ def _feature_dict(feature: Feature) -> dict[str, str]:
         "target": feature.target,
         "argument": feature.argument,
         "title": feature.title,
+        **({"name": feature.name} if feature.name else {}),
     }
 
 

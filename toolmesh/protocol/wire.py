@@ -74,6 +74,7 @@ def _feature_to_proto(feature: Feature | None) -> function_pb2.McpFeature | None
         target=feature.target,
         argument=feature.argument,
         title=feature.title,
+        name=feature.name,
     )
 
 
@@ -81,7 +82,7 @@ def _feature_from_proto(message: function_pb2.FunctionSpec) -> Feature | None:
     if not message.HasField("feature"):
         return None
     f = message.feature
-    return Feature(f.kind, f.uri, f.mime_type, f.target, f.argument, f.title)
+    return Feature(f.kind, f.uri, f.mime_type, f.target, f.argument, f.title, f.name)
 
 
 def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:

@@ -171,6 +171,7 @@ class McpFeature(_message.Message):
     TARGET_FIELD_NUMBER: _builtins.int
     ARGUMENT_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
     """"resource", "prompt" or "completion"."""
     uri: _builtins.str
@@ -183,6 +184,11 @@ class McpFeature(_message.Message):
     """The argument of `target` a completion suggests values for."""
     title: _builtins.str
     """A human-friendly title for user interfaces."""
+    name: _builtins.str
+    """A prompt's name on MCP (before its namespace) when its function's name had to differ: MCP
+    keeps tools and prompts apart, a namespace's functions share one name space. Empty: the
+    function's name.
+    """
     def __init__(
         self,
         *,
@@ -192,10 +198,11 @@ class McpFeature(_message.Message):
         target: _builtins.str = ...,
         argument: _builtins.str = ...,
         title: _builtins.str = ...,
+        name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "kind", b"kind", "mime_type", b"mime_type", "target", b"target", "title", b"title", "uri", b"uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "kind", b"kind", "mime_type", b"mime_type", "name", b"name", "target", b"target", "title", b"title", "uri", b"uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -214,14 +214,16 @@ async def test_grpc_callers_get_resources_and_annotations_as_messages(gateway_fa
 
 @pytest.mark.parametrize("road", ROADS)
 async def test_a_prompt_and_a_tool_of_the_same_name(gateway_factory: StartGateway, road: str) -> None:
-    async with federated(gateway_factory, road, "apps", APPS, apps_http) as (url, _):
-        async with mcp_client(f"{url}/mcp") as client:
-            tools = {t.name for t in (await client.list_tools()).tools}
-            prompts = {p.name for p in (await client.list_prompts()).prompts}
-            assert "apps__fetch" in tools and "apps__fetch" in prompts
-            fetched = await client.call_tool("apps__fetch", {"url": "https://example.com"})
-            asked = await client.get_prompt("apps__fetch", {"url": "https://example.com"})
-    assert fetched.content[0].text == "fetched https://example.com"  # type: ignore[union-attr]
+    async with (
+        federated(gateway_factory, road, "apps", APPS, apps_http) as (url, _),
+        mcp_client(f"{url}/mcp") as client,
+    ):
+        tools = {t.name for t in (await client.list_tools()).tools}
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert "apps__fetch" in tools and "apps__fetch" in prompts
+        fetched = await client.call_tool("apps__fetch", {"url": "https://example.com"})
+        asked = await client.get_prompt("apps__fetch", {"url": "https://example.com"})
+    assert fetched.structured_content == {"result": "fetched https://example.com"}
     assert asked.messages[0].content.text == "Please fetch https://example.com"  # type: ignore[union-attr]
 
 
@@ -254,12 +256,8 @@ async def test_server_everythings_links_references_and_annotations(
         base64.b64decode(annotated[1]["data"], validate=True)
         if own is not None:  # unchanged: as the server itself answers
             async with mcp_client(own) as direct:
-                names = {
-                    "get_resource_links": "get-resource-links",
-                    "get_resource_reference": "get-resource-reference",
-                }
                 for (tool, args), answer in zip(calls, answers, strict=True):
-                    own_name = names.get(tool, tool.replace("_", "-"))
+                    own_name = tool.replace("_", "-")
                     assert dumped(await direct.call_tool(own_name, args)) == answer
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             linked = await http.post("/v1/functions/everything.get_resource_links/invoke", json={"count": 1})
@@ -267,6 +265,7 @@ async def test_server_everythings_links_references_and_annotations(
             "type": "resource_link",
             "uri": "demo://resource/dynamic/blob/1",
             "name": "Blob Resource 1",
-            "description": "Resource 1: binary blob resource",
-            "mime_type": "application/octet-stream",
+            # What the server says of it (its links call a blob text/plain).
+            "description": "Resource 1: plaintext resource",
+            "mime_type": "text/plain",
         }
