@@ -10,11 +10,11 @@ items plus, for JSON-like values, the structured result:
     Resource                      -> that item; a list of them -> the list as is
     WithContent                   -> its content, and its structured value as structured output
                                      (and its `meta` the result's: `result_meta`)
+    dict, list, numbers, bool,
+    pydantic models, dataclasses  -> Json, and the same value as structured output
 
 Every item may carry MCP's `annotations` (audience, priority, lastModified) and `_meta` as the
 MCP server that made it sent them (a dict each, or None): the doors pass them on.
-    dict, list, numbers, bool,
-    pydantic models, dataclasses  -> Json, and the same value as structured output
 """
 
 from __future__ import annotations
