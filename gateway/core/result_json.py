@@ -10,19 +10,58 @@ import base64
 import json
 import math
 from json.encoder import encode_basestring_ascii as _quote
+from typing import Any
 
-from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text, result_from_document
+from toolmesh.runtimes.functions.results import Content, Json, Resource, Result, Text, result_from_document
+
+
+def _extras(item: Content) -> bytes:
+    """`,"annotations":{...},"meta":{...}` for what the item has of them."""
+    parts = b""
+    if item.annotations:
+        parts += b',"annotations":' + json.dumps(item.annotations).encode()
+    if item.meta:
+        parts += b',"meta":' + json.dumps(item.meta).encode()
+    return parts
+
+
+def _resource(item: Resource) -> dict[str, Any]:
+    document: dict[str, Any] = {"type": "resource" if item.embedded else "resource_link", "uri": item.uri}
+    for key, value in (
+        ("name", item.name),
+        ("title", item.title),
+        ("description", item.description),
+        ("mime_type", item.mime_type),
+    ):
+        if value:
+            document[key] = value
+    if item.size is not None:
+        document["size"] = item.size
+    if item.text is not None:
+        document["text"] = item.text
+    elif item.blob is not None:
+        document["blob"] = base64.b64encode(item.blob).decode()
+    return document
 
 
 def content_json(item: Content) -> bytes:
-    if isinstance(item, Text):
+    if type(item) is Text and item.annotations is None and item.meta is None:
         return b'{"type":"text","text":' + json.dumps(item.text).encode() + b"}"
+    if isinstance(item, Text):
+        return b'{"type":"text","text":' + json.dumps(item.text).encode() + _extras(item) + b"}"
     if isinstance(item, Json):
-        return b'{"type":"json","json":' + item.data + b"}"
-    assert isinstance(item, Binary)
+        return b'{"type":"json","json":' + item.data + _extras(item) + b"}"
+    if isinstance(item, Resource):
+        return json.dumps(_resource(item)).encode()[:-1] + _extras(item) + b"}"
     data = base64.b64encode(item.data)
     return (
-        b'{"type":"binary","mime_type":' + json.dumps(item.mime_type).encode() + b',"data":"' + data + b'"}'
+        b'{"type":"binary","mime_type":'
+        + json.dumps(item.mime_type).encode()
+        + b',"data":"'
+        + data
+        + b'"'
+        + _extras(item)
+        + b"}"
     )
 
 
@@ -35,7 +74,7 @@ def _timing(queued_ms: float, duration_ms: float) -> bytes:
 
 
 def result_json(result: Result) -> bytes:
-    """`{"is_error", "content", "structured", "request_id", "timing", "error"?}` as bytes."""
+    """`{"is_error", "content", "structured", "request_id", "timing", "error"?, "meta"?}` as bytes."""
     parts = [
         b'{"is_error":',
         b"true" if result.is_error else b"false",
@@ -57,6 +96,8 @@ def result_json(result: Result) -> bytes:
         if result.error.traceback:
             error["traceback"] = result.error.traceback
         parts += [b',"error":', json.dumps(error).encode()]
+    if result.meta:
+        parts += [b',"meta":', json.dumps(result.meta).encode()]
     parts.append(b"}")
     return b"".join(parts)
 

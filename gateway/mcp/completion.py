@@ -19,6 +19,7 @@ from mcp.server import ServerRequestContext
 from toolmesh.errors import FunctionNotFound, InternalError
 from toolmesh.gateway.core.mesh import Mesh
 from toolmesh.gateway.mcp.caller import call_feature, caller, in_namespace, refusal
+from toolmesh.gateway.mcp.prompts import prompt_name
 from toolmesh.runtimes.functions.spec import COMPLETION, PROMPT, RESOURCE, FunctionSpec, tool_name
 
 #: The most values one completion holds (the protocol's limit).
@@ -31,7 +32,7 @@ def _target_of(spec: FunctionSpec, ref: types.PromptReference | types.ResourceTe
     if feature is None:
         return False
     if isinstance(ref, types.PromptReference):
-        return feature.kind == PROMPT and ref.name in (spec.qualified_name, tool_name(spec.qualified_name))
+        return feature.kind == PROMPT and ref.name in (spec.qualified_name, prompt_name(spec))
     return feature.kind == RESOURCE and feature.uri == ref.uri
 
 

@@ -8,7 +8,9 @@ Transport-free: `mcp_server.py` serves these over Streamable HTTP.
   its structured result is wrapped the same way.
 - Content items: text as text, JSON as its text (plus ``structuredContent`` when
   the function declares an output schema), binary ``image/*`` and ``audio/*`` as
-  image and audio content, other binary as an embedded resource.
+  image and audio content, other binary as an embedded resource, a `Resource` as a
+  ``resource_link`` or (embedded) a ``resource``; each with the ``annotations`` and
+  ``_meta`` it came with (from an MCP server behind the gateway), and the result with its ``_meta``.
 - A generator's items, while a call runs, are `notifications/progress` (when the client sent a
   progress token) whose message is `progress_message` of the item; the result holds them all.
 - Pages are ordered by tool name and the cursor names the last tool of the
@@ -28,7 +30,8 @@ import mcp_types as types
 
 from toolmesh.errors import InvalidRequest
 from toolmesh.gateway.core.tool_formats import mcp_tool
-from toolmesh.runtimes.functions.results import Binary, Content, Json, Result, Text
+from toolmesh.gateway.mcp.answers.content_blocks import content_block
+from toolmesh.runtimes.functions.results import Content, Json, Result, Text, describe
 from toolmesh.runtimes.functions.spec import FunctionSpec, tool_name
 
 #: The property a non-object structured result is wrapped in.
@@ -63,22 +66,13 @@ def tool(spec: FunctionSpec) -> types.Tool:
     if _wraps(spec):
         assert spec.output_schema is not None
         definition["outputSchema"] = _wrapped_schema(spec.output_schema)
+    if spec.meta:
+        # An MCP server's own (MCP Apps' `ui.resourceUri`, say), for the host to act on.
+        definition["_meta"] = spec.meta
     if spec.task_support:
         # 2025-11-25's tool-level negotiation; 2026-07-28 has no such field (its sieve drops it).
         definition["execution"] = {"taskSupport": spec.task_support}
     return types.Tool.model_validate(definition)
-
-
-def _binary(item: Binary, uri: str) -> types.ContentBlock:
-    data = base64.b64encode(item.data).decode()
-    kind = item.mime_type.partition("/")[0]
-    if kind == "image":
-        return types.ImageContent(data=data, mime_type=item.mime_type)
-    if kind == "audio":
-        return types.AudioContent(data=data, mime_type=item.mime_type)
-    return types.EmbeddedResource(
-        resource=types.BlobResourceContents(uri=uri, mime_type=item.mime_type, blob=data)
-    )
 
 
 def progress_message(item: Content) -> str:
@@ -88,7 +82,7 @@ def progress_message(item: Content) -> str:
     elif isinstance(item, Json):
         text = item.data.decode()
     else:
-        text = f"{item.mime_type}, {len(item.data)} bytes"
+        text = describe(item)
     return text if len(text) <= MAX_PROGRESS_MESSAGE else text[: MAX_PROGRESS_MESSAGE - 1] + "…"
 
 
@@ -97,20 +91,17 @@ def call_result(spec: FunctionSpec, result: Result) -> types.CallToolResult:
     content: list[types.ContentBlock] = []
     where = f"{RESOURCE_SCHEME}://{tool_name(spec.qualified_name)}/{result.request_id or 'result'}"
     for index, item in enumerate(result.content):
-        if isinstance(item, Text):
-            content.append(types.TextContent(text=item.text))
-        elif isinstance(item, Json):
-            content.append(types.TextContent(text=item.data.decode()))
-        else:
-            content.append(_binary(item, f"{where}/{index}"))
+        content.append(content_block(item, f"{where}/{index}"))
     if result.is_error and not content and result.error is not None:
         content.append(types.TextContent(text=result.error.message))
     if result.is_error or spec.output_schema is None or result.structured_json is None:
-        return types.CallToolResult(content=content, is_error=result.is_error)
+        return types.CallToolResult(content=content, is_error=result.is_error, meta=result.meta)
     structured = result.structured
     if _wraps(spec):
         structured = {WRAPPED_RESULT: structured}
-    return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+    return types.CallToolResult(
+        content=content, structured_content=structured, is_error=False, meta=result.meta
+    )
 
 
 def _cursor(name: str) -> str:

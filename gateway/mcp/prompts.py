@@ -20,7 +20,7 @@ from toolmesh.gateway.mcp.cache_hints import LIST_TTL_MS, cache_scope
 from toolmesh.gateway.mcp.caller import call_feature, call_options, caller, in_namespace, paged, refusal
 from toolmesh.gateway.mcp.input_requests import input_required, read_round
 from toolmesh.runtimes.functions.asking import pending_asks
-from toolmesh.runtimes.functions.spec import PROMPT, FunctionSpec, tool_name
+from toolmesh.runtimes.functions.spec import PROMPT, FunctionSpec, qualify, tool_name
 
 _MESSAGES = pydantic.TypeAdapter(list[types.PromptMessage])
 
@@ -37,10 +37,17 @@ def arguments(spec: FunctionSpec) -> list[types.PromptArgument]:
     ]
 
 
+def prompt_name(spec: FunctionSpec) -> str:
+    """A prompt's name on MCP: ``<namespace>__<name>`` like a tool's, with the name the MCP server
+    behind it gave it when its function's differs (a prompt named like a tool, `Feature.name`)."""
+    assert spec.feature is not None
+    return tool_name(qualify(spec.namespace, spec.feature.name or spec.name))
+
+
 def prompt(spec: FunctionSpec) -> types.Prompt:
     assert spec.feature is not None
     return types.Prompt(
-        name=tool_name(spec.qualified_name),
+        name=prompt_name(spec),
         title=spec.feature.title or None,
         description=spec.description or None,
         arguments=arguments(spec),
@@ -63,7 +70,10 @@ class Prompts:
     def find(self, ctx: ServerRequestContext[Any, Any], name: str) -> FunctionSpec:
         """The prompt `name` the caller may use on this path; -32602 otherwise."""
         principal, namespace = caller(ctx)
-        try:
+        for spec in in_namespace(self.mesh.features(principal), namespace):
+            if is_prompt(spec) and prompt_name(spec) == name:
+                return spec
+        try:  # a prompt's qualified name does as well
             spec = self.mesh.function(name, principal, feature=True)
             if not is_prompt(spec) or (namespace and spec.namespace != namespace):
                 raise FunctionNotFound(f"no prompt {name!r}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolmesh.errors import InvalidArguments, InvalidRequest, ToolmeshError, Violation
-from toolmesh.runtimes.functions.results import Binary, Json, Result, Text
+from toolmesh.runtimes.functions.results import Binary, Json, Resource, Result, Text, describe
 
 
 class CallFormat(enum.Enum):
@@ -264,7 +264,9 @@ def _kind(value: Any) -> str:
 
 def tool_output_text(result: Result) -> str:
     """What a model reads of a result: text as it is, JSON as compact JSON, binary as
-    ``[binary <mime>, <n> bytes]``, one item per line; an error starts with "Error: "."""
+    ``[binary <mime>, <n> bytes]``, an embedded resource's text as it is and any other resource
+    as ``[resource_link <uri> (<name>, <mime>, <description>)]`` or ``[resource <uri> (<mime>,
+    <n> bytes)]``, one item per line; an error starts with "Error: "."""
     parts = []
     for item in result.content:
         if isinstance(item, Text):
@@ -273,6 +275,8 @@ def tool_output_text(result: Result) -> str:
             parts.append(item.data.decode())  # Json items hold compact JSON already
         elif isinstance(item, Binary):
             parts.append(f"[binary {item.mime_type}, {len(item.data)} bytes]")
+        elif isinstance(item, Resource):
+            parts.append(item.text if item.text is not None else f"[{describe(item)}]")
     text = "\n".join(parts)
     if not result.is_error:
         return text

@@ -143,6 +143,8 @@ class FunctionDefinition:
     #: Set when it serves an MCP resource, prompt or completion rather than a tool (the bridge of
     #: a stdio MCP server, runtimes/mcp/); its handler returns what the feature's method answers.
     feature: Feature | None = None
+    #: The tool's MCP `_meta`, for a stdio MCP server's tool (runtimes/mcp/).
+    meta: dict[str, Any] | None = None
 
     def host(self, namespace: str = "") -> HostedFunction:
         ns = self.namespace or namespace
@@ -169,6 +171,7 @@ class FunctionDefinition:
             examples=self.examples,
             task_support=self.task_support,
             feature=self.feature,
+            meta=self.meta,
         )
         return HostedFunction(spec, self.handler, kind, validator, context_param)
 

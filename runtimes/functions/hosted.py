@@ -98,6 +98,7 @@ def make_spec(
     feature: Feature | None = None,
     examples: Sequence[str] = (),
     task_support: str = "",
+    meta: dict[str, Any] | None = None,
 ) -> FunctionSpec:
     """A FunctionSpec, after checking names and limits."""
     try:
@@ -138,6 +139,7 @@ def make_spec(
         feature=feature,
         examples=tuple(e.strip() for e in examples),
         task_support=task_support,
+        meta=meta,
     )
 
 

@@ -6,10 +6,15 @@ items plus, for JSON-like values, the structured result:
     None                          -> no content
     str                           -> Text
     bytes                         -> Binary (application/octet-stream)
-    Text / Json / Binary          -> that item; a list of them -> the list as is
+    Text / Json / Binary /
+    Resource                      -> that item; a list of them -> the list as is
     WithContent                   -> its content, and its structured value as structured output
+                                     (and its `meta` the result's: `result_meta`)
     dict, list, numbers, bool,
     pydantic models, dataclasses  -> Json, and the same value as structured output
+
+Every item may carry MCP's `annotations` (audience, priority, lastModified) and `_meta` as the
+MCP server that made it sent them (a dict each, or None): the doors pass them on.
 """
 
 from __future__ import annotations
@@ -24,12 +29,17 @@ import pydantic_core
 
 from toolmesh.errors import ToolmeshError, Violation, from_code
 
+#: An item's or a result's MCP `annotations` or `_meta`: a JSON object, or None.
+Extra = dict[str, Any] | None
+
 
 @dataclass(frozen=True, slots=True)
 class Text:
     """A text content item."""
 
     text: str
+    annotations: Extra = None
+    meta: Extra = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,8 @@ class Json:
     """A JSON content item, kept as its UTF-8 encoding so it is serialised once."""
 
     data: bytes
+    annotations: Extra = None
+    meta: Extra = None
 
     @classmethod
     def of(cls, value: Any) -> Json:
@@ -53,10 +65,31 @@ class Binary:
 
     data: bytes
     mime_type: str = "application/octet-stream"
+    annotations: Extra = None
+    meta: Extra = None
 
 
-Content = Text | Json | Binary
-CONTENT_TYPES = (Text, Json, Binary)
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An MCP resource in a result: a link (`resource_link`: the caller reads `uri` itself) or,
+    when `embedded`, the resource's contents (`text`, or `blob` bytes). A link has a `name`
+    and may have the rest; an embedded resource's are its URI, media type and contents."""
+
+    uri: str
+    name: str = ""
+    title: str = ""
+    description: str = ""
+    mime_type: str = ""
+    size: int | None = None
+    embedded: bool = False
+    text: str | None = None
+    blob: bytes | None = None
+    annotations: Extra = None
+    meta: Extra = None
+
+
+Content = Text | Json | Binary | Resource
+CONTENT_TYPES = (Text, Json, Binary, Resource)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +99,8 @@ class WithContent:
 
     structured: Any
     content: Sequence[Content]
+    #: The result's MCP `_meta` (a JSON object), for the MCP server's answer that had one.
+    meta: Extra = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +138,8 @@ class Result:
     request_id: str = ""
     #: The stored outcome of an earlier call with the same `Idempotency-Key`, not a new run.
     replayed: bool = False
+    #: The result's MCP `_meta` as the MCP server behind the function sent it (a JSON object), or None.
+    meta: Extra = None
 
     @classmethod
     def failure(cls, error: ErrorInfo) -> Result:
@@ -165,6 +202,25 @@ def normalise(value: Any) -> tuple[list[Content], bytes | None]:
     return [Json(data)], data
 
 
+def result_meta(value: Any) -> Extra:
+    """The result `_meta` a return value carries (a `WithContent`'s), or None."""
+    return value.meta if isinstance(value, WithContent) else None
+
+
+def describe(item: Binary | Resource) -> str:
+    """A line saying what bytes or a resource are, for a reader of text (a model, a progress
+    message): ``image/png, 1234 bytes``, ``resource_link file:///a.txt (a.txt, text/plain)``,
+    an embedded resource's text (or ``resource <uri> (<type>, <n> bytes)``)."""
+    if isinstance(item, Binary):
+        return f"{item.mime_type}, {len(item.data)} bytes"
+    if item.embedded:
+        if item.text is not None:
+            return item.text
+        return f"resource {item.uri} ({item.mime_type or 'bytes'}, {len(item.blob or b'')} bytes)"
+    said = [s for s in (item.title or item.name, item.mime_type, item.description) if s]
+    return f"resource_link {item.uri}" + (f" ({', '.join(said)})" if said else "")
+
+
 def content_bytes(content: Sequence[Content]) -> int:
     """The size of `content` on the wire, near enough to hold it to a limit (the protobuf
     framing adds a few bytes per item)."""
@@ -175,6 +231,8 @@ def content_bytes(content: Sequence[Content]) -> int:
             total += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         elif isinstance(item, Json | Binary):
             total += len(item.data)
+        elif isinstance(item, Resource):
+            total += len(item.uri) + len(item.text or "") + len(item.blob or b"")
     return total
 
 
@@ -186,15 +244,37 @@ def _compact(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def _object(item: Mapping[str, Any], key: str) -> Extra:
+    value = item.get(key)
+    return value if isinstance(value, dict) and value else None
+
+
 def content_from_document(item: Mapping[str, Any]) -> Content:
     """A content item from its JSON document (`content` of what gateway/core/result_json.py writes)."""
     kind = item["type"]
+    annotations, meta = _object(item, "annotations"), _object(item, "meta")
     if kind == "text":
-        return Text(item["text"])
+        return Text(item["text"], annotations, meta)
     if kind == "json":
-        return Json(_compact(item["json"]))
+        return Json(_compact(item["json"]), annotations, meta)
     if kind == "binary":
-        return Binary(base64.b64decode(item["data"]), item.get("mime_type") or "application/octet-stream")
+        data = base64.b64decode(item["data"])
+        return Binary(data, item.get("mime_type") or "application/octet-stream", annotations, meta)
+    if kind in ("resource_link", "resource"):
+        blob = item.get("blob")
+        return Resource(
+            uri=item["uri"],
+            name=item.get("name") or "",
+            title=item.get("title") or "",
+            description=item.get("description") or "",
+            mime_type=item.get("mime_type") or "",
+            size=item.get("size"),
+            embedded=kind == "resource",
+            text=item.get("text"),
+            blob=None if blob is None else base64.b64decode(blob),
+            annotations=annotations,
+            meta=meta,
+        )
     raise ValueError(f"unknown content type {kind!r}")
 
 
@@ -224,4 +304,5 @@ def result_from_document(body: Mapping[str, Any]) -> Result:
         queued_ms=float(timing.get("queued_ms") or 0.0),
         duration_ms=float(timing.get("duration_ms") or 0.0),
         request_id=str(body.get("request_id") or ""),
+        meta=_object(body, "meta"),
     )

@@ -104,6 +104,10 @@ class Feature:
     target: str = ""
     argument: str = ""
     title: str = ""
+    #: A prompt's name on MCP when its function's had to differ (an MCP server's prompt named like
+    #: one of its tools: MCP keeps the two lists apart, a namespace's functions share one name
+    #: space); empty for the function's name.
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,8 @@ class FunctionSpec:
     examples: tuple[str, ...] = ()
     #: Whether MCP clients may run it as a task: TASKS_OPTIONAL, TASKS_REQUIRED, or "" (never).
     task_support: str = ""
+    #: The tool's MCP `_meta` as the MCP server behind it lists it (a JSON object), or None.
+    meta: dict[str, Any] | None = None
 
     @property
     def qualified_name(self) -> str:
@@ -167,6 +173,7 @@ def spec_to_dict(spec: FunctionSpec) -> dict[str, Any]:
         "examples": list(spec.examples),
         **({"task_support": spec.task_support} if spec.task_support else {}),
         **({"feature": _feature_dict(spec.feature)} if spec.feature is not None else {}),
+        **({"meta": spec.meta} if spec.meta else {}),
     }
 
 
@@ -178,6 +185,7 @@ def _feature_dict(feature: Feature) -> dict[str, str]:
         "target": feature.target,
         "argument": feature.argument,
         "title": feature.title,
+        **({"name": feature.name} if feature.name else {}),
     }
 
 
@@ -208,6 +216,7 @@ def spec_from_dict(item: Mapping[str, Any]) -> FunctionSpec:
         feature=None if not feature else Feature(**{k: str(v) for k, v in feature.items()}),
         examples=tuple(str(e) for e in item.get("examples") or ()),
         task_support=str(item.get("task_support") or ""),
+        meta=dict(item["meta"]) if isinstance(item.get("meta"), dict) else None,
     )
 
 

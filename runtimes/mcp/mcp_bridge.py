@@ -19,7 +19,6 @@ new revision in the pod's next liveness answer and reads the pod's functions aga
 from __future__ import annotations
 
 import asyncio
-import base64 as _base64
 import json
 import os
 import sys as _sys
@@ -30,11 +29,11 @@ from toolmesh.errors import DefinitionError, FunctionError
 from toolmesh.runtimes.functions import registry as _registries
 from toolmesh.runtimes.functions.context import Context as _Context
 from toolmesh.runtimes.functions.definition import DIALECT, FunctionDefinition
-from toolmesh.runtimes.functions.results import Binary as _Binary
-from toolmesh.runtimes.functions.results import Text as _Text
-from toolmesh.runtimes.functions.results import WithContent as _WithContent
 from toolmesh.runtimes.functions.spec import Annotations, function_name, name_limit
 from toolmesh.runtimes.mcp import COMMAND_ENV, NAMESPACE_ENV, ROOTS_ENV
+from toolmesh.runtimes.mcp.mcp_content import passed_meta as _passed_meta
+from toolmesh.runtimes.mcp.mcp_content import tool_error as _tool_error
+from toolmesh.runtimes.mcp.mcp_content import tool_value as _tool_value
 from toolmesh.runtimes.mcp.server_asks import Answerer as _Answerer
 from toolmesh.runtimes.mcp.server_asks import answerer as _answerer
 from toolmesh.runtimes.mcp.server_features import (
@@ -72,28 +71,10 @@ def _command() -> list[str]:
 
 def _result(answer: Any) -> Any:
     """A CallToolResult's JSON as what a toolmesh function returns."""
-    if not isinstance(answer, dict):
-        raise McpToolError("the server answered tools/call with no result")
-    content = [item for item in answer.get("content") or () if isinstance(item, dict)]
-    texts = [str(item.get("text", "")) for item in content if item.get("type") == "text"]
-    if answer.get("isError"):
-        raise McpToolError("\n".join(texts) or "the tool failed")
-    structured = answer.get("structuredContent")
-    # Text content beside structured content is its JSON (the protocol asks servers for both).
-    if structured is not None and len(texts) == len(content):
-        return structured
-    items: list[_Text | _Binary] = []
-    for item in content:
-        kind = item.get("type")
-        if kind == "text":
-            items.append(_Text(str(item.get("text", ""))))
-        elif kind in ("image", "audio"):
-            items.append(_Binary(_base64.b64decode(str(item.get("data", ""))), str(item.get("mimeType", ""))))
-        else:
-            items.append(_Text(json.dumps(item, separators=(",", ":"))))
-    if structured is not None:  # an image, say, that its JSON would turn into base64 text
-        return _WithContent(structured, items)
-    return items[0].text if len(items) == 1 and isinstance(items[0], _Text) else items
+    why = _tool_error(answer)
+    if why is not None:
+        raise McpToolError(why)
+    return _tool_value(answer)
 
 
 def _parameters(schema: Any) -> dict[str, Any]:
@@ -240,6 +221,7 @@ def _definitions(listing: Listing) -> dict[str, FunctionDefinition]:
                 open_world=bool(hints.get("openWorldHint")),
                 title=str(hints.get("title") or tool.get("title") or ""),
             ),
+            meta=_passed_meta(tool.get("_meta")),
         )
         # One tool the pod cannot serve is left out, not the server's other tools with it.
         why = _unhostable(tool, definition)

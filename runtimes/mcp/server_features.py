@@ -76,11 +76,12 @@ def prompt_definitions(
 ) -> dict[str, FunctionDefinition]:
     """`named`, when given, gets each prompt's function name by its own name."""
     found: dict[str, FunctionDefinition] = {}
+    own_names: set[str] = set()
     for item in prompts:
         raw = item.get("name")
         if not isinstance(raw, str) or not raw:
             continue
-        name = function_name(raw, name_limit(namespace), taken)
+        name, shown = prompt_names(raw, name_limit(namespace), taken, own_names)
         if named is not None:
             named[raw] = name
         title = title_of(item)
@@ -91,9 +92,24 @@ def prompt_definitions(
             parameters=prompt_schema(item),
             namespace=namespace,
             annotations=Annotations(title=title),
-            feature=Feature(PROMPT, title=title),
+            feature=Feature(PROMPT, title=title, name=shown),
         )
     return found
+
+
+def prompt_names(
+    raw: str, limit: int, taken: set[str], prompts: set[str], prefix: str = "tool"
+) -> tuple[str, str]:
+    """A prompt's function name, unique among all its server's functions (`taken`), and, when that
+    had to differ, its name on MCP (`Feature.name`), unique among its server's prompts (`prompts`)
+    only: MCP keeps tools and prompts in lists of their own, so a prompt may be named like a tool
+    (mcp-server-fetch's `fetch`), while a namespace's functions, whatever they serve, share one
+    name space (the catalog's, and the pods' registry, find them by it)."""
+    own = function_name(raw, limit, prompts, prefix)
+    if own not in taken:
+        taken.add(own)
+        return own, ""
+    return function_name(raw, limit, taken, prefix), own
 
 
 def completion_schema() -> dict[str, Any]:

@@ -41,7 +41,15 @@ from toolmesh.runtimes.functions.context import DEPTH_KEY, Context
 from toolmesh.runtimes.functions.durable_state import StateAnswer, StateOp
 from toolmesh.runtimes.functions.hosted import HostedFunction, Kind
 from toolmesh.runtimes.functions.registry import Registry
-from toolmesh.runtimes.functions.results import Content, ErrorInfo, Result, Text, content_bytes, normalise
+from toolmesh.runtimes.functions.results import (
+    Content,
+    ErrorInfo,
+    Result,
+    Text,
+    content_bytes,
+    normalise,
+    result_meta,
+)
 from toolmesh.runtimes.pod.deadlines import Deadlines, WorkerThreads
 from toolmesh.runtimes.pod.executor_config import ExecutorConfig
 from toolmesh.runtimes.pod.isolation import call_output
@@ -350,6 +358,7 @@ class Executor:
             return input_required_result(unanswered)  # it caught its InputRequired: see asking.py
         try:
             content, structured = normalise(value)
+            meta = result_meta(value)
         except TypeError as exc:
             return self._function_error(exc)
         except MemoryError:
@@ -359,7 +368,7 @@ class Executor:
             self._check_size(hosted, content_bytes(content) + len(structured or b""))
         except _TooLarge as exc:
             return Result.failure(exc.error)
-        return Result(content=content, structured_json=structured)
+        return Result(content=content, structured_json=structured, meta=meta)
 
     def _check_size(self, hosted: HostedFunction, size: int) -> None:
         limit = self.config.max_result_bytes

@@ -17,7 +17,16 @@ from toolmesh.error_shapes import grpc_status
 from toolmesh.errors import ToolmeshError, Violation
 from toolmesh.protocol.calls import Call, new_request_id
 from toolmesh.runtimes.functions.call_events import CallEvent, Listener, LogEvent, ProgressEvent
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import (
+    Binary,
+    Content,
+    ErrorInfo,
+    Extra,
+    Json,
+    Resource,
+    Result,
+    Text,
+)
 from toolmesh.runtimes.functions.spec import (
     FREE_TEXT_AUTO,
     Annotations,
@@ -51,6 +60,7 @@ def spec_to_proto(spec: FunctionSpec) -> function_pb2.FunctionSpec:
         feature=_feature_to_proto(spec.feature),
         examples=list(spec.examples),
         task_support=spec.task_support,
+        meta=_json_object(spec.meta),
     )
 
 
@@ -64,6 +74,7 @@ def _feature_to_proto(feature: Feature | None) -> function_pb2.McpFeature | None
         target=feature.target,
         argument=feature.argument,
         title=feature.title,
+        name=feature.name,
     )
 
 
@@ -71,7 +82,7 @@ def _feature_from_proto(message: function_pb2.FunctionSpec) -> Feature | None:
     if not message.HasField("feature"):
         return None
     f = message.feature
-    return Feature(f.kind, f.uri, f.mime_type, f.target, f.argument, f.title)
+    return Feature(f.kind, f.uri, f.mime_type, f.target, f.argument, f.title, f.name)
 
 
 def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
@@ -92,6 +103,7 @@ def spec_from_proto(message: function_pb2.FunctionSpec) -> FunctionSpec:
         feature=_feature_from_proto(message),
         examples=tuple(message.examples),
         task_support=message.task_support,
+        meta=_object(message.meta),
     )
 
 
@@ -161,21 +173,79 @@ def event_from_proto(message: invoke_pb2.CallEvent) -> CallEvent:
     return ProgressEvent(report.progress, total, report.message or None)
 
 
+def _json_object(value: Extra) -> bytes:
+    """An `annotations` or `_meta` object as the protos carry it (empty bytes for none)."""
+    return json.dumps(value, separators=(",", ":")).encode() if value else b""
+
+
+def _object(data: bytes) -> Extra:
+    return json.loads(data) if data else None
+
+
+def _resource_to_proto(item: Resource) -> invoke_pb2.Resource:
+    message = invoke_pb2.Resource(
+        uri=item.uri,
+        name=item.name,
+        title=item.title,
+        description=item.description,
+        mime_type=item.mime_type,
+        embedded=item.embedded,
+    )
+    if item.size is not None:
+        message.size = item.size
+    if item.text is not None:
+        message.text = item.text
+    elif item.blob is not None:
+        message.blob = item.blob
+    return message
+
+
+def _resource_from_proto(message: invoke_pb2.Content) -> Resource:
+    r = message.resource
+    contents = r.WhichOneof("contents")
+    return Resource(
+        uri=r.uri,
+        name=r.name,
+        title=r.title,
+        description=r.description,
+        mime_type=r.mime_type,
+        size=r.size if r.HasField("size") else None,
+        embedded=r.embedded,
+        text=r.text if contents == "text" else None,
+        blob=r.blob if contents == "blob" else None,
+        annotations=_object(message.annotations),
+        meta=_object(message.meta),
+    )
+
+
 def content_to_proto(item: Content) -> invoke_pb2.Content:
     if isinstance(item, Text):
-        return invoke_pb2.Content(text=item.text)
-    if isinstance(item, Json):
-        return invoke_pb2.Content(json=item.data)
-    return invoke_pb2.Content(binary=invoke_pb2.Binary(data=item.data, mime_type=item.mime_type))
+        message = invoke_pb2.Content(text=item.text)
+    elif isinstance(item, Json):
+        message = invoke_pb2.Content(json=item.data)
+    elif isinstance(item, Binary):
+        message = invoke_pb2.Content(binary=invoke_pb2.Binary(data=item.data, mime_type=item.mime_type))
+    else:
+        message = invoke_pb2.Content(resource=_resource_to_proto(item))
+    # Most items have neither (a Python function's never do).
+    if item.annotations:
+        message.annotations = _json_object(item.annotations)
+    if item.meta:
+        message.meta = _json_object(item.meta)
+    return message
 
 
 def content_from_proto(message: invoke_pb2.Content) -> Content:
     kind = message.WhichOneof("kind")
+    if kind == "resource":
+        return _resource_from_proto(message)
+    annotations = _object(message.annotations) if message.annotations else None
+    meta = _object(message.meta) if message.meta else None
     if kind == "json":
-        return Json(message.json)
+        return Json(message.json, annotations, meta)
     if kind == "binary":
-        return Binary(message.binary.data, message.binary.mime_type)
-    return Text(message.text)
+        return Binary(message.binary.data, message.binary.mime_type, annotations, meta)
+    return Text(message.text, annotations, meta)
 
 
 def result_to_proto(result: Result) -> invoke_pb2.InvokeResponse:
@@ -187,6 +257,8 @@ def result_to_proto(result: Result) -> invoke_pb2.InvokeResponse:
     )
     if result.content:
         response.content.extend(content_to_proto(item) for item in result.content)
+    if result.meta:
+        response.meta = _json_object(result.meta)
     if result.error is not None:
         e = result.error
         response.error.CopyFrom(
@@ -218,6 +290,7 @@ def result_from_proto(message: invoke_pb2.InvokeResponse) -> Result:
         queued_ms=message.timing.queued_ms,
         duration_ms=message.timing.duration_ms,
         request_id=message.request_id,
+        meta=_object(message.meta) if message.meta else None,
     )
 
 

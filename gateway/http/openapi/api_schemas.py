@@ -32,6 +32,21 @@ def errors(*statuses: int) -> dict[str, Any]:
 
 COMMON_ERRORS = (400, 401, 403, 429)
 
+#: What any content item may carry from an MCP server (docs/http.md#results).
+_EXTRAS = {
+    "annotations": {"type": "object", "description": "MCP annotations: audience, priority, lastModified."},
+    "meta": {"type": "object", "description": "The item's MCP `_meta`."},
+}
+
+
+def _item(kind: str, required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["type", *required],
+        "properties": {"type": {"const": kind}, **properties, **_EXTRAS},
+    }
+
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -78,29 +93,40 @@ SCHEMAS: dict[str, Any] = {
             "timeout": {"type": ["number", "null"]},
             "streaming": {"type": "boolean"},
             "version": {"type": "string"},
+            "meta": {"type": "object", "description": "The tool's MCP `_meta`, from an MCP server."},
         },
     },
     "Content": {
         "oneOf": [
-            {
-                "type": "object",
-                "required": ["type", "text"],
-                "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
-            },
-            {
-                "type": "object",
-                "required": ["type", "json"],
-                "properties": {"type": {"const": "json"}, "json": {}},
-            },
-            {
-                "type": "object",
-                "required": ["type", "mime_type", "data"],
-                "properties": {
-                    "type": {"const": "binary"},
+            _item("text", ["text"], {"text": {"type": "string"}}),
+            _item("json", ["json"], {"json": {}}),
+            _item(
+                "binary",
+                ["mime_type", "data"],
+                {"mime_type": {"type": "string"}, "data": {"type": "string", "contentEncoding": "base64"}},
+            ),
+            _item(
+                "resource_link",
+                ["uri"],
+                {
+                    "uri": {"type": "string"},
+                    "name": {"type": "string"},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
                     "mime_type": {"type": "string"},
-                    "data": {"type": "string", "contentEncoding": "base64"},
+                    "size": {"type": "integer"},
                 },
-            },
+            ),
+            _item(
+                "resource",
+                ["uri"],
+                {
+                    "uri": {"type": "string"},
+                    "mime_type": {"type": "string"},
+                    "text": {"type": "string"},
+                    "blob": {"type": "string", "contentEncoding": "base64"},
+                },
+            ),
         ]
     },
     "Result": {
@@ -111,6 +137,7 @@ SCHEMAS: dict[str, Any] = {
             "content": {"type": "array", "items": ref("Content")},
             "structured": {"description": "The structured result, or null."},
             "request_id": {"type": "string"},
+            "meta": {"type": "object", "description": "The result's MCP `_meta`, from an MCP server."},
             "timing": {
                 "type": "object",
                 "properties": {"queued_ms": {"type": "number"}, "duration_ms": {"type": "number"}},

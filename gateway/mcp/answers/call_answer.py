@@ -5,7 +5,8 @@ its dump, the revision's surface model (`serialize_server_result`: validated aga
 keys in the surface's order), a `JSONRPCResponse` (validated, then dumped a third time).
 Profiled on a no-op call that chain was about a sixth of the gateway's CPU per MCP call. For the
 results that are only text (every `Text` and `Json` item, an error's message; no structured
-content, no binary items) its output is fixed and small, so `CallAnswers` writes it directly:
+content, no binary items or resources, no annotations or `_meta`) its output is fixed and small,
+so `CallAnswers` writes it directly:
 
     2025-11-25  {"jsonrpc":"2.0","id":ID,"result":{"content":[{"text":T,"type":"text"},...],
                 "isError":B}}                        pydantic's JSON (non-ASCII kept), one SSE frame
@@ -46,11 +47,14 @@ def _texts(result: Result) -> list[str] | None:
     """The result's content as `call_result` makes it, when it is only text; else None."""
     if result.structured_json is not None and not result.is_error:
         return None  # structured content (when the function declares an output schema)
+    if result.meta is not None:
+        return None
     texts: list[str] = []
     for item in result.content:
-        if type(item) is Text:
+        # Another kind, or an MCP server's annotations or `_meta`, takes the SDK's chain.
+        if type(item) is Text and item.annotations is None and item.meta is None:
             texts.append(item.text)
-        elif type(item) is Json:
+        elif type(item) is Json and item.annotations is None and item.meta is None:
             texts.append(item.data.decode())
         else:
             return None

@@ -33,6 +33,7 @@ from toolmesh.runtimes.mcp.server_features import (
     completion_schema,
     completion_targets,
     completion_values,
+    prompt_names,
     prompt_schema,
     read_contents,
     title_of,
@@ -86,13 +87,14 @@ def prompt_specs(
     prompts: Sequence[Mapping[str, Any]], namespace: str, limit: int, taken: set[str]
 ) -> dict[str, tuple[McpTarget, FunctionSpec]]:
     found: dict[str, tuple[McpTarget, FunctionSpec]] = {}
+    own_names: set[str] = set()
     for item in prompts:
         raw = item.get("name")
         if not isinstance(raw, str) or not raw:
             continue
         schema = prompt_schema(item)
-        name = function_name(raw, limit, taken, prefix="op")
-        feature = Feature(PROMPT, title=title_of(item))
+        name, shown = prompt_names(raw, limit, taken, own_names, prefix="op")
+        feature = Feature(PROMPT, title=title_of(item), name=shown)
         spec = FunctionSpec(
             name, str(item.get("description") or raw), schema, namespace=namespace, feature=feature
         )

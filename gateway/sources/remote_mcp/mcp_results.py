@@ -3,15 +3,13 @@ on the wire (no SDK models: the gateway passes schemas and content on as the ser
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolmesh.gateway.sources.base.naming import selected
-from toolmesh.runtimes.functions.results import Binary, Content, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import ErrorInfo, Result, normalise, result_meta
 from toolmesh.runtimes.functions.spec import Annotations, FunctionSpec, function_name, name_limit
+from toolmesh.runtimes.mcp.mcp_content import passed_meta, tool_error, tool_value
 
 
 def tool_specs(
@@ -49,38 +47,17 @@ def tool_specs(
                     open_world=bool(hints.get("openWorldHint")),
                     title=str(hints.get("title") or tool.get("title") or ""),
                 ),
+                meta=passed_meta(tool.get("_meta")),
             ),
         )
     return found
 
 
 def call_result(answer: Any) -> Result:
-    """A `tools/call` result (a CallToolResult's JSON) as a Result."""
-    if not isinstance(answer, dict):
-        return Result.failure(ErrorInfo("function_error", "the server answered tools/call with no result"))
-    items = answer.get("content") or []
-    texts = [
-        str(item.get("text", "")) for item in items if isinstance(item, dict) and item.get("type") == "text"
-    ]
-    if answer.get("isError"):
-        return Result.failure(ErrorInfo("function_error", "\n".join(texts) or "the tool failed"))
-    structured = answer.get("structuredContent")
-    if structured is not None:
-        data = json.dumps(structured, separators=(",", ":")).encode()
-        return Result(content=[Json(data)], structured_json=data)
-    return Result(content=[_content(item) for item in items if isinstance(item, dict)])
-
-
-def _content(item: Mapping[str, Any]) -> Content:
-    kind = item.get("type")
-    if kind == "text":
-        return Text(str(item.get("text", "")))
-    if kind in ("image", "audio"):
-        try:
-            return Binary(
-                base64.b64decode(str(item.get("data", "")), validate=True), str(item.get("mimeType", ""))
-            )
-        except (binascii.Error, ValueError):
-            pass
-    # Resources and links: their JSON, as the bridge of a stdio server gives them.
-    return Text(json.dumps(item, separators=(",", ":")))
+    """A `tools/call` result (a CallToolResult's JSON) as a Result: as a stdio server's pod makes it."""
+    why = tool_error(answer)
+    if why is not None:
+        return Result.failure(ErrorInfo("function_error", why))
+    value = tool_value(answer)
+    content, structured = normalise(value)
+    return Result(content=content, structured_json=structured, meta=result_meta(value))

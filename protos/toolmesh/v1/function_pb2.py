@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atoolmesh/v1/function.proto\x12\x0btoolmesh.v1\"\x87\x01\n\x13\x46unctionAnnotations\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x13\n\x0b\x64\x65structive\x18\x02 \x01(\x08\x12\x12\n\nidempotent\x18\x03 \x01(\x08\x12\x12\n\nopen_world\x18\x04 \x01(\x08\x12\r\n\x05title\x18\x05 \x01(\t\x12\x11\n\tfree_text\x18\x06 \x01(\t\"\xc8\x02\n\x0c\x46unctionSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x14\n\x0cinput_schema\x18\x04 \x01(\x0c\x12\x15\n\routput_schema\x18\x05 \x01(\x0c\x12\x35\n\x0b\x61nnotations\x18\x06 \x01(\x0b\x32 .toolmesh.v1.FunctionAnnotations\x12\x17\n\x0ftimeout_seconds\x18\x07 \x01(\x01\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x11\n\tstreaming\x18\t \x01(\x08\x12\x0f\n\x07runtime\x18\n \x01(\t\x12\x10\n\x08\x65xamples\x18\x0b \x03(\t\x12\x14\n\x0ctask_support\x18\x0c \x01(\t\x12(\n\x07\x66\x65\x61ture\x18\x14 \x01(\x0b\x32\x17.toolmesh.v1.McpFeature\"k\n\nMcpFeature\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\x0e\n\x06target\x18\x04 \x01(\t\x12\x10\n\x08\x61rgument\x18\x05 \x01(\t\x12\r\n\x05title\x18\x06 \x01(\t\")\n\x14ListFunctionsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"u\n\x15ListFunctionsResponse\x12,\n\tfunctions\x18\x01 \x03(\x0b\x32\x19.toolmesh.v1.FunctionSpec\x12.\n\nnamespaces\x18\x02 \x03(\x0b\x32\x1a.toolmesh.v1.NamespaceInfo\"2\n\rNamespaceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atoolmesh/v1/function.proto\x12\x0btoolmesh.v1\"\x87\x01\n\x13\x46unctionAnnotations\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x13\n\x0b\x64\x65structive\x18\x02 \x01(\x08\x12\x12\n\nidempotent\x18\x03 \x01(\x08\x12\x12\n\nopen_world\x18\x04 \x01(\x08\x12\r\n\x05title\x18\x05 \x01(\t\x12\x11\n\tfree_text\x18\x06 \x01(\t\"\xd6\x02\n\x0c\x46unctionSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x14\n\x0cinput_schema\x18\x04 \x01(\x0c\x12\x15\n\routput_schema\x18\x05 \x01(\x0c\x12\x35\n\x0b\x61nnotations\x18\x06 \x01(\x0b\x32 .toolmesh.v1.FunctionAnnotations\x12\x17\n\x0ftimeout_seconds\x18\x07 \x01(\x01\x12\x0f\n\x07version\x18\x08 \x01(\t\x12\x11\n\tstreaming\x18\t \x01(\x08\x12\x0f\n\x07runtime\x18\n \x01(\t\x12\x10\n\x08\x65xamples\x18\x0b \x03(\t\x12\x14\n\x0ctask_support\x18\x0c \x01(\t\x12\x0c\n\x04meta\x18\r \x01(\x0c\x12(\n\x07\x66\x65\x61ture\x18\x14 \x01(\x0b\x32\x17.toolmesh.v1.McpFeature\"y\n\nMcpFeature\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x11\n\tmime_type\x18\x03 \x01(\t\x12\x0e\n\x06target\x18\x04 \x01(\t\x12\x10\n\x08\x61rgument\x18\x05 \x01(\t\x12\r\n\x05title\x18\x06 \x01(\t\x12\x0c\n\x04name\x18\x07 \x01(\t\")\n\x14ListFunctionsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\"u\n\x15ListFunctionsResponse\x12,\n\tfunctions\x18\x01 \x03(\x0b\x32\x19.toolmesh.v1.FunctionSpec\x12.\n\nnamespaces\x18\x02 \x03(\x0b\x32\x1a.toolmesh.v1.NamespaceInfo\"2\n\rNamespaceInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,13 +34,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FUNCTIONANNOTATIONS']._serialized_start=44
   _globals['_FUNCTIONANNOTATIONS']._serialized_end=179
   _globals['_FUNCTIONSPEC']._serialized_start=182
-  _globals['_FUNCTIONSPEC']._serialized_end=510
-  _globals['_MCPFEATURE']._serialized_start=512
-  _globals['_MCPFEATURE']._serialized_end=619
-  _globals['_LISTFUNCTIONSREQUEST']._serialized_start=621
-  _globals['_LISTFUNCTIONSREQUEST']._serialized_end=662
-  _globals['_LISTFUNCTIONSRESPONSE']._serialized_start=664
-  _globals['_LISTFUNCTIONSRESPONSE']._serialized_end=781
-  _globals['_NAMESPACEINFO']._serialized_start=783
-  _globals['_NAMESPACEINFO']._serialized_end=833
+  _globals['_FUNCTIONSPEC']._serialized_end=524
+  _globals['_MCPFEATURE']._serialized_start=526
+  _globals['_MCPFEATURE']._serialized_end=647
+  _globals['_LISTFUNCTIONSREQUEST']._serialized_start=649
+  _globals['_LISTFUNCTIONSREQUEST']._serialized_end=690
+  _globals['_LISTFUNCTIONSRESPONSE']._serialized_start=692
+  _globals['_LISTFUNCTIONSRESPONSE']._serialized_end=809
+  _globals['_NAMESPACEINFO']._serialized_start=811
+  _globals['_NAMESPACEINFO']._serialized_end=861
 # @@protoc_insertion_point(module_scope)

@@ -85,6 +85,7 @@ class FunctionSpec(_message.Message):
     RUNTIME_FIELD_NUMBER: _builtins.int
     EXAMPLES_FIELD_NUMBER: _builtins.int
     TASK_SUPPORT_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
     FEATURE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Function name, unique within its namespace: [A-Za-z_][A-Za-z0-9_-]*."""
@@ -112,6 +113,10 @@ class FunctionSpec(_message.Message):
     task_support: _builtins.str
     """Whether MCP clients may run it as a task (an asynchronous job they poll):
     "optional" or "required"; empty for never ("forbidden").
+    """
+    meta: _builtins.bytes
+    """The tool's MCP `_meta` as a UTF-8 JSON object, as the MCP server behind the function
+    lists it (MCP Apps' `ui.resourceUri`, say); empty when none.
     """
     @_builtins.property
     def annotations(self) -> Global___FunctionAnnotations: ...
@@ -143,11 +148,12 @@ class FunctionSpec(_message.Message):
         runtime: _builtins.str = ...,
         examples: _abc.Iterable[_builtins.str] | None = ...,
         task_support: _builtins.str = ...,
+        meta: _builtins.bytes = ...,
         feature: Global___McpFeature | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "feature", b"feature"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "examples", b"examples", "feature", b"feature", "input_schema", b"input_schema", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "task_support", b"task_support", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "examples", b"examples", "feature", b"feature", "input_schema", b"input_schema", "meta", b"meta", "name", b"name", "namespace", b"namespace", "output_schema", b"output_schema", "runtime", b"runtime", "streaming", b"streaming", "task_support", b"task_support", "timeout_seconds", b"timeout_seconds", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -165,6 +171,7 @@ class McpFeature(_message.Message):
     TARGET_FIELD_NUMBER: _builtins.int
     ARGUMENT_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
     """"resource", "prompt" or "completion"."""
     uri: _builtins.str
@@ -177,6 +184,11 @@ class McpFeature(_message.Message):
     """The argument of `target` a completion suggests values for."""
     title: _builtins.str
     """A human-friendly title for user interfaces."""
+    name: _builtins.str
+    """A prompt's name on MCP (before its namespace) when its function's name had to differ: MCP
+    keeps tools and prompts apart, a namespace's functions share one name space. Empty: the
+    function's name.
+    """
     def __init__(
         self,
         *,
@@ -186,10 +198,11 @@ class McpFeature(_message.Message):
         target: _builtins.str = ...,
         argument: _builtins.str = ...,
         title: _builtins.str = ...,
+        name: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "kind", b"kind", "mime_type", b"mime_type", "target", b"target", "title", b"title", "uri", b"uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument", b"argument", "kind", b"kind", "mime_type", b"mime_type", "name", b"name", "target", b"target", "title", b"title", "uri", b"uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18toolmesh/v1/invoke.proto\x12\x0btoolmesh.v1\"\xee\x01\n\rInvokeRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12:\n\x08metadata\x18\x05 \x03(\x0b\x32(.toolmesh.v1.InvokeRequest.MetadataEntry\x12\x11\n\tlog_level\x18\x06 \x01(\x05\x12\x10\n\x08progress\x18\x07 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\")\n\x06\x42inary\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\"X\n\x07\x43ontent\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x0e\n\x04json\x18\x02 \x01(\x0cH\x00\x12%\n\x06\x62inary\x18\x03 \x01(\x0b\x32\x13.toolmesh.v1.BinaryH\x00\x42\x06\n\x04kind\"I\n\tViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08\x65xpected\x18\x02 \x01(\t\x12\x0b\n\x03got\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"x\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12*\n\nviolations\x18\x03 \x03(\x0b\x32\x16.toolmesh.v1.Violation\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x11\n\tretryable\x18\x05 \x01(\x08\"0\n\x06Timing\x12\x11\n\tqueued_ms\x18\x01 \x01(\x01\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01\"\xb9\x01\n\x0eInvokeResponse\x12\x10\n\x08is_error\x18\x01 \x01(\x08\x12%\n\x07\x63ontent\x18\x02 \x03(\x0b\x32\x14.toolmesh.v1.Content\x12\x12\n\nstructured\x18\x03 \x01(\x0c\x12!\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x12.toolmesh.v1.Error\x12#\n\x06timing\x18\x05 \x01(\x0b\x32\x13.toolmesh.v1.Timing\x12\x12\n\nrequest_id\x18\x06 \x01(\t\"J\n\tLogRecord\x12\r\n\x05level\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06logger\x18\x03 \x01(\t\x12\r\n\x05\x65xtra\x18\x04 \x01(\x0c\"Q\n\x0eProgressReport\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\x12\n\x05total\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\tB\x08\n\x06_total\"k\n\tCallEvent\x12%\n\x03log\x18\x01 \x01(\x0b\x32\x16.toolmesh.v1.LogRecordH\x00\x12/\n\x08progress\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.ProgressReportH\x00\x42\x06\n\x04kind\"\xa5\x01\n\x14InvokeStreamResponse\x12\'\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x14.toolmesh.v1.ContentH\x00\x12-\n\x06result\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.InvokeResponseH\x00\x12,\n\ncall_event\x18\x03 \x01(\x0b\x32\x16.toolmesh.v1.CallEventH\x00\x42\x07\n\x05\x65ventb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18toolmesh/v1/invoke.proto\x12\x0btoolmesh.v1\"\xee\x01\n\rInvokeRequest\x12\x10\n\x08\x66unction\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\x0c\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x12\n\nsession_id\x18\x04 \x01(\t\x12:\n\x08metadata\x18\x05 \x03(\x0b\x32(.toolmesh.v1.InvokeRequest.MetadataEntry\x12\x11\n\tlog_level\x18\x06 \x01(\x05\x12\x10\n\x08progress\x18\x07 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\")\n\x06\x42inary\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x11\n\tmime_type\x18\x02 \x01(\t\"\xb6\x01\n\x08Resource\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x04 \x01(\t\x12\x11\n\tmime_type\x18\x05 \x01(\t\x12\x11\n\x04size\x18\x06 \x01(\x03H\x01\x88\x01\x01\x12\x10\n\x08\x65mbedded\x18\x07 \x01(\x08\x12\x0e\n\x04text\x18\x08 \x01(\tH\x00\x12\x0e\n\x04\x62lob\x18\t \x01(\x0cH\x00\x42\n\n\x08\x63ontentsB\x07\n\x05_size\"\xa6\x01\n\x07\x43ontent\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x0e\n\x04json\x18\x02 \x01(\x0cH\x00\x12%\n\x06\x62inary\x18\x03 \x01(\x0b\x32\x13.toolmesh.v1.BinaryH\x00\x12)\n\x08resource\x18\x04 \x01(\x0b\x32\x15.toolmesh.v1.ResourceH\x00\x12\x13\n\x0b\x61nnotations\x18\x05 \x01(\x0c\x12\x0c\n\x04meta\x18\x06 \x01(\x0c\x42\x06\n\x04kind\"I\n\tViolation\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08\x65xpected\x18\x02 \x01(\t\x12\x0b\n\x03got\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"x\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12*\n\nviolations\x18\x03 \x03(\x0b\x32\x16.toolmesh.v1.Violation\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x11\n\tretryable\x18\x05 \x01(\x08\"0\n\x06Timing\x12\x11\n\tqueued_ms\x18\x01 \x01(\x01\x12\x13\n\x0b\x64uration_ms\x18\x02 \x01(\x01\"\xc7\x01\n\x0eInvokeResponse\x12\x10\n\x08is_error\x18\x01 \x01(\x08\x12%\n\x07\x63ontent\x18\x02 \x03(\x0b\x32\x14.toolmesh.v1.Content\x12\x12\n\nstructured\x18\x03 \x01(\x0c\x12!\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x12.toolmesh.v1.Error\x12#\n\x06timing\x18\x05 \x01(\x0b\x32\x13.toolmesh.v1.Timing\x12\x12\n\nrequest_id\x18\x06 \x01(\t\x12\x0c\n\x04meta\x18\x07 \x01(\x0c\"J\n\tLogRecord\x12\r\n\x05level\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0e\n\x06logger\x18\x03 \x01(\t\x12\r\n\x05\x65xtra\x18\x04 \x01(\x0c\"Q\n\x0eProgressReport\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\x12\n\x05total\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x03 \x01(\tB\x08\n\x06_total\"k\n\tCallEvent\x12%\n\x03log\x18\x01 \x01(\x0b\x32\x16.toolmesh.v1.LogRecordH\x00\x12/\n\x08progress\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.ProgressReportH\x00\x42\x06\n\x04kind\"\xa5\x01\n\x14InvokeStreamResponse\x12\'\n\x07\x63ontent\x18\x01 \x01(\x0b\x32\x14.toolmesh.v1.ContentH\x00\x12-\n\x06result\x18\x02 \x01(\x0b\x32\x1b.toolmesh.v1.InvokeResponseH\x00\x12,\n\ncall_event\x18\x03 \x01(\x0b\x32\x16.toolmesh.v1.CallEventH\x00\x42\x07\n\x05\x65ventb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,22 +39,24 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INVOKEREQUEST_METADATAENTRY']._serialized_end=280
   _globals['_BINARY']._serialized_start=282
   _globals['_BINARY']._serialized_end=323
-  _globals['_CONTENT']._serialized_start=325
-  _globals['_CONTENT']._serialized_end=413
-  _globals['_VIOLATION']._serialized_start=415
-  _globals['_VIOLATION']._serialized_end=488
-  _globals['_ERROR']._serialized_start=490
-  _globals['_ERROR']._serialized_end=610
-  _globals['_TIMING']._serialized_start=612
-  _globals['_TIMING']._serialized_end=660
-  _globals['_INVOKERESPONSE']._serialized_start=663
-  _globals['_INVOKERESPONSE']._serialized_end=848
-  _globals['_LOGRECORD']._serialized_start=850
-  _globals['_LOGRECORD']._serialized_end=924
-  _globals['_PROGRESSREPORT']._serialized_start=926
-  _globals['_PROGRESSREPORT']._serialized_end=1007
-  _globals['_CALLEVENT']._serialized_start=1009
-  _globals['_CALLEVENT']._serialized_end=1116
-  _globals['_INVOKESTREAMRESPONSE']._serialized_start=1119
-  _globals['_INVOKESTREAMRESPONSE']._serialized_end=1284
+  _globals['_RESOURCE']._serialized_start=326
+  _globals['_RESOURCE']._serialized_end=508
+  _globals['_CONTENT']._serialized_start=511
+  _globals['_CONTENT']._serialized_end=677
+  _globals['_VIOLATION']._serialized_start=679
+  _globals['_VIOLATION']._serialized_end=752
+  _globals['_ERROR']._serialized_start=754
+  _globals['_ERROR']._serialized_end=874
+  _globals['_TIMING']._serialized_start=876
+  _globals['_TIMING']._serialized_end=924
+  _globals['_INVOKERESPONSE']._serialized_start=927
+  _globals['_INVOKERESPONSE']._serialized_end=1126
+  _globals['_LOGRECORD']._serialized_start=1128
+  _globals['_LOGRECORD']._serialized_end=1202
+  _globals['_PROGRESSREPORT']._serialized_start=1204
+  _globals['_PROGRESSREPORT']._serialized_end=1285
+  _globals['_CALLEVENT']._serialized_start=1287
+  _globals['_CALLEVENT']._serialized_end=1394
+  _globals['_INVOKESTREAMRESPONSE']._serialized_start=1397
+  _globals['_INVOKESTREAMRESPONSE']._serialized_end=1562
 # @@protoc_insertion_point(module_scope)

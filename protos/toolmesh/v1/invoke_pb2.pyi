@@ -116,6 +116,62 @@ class Binary(_message.Message):
 Global___Binary: _TypeAlias = Binary  # noqa: Y015
 
 @_typing.final
+class Resource(_message.Message):
+    """An MCP resource in a result: a link the caller reads by its URI (MCP's `resource_link`),
+    or, when `embedded`, the resource's contents (MCP's embedded `resource`).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    EMBEDDED_FIELD_NUMBER: _builtins.int
+    TEXT_FIELD_NUMBER: _builtins.int
+    BLOB_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    name: _builtins.str
+    """A link's name (required by MCP for links); empty for an embedded resource."""
+    title: _builtins.str
+    description: _builtins.str
+    mime_type: _builtins.str
+    size: _builtins.int
+    """The resource's size in bytes, when the server said."""
+    embedded: _builtins.bool
+    text: _builtins.str
+    blob: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        size: _builtins.int | None = ...,
+        embedded: _builtins.bool = ...,
+        text: _builtins.str = ...,
+        blob: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_size", b"_size", "blob", b"blob", "contents", b"contents", "size", b"size", "text", b"text"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_size", b"_size", "blob", b"blob", "contents", b"contents", "description", b"description", "embedded", b"embedded", "mime_type", b"mime_type", "name", b"name", "size", b"size", "text", b"text", "title", b"title", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__size: _TypeAlias = _typing.Literal["size"]  # noqa: Y015
+    _WhichOneofArgType__size: _TypeAlias = _typing.Literal["_size", b"_size"]  # noqa: Y015
+    _WhichOneofReturnType_contents: _TypeAlias = _typing.Literal["text", "blob"]  # noqa: Y015
+    _WhichOneofArgType_contents: _TypeAlias = _typing.Literal["contents", b"contents"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__size) -> _WhichOneofReturnType__size | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_contents) -> _WhichOneofReturnType_contents | None: ...
+
+Global___Resource: _TypeAlias = Resource  # noqa: Y015
+
+@_typing.final
 class Content(_message.Message):
     """One item of a result. A result is a list of these, like MCP's content list."""
 
@@ -124,23 +180,37 @@ class Content(_message.Message):
     TEXT_FIELD_NUMBER: _builtins.int
     JSON_FIELD_NUMBER: _builtins.int
     BINARY_FIELD_NUMBER: _builtins.int
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
     text: _builtins.str
     json: _builtins.bytes
     """A JSON value as UTF-8 JSON text."""
+    annotations: _builtins.bytes
+    """The item's MCP annotations (audience, priority, lastModified) as a UTF-8 JSON object, as
+    the MCP server behind the function sent them; empty when none.
+    """
+    meta: _builtins.bytes
+    """The item's MCP `_meta` as a UTF-8 JSON object; empty when none."""
     @_builtins.property
     def binary(self) -> Global___Binary: ...
+    @_builtins.property
+    def resource(self) -> Global___Resource: ...
     def __init__(
         self,
         *,
         text: _builtins.str = ...,
         json: _builtins.bytes = ...,
         binary: Global___Binary | None = ...,
+        resource: Global___Resource | None = ...,
+        annotations: _builtins.bytes = ...,
+        meta: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "json", b"json", "kind", b"kind", "text", b"text"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "json", b"json", "kind", b"kind", "resource", b"resource", "text", b"text"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["binary", b"binary", "json", b"json", "kind", b"kind", "text", b"text"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "binary", b"binary", "json", b"json", "kind", b"kind", "meta", b"meta", "resource", b"resource", "text", b"text"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["text", "json", "binary"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["text", "json", "binary", "resource"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_kind) -> _WhichOneofReturnType_kind | None: ...
 
@@ -259,12 +329,17 @@ class InvokeResponse(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     TIMING_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
     is_error: _builtins.bool
     """True when the function failed; `error` says why and `content` may explain it to a model."""
     structured: _builtins.bytes
     """The structured result as UTF-8 JSON (a JSON-serialisable return value); empty when none."""
     request_id: _builtins.str
     """The request id the call ran under (generated when the request had none)."""
+    meta: _builtins.bytes
+    """The result's MCP `_meta` as a UTF-8 JSON object, as the MCP server behind the function sent
+    it (less the keys the gateway answers itself); empty when none.
+    """
     @_builtins.property
     def content(self) -> _containers.RepeatedCompositeFieldContainer[Global___Content]: ...
     @_builtins.property
@@ -280,10 +355,11 @@ class InvokeResponse(_message.Message):
         error: Global___Error | None = ...,
         timing: Global___Timing | None = ...,
         request_id: _builtins.str = ...,
+        meta: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "timing", b"timing"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "error", b"error", "is_error", b"is_error", "request_id", b"request_id", "structured", b"structured", "timing", b"timing"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "error", b"error", "is_error", b"is_error", "meta", b"meta", "request_id", b"request_id", "structured", b"structured", "timing", b"timing"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -9,7 +9,7 @@ import pytest
 
 from toolmesh.gateway.mcp.answers.call_answer import HANDSHAKE, MODERN, CallAnswers
 from toolmesh.gateway.mcp.convert import call_result
-from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Result, Text
+from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Resource, Result, Text
 from toolmesh.runtimes.functions.spec import FunctionSpec
 
 SPEC = FunctionSpec("echo", "", {"type": "object"})
@@ -33,6 +33,12 @@ RESULTS: list[tuple[FunctionSpec, Result]] = [
     (TYPED, Result(content=[Text("5")], structured_json=b'{"result": 5}')),
     (TYPED, Result(content=[Text("x")], is_error=True, structured_json=b'{"result": 5}')),
     (SPEC, Result(content=[Binary(b"\x89PNG", "image/png")])),
+    # What an MCP server behind the gateway sent: annotations, `_meta`, resources (the chain's).
+    (SPEC, Result(content=[Text("a", {"audience": ["user"], "priority": 0.5})])),
+    (SPEC, Result(content=[Json(b"[1]", None, {"k": "v"})])),
+    (SPEC, Result(content=[Text("a")], meta={"ui": {"resourceUri": "ui://a"}})),
+    (SPEC, Result(content=[Resource("file:///a.txt", "a.txt", mime_type="text/plain", size=3)])),
+    (SPEC, Result(content=[Resource("memo://1", embedded=True, text="memo", meta={"k": 1})])),
 ]
 IDS: list[Any] = [0, 7, -1, 2**70, "", 'id-é"\n', "😀"]
 
@@ -64,3 +70,16 @@ def test_the_answer_is_the_sdk_chains_byte_for_byte(version: str, request_id: An
         return
     assert written(answers, version, request_id, spec, result) == expected
     assert written(answers, version, request_id, spec, result) == expected  # nothing kept but the tail
+
+
+def test_what_an_mcp_server_added_takes_the_chain() -> None:
+    """A text result with annotations or a `_meta` is not the fast path's to write: it would drop them."""
+    answers = CallAnswers(lambda: dict(INFO), call_result)
+    for result in (
+        Result(content=[Text("a", {"priority": 0.5})]),
+        Result(content=[Text("a", None, {"k": 1})]),
+        Result(content=[Text("a")], meta={"k": 1}),
+    ):
+        modern = answers.modern_body(1, SPEC, result)
+        assert modern == by_chain(answers, MODERN, 1, SPEC, result)
+        assert b'"priority":0.5' in modern or b'"k":1' in modern

@@ -87,7 +87,9 @@ async def test_results_errors_links_audio_and_megabytes(gateway_factory: StartGa
         assert failed["is_error"] is True and "it went wrong" in failed["error"]["message"]
         linked = (await _invoke(http, "link", {})).json()
         kinds = [item["type"] for item in linked["content"]]
-        assert kinds == ["text", "binary"] and '"resource_link"' in linked["content"][0]["text"]
+        # A resource link is one (not text holding its JSON), and the result's `_meta` passes.
+        assert kinds == ["resource_link", "binary"] and linked["content"][0]["uri"] == "file:///tmp/a.txt"
+        assert linked["meta"] == {"quirky/trace": "t1"}
         assert linked["content"][1]["mime_type"] == "audio/wav"
         big = (await _invoke(http, "big", {"megabytes": 3})).json()
         assert len(big["content"][0]["text"]) == 3 * 1024 * 1024

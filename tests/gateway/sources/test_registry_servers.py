@@ -92,6 +92,17 @@ async def test_filesystem_serves_the_directory_it_was_given(
         (root / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
         image = await _invoke(http, "filesystem.read_media_file", {"path": str(root / "dot.png")})
         assert [(item["type"], item["mime_type"]) for item in image["content"]] == [("binary", "image/png")]
+        # Other bytes are an embedded resource, passed on as one (not as text holding its JSON).
+        (root / "data.bin").write_bytes(b"\x00\x01")
+        blob = await _invoke(http, "filesystem.read_media_file", {"path": str(root / "data.bin")})
+        assert blob["content"] == [
+            {
+                "type": "resource",
+                "uri": (root / "data.bin").as_uri(),
+                "mime_type": "application/octet-stream",
+                "blob": "AAE=",
+            }
+        ]
         refused = await _invoke(http, "filesystem.read_text_file", {"path": "/etc/hostname"})
         assert refused["is_error"] is True and "Access denied" in refused["error"]["message"]
         missing_path = await http.post("/v1/functions/filesystem.read_text_file/invoke", json={"head": 1})

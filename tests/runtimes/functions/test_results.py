@@ -8,7 +8,18 @@ import json
 import pydantic
 import pytest
 
-from toolmesh.runtimes.functions.results import Binary, ErrorInfo, Json, Result, Text, WithContent, normalise
+from toolmesh.runtimes.functions.results import (
+    Binary,
+    ErrorInfo,
+    Json,
+    Resource,
+    Result,
+    Text,
+    WithContent,
+    describe,
+    normalise,
+    result_meta,
+)
 
 
 class Model(pydantic.BaseModel):
@@ -77,3 +88,14 @@ def test_failure_results_explain_themselves() -> None:
     assert result.is_error
     assert result.text == "invalid arguments\n- a: bad"
     assert type(error.to_exception()).__name__ == "InvalidArguments"
+
+
+def test_a_resource_is_an_item_and_a_with_contents_meta_the_results() -> None:
+    link = Resource("file:///a.pdf", "a.pdf", mime_type="application/pdf")
+    assert normalise(link) == ([link], None)
+    assert normalise([Text("see"), link]) == ([Text("see"), link], None)
+    value = WithContent({"n": 1}, [link], {"ui": {"resourceUri": "ui://v"}})
+    assert normalise(value) == ([link], b'{"n":1}')
+    assert result_meta(value) == {"ui": {"resourceUri": "ui://v"}} and result_meta({"n": 1}) is None
+    assert describe(link) == "resource_link file:///a.pdf (a.pdf, application/pdf)"
+    assert describe(Resource("m://1", embedded=True, text="memo")) == "memo"
