@@ -3,6 +3,9 @@
 Start-up order: bind both ports (so a busy port fails fast, before any pod
 starts), start the runtimes with the mesh's gRPC address in their environment
 (for ctx.invoke, on a loopback port of their own), load the catalog, then serve.
+Runtimes that load from outside the gateway (a stdio MCP server, a remote MCP server, an
+OpenAPI document, gRPC reflection) are waited for `[gateway] start_grace` seconds at most: one
+still loading joins the catalog when it has loaded, as a listing change does (pool/startup/).
 
 Stopping (SIGTERM) drains before it tears down: /readyz answers 503 at once, and after
 `[gateway] drain_delay` seconds (0: at once) both public ports stop accepting, so
@@ -250,6 +253,7 @@ async def start_gateway(
             config.directory,
             tokens=environment.runtime_tokens,
             headers=environment.runtime_headers,
+            start_grace=settings.start_grace,
         )
     try:
         await pool.start()
