@@ -383,6 +383,7 @@ async def start_gateway(
             "http": f"{settings.host}:{http_port}",
             "grpc": f"{settings.host}:{grpc_port}",
             "functions": len(catalog),
+            "loading": sorted(pool.loading()),
             "max_connections": guard.cap,
         },
     )
@@ -416,9 +417,11 @@ def welcome(gateway: Gateway) -> str:
     names = sorted(spec.qualified_name for spec in gateway.mesh.catalog.specs())
     shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
     host = gateway.config.gateway.host
+    loading = sorted(gateway.pool.loading())
+    later = f" ({', '.join(loading)} still loading: they join when loaded)" if loading else ""
     return "\n".join(
         (
-            f"toolmesh is up, serving {len(names)} function{'s' if len(names) != 1 else ''}: {shown}",
+            f"toolmesh is up, serving {len(names)} function{'s' if len(names) != 1 else ''}: {shown}{later}",
             f"  HTTP     {gateway.url}            (API: {gateway.url}/openapi.json)",
             f"  console  {gateway.url}/ui/",
             f"  MCP      {gateway.url}/mcp",

@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 
 import toolmesh
 from tests.conftest import pod_env
-from tests.gateway.conftest import StartGateway, runtime
+from tests.gateway.conftest import StartGateway, StartUp, runtime
 from tests.gateway.sources.mcp_servers import python_server
 from tests.gateway.sources.openapi.echo import DOCUMENTS, openapi, serve_echo
 from tests.gateway.sources.test_stdio_mcp import SERVER
@@ -262,3 +263,30 @@ async def test_a_reload_between_attempts_tries_at_once_and_says_why_it_failed() 
 
 async def _true(value: bool) -> bool:
     return value
+
+
+def test_toolmesh_up_is_ready_while_a_server_loads_and_stops_it_on_sigterm(
+    up: StartUp, tmp_path: Path
+) -> None:
+    marker = f"never-{uuid.uuid4().hex}"
+    started = time.monotonic()
+    running = up(
+        gateway="start_grace = 0.5",
+        runtimes=f"""
+[[runtimes]]
+name = "memory"
+mcp_command = {json.dumps([*SERVER, "--wait-for", str(tmp_path / marker)])}
+""",
+    )
+    assert time.monotonic() - started < 20  # the server never lists: the ready line came anyway
+    url = f"http://127.0.0.1:{running.http_port}"
+    assert httpx.get(f"{url}/readyz", timeout=10).json()["runtimes"] == {"tools": True, "memory": False}
+    deadline = time.monotonic() + 30
+    while not _processes(marker):
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+    running.process.terminate()
+    _, err = running.process.communicate(timeout=30)
+    assert running.process.returncode == 0, err
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err
+    assert not _processes(marker), "the loading server outlived toolmesh up"
