@@ -33,6 +33,7 @@ from tests.gateway.sources.openapi.echo import DOCUMENTS, openapi, serve_echo
 from tests.gateway.sources.test_stdio_mcp import SERVER
 from toolmesh.config import RuntimeConfig
 from toolmesh.error_shapes import from_rpc_error
+from toolmesh.gateway.pool.runtime_pool import Pool
 from toolmesh.gateway.pool.startup.background_load import BackgroundLoad
 from toolmesh.gateway.pool.startup.backoff import Backoff
 from toolmesh.v1 import invoke_pb2, mesh_pb2_grpc
@@ -290,3 +291,27 @@ mcp_command = {json.dumps([*SERVER, "--wait-for", str(tmp_path / marker)])}
     assert running.process.returncode == 0, err
     assert "KeyboardInterrupt" not in err and "Traceback" not in err
     assert not _processes(marker), "the loading server outlived toolmesh up"
+
+
+async def test_a_runtime_that_joined_before_anyone_listened_is_news_to_the_first_listener(
+    tmp_path: Path,
+) -> None:
+    """The gateway subscribes after start (the router starts in between): no join is lost."""
+    document = tmp_path / "shop.json"
+    document.write_text(json.dumps(openapi({"/ping": {"get": {"operationId": "ping", "responses": {}}}})))
+    shop = RuntimeConfig(name="shop", openapi=str(document), base_url="http://127.0.0.1:9")
+    pool = Pool([shop], {}, start_grace=0)
+    await pool.start()
+    try:
+        assert pool.readiness() == {"shop": False} and "shop" in pool.loading()
+        await until(lambda: _true(not pool.loading()), 10)
+        assert [spec.name for spec in (await pool.list_functions("shop"))[0]] == ["ping"]
+        heard = asyncio.Event()
+
+        async def listener() -> None:
+            heard.set()
+
+        pool.on_listing_changed(listener)
+        await asyncio.wait_for(heard.wait(), 5)
+    finally:
+        await pool.close()
