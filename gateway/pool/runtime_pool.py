@@ -29,6 +29,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
+from toolmesh.config.config_defaults import DEFAULT_GATEWAY_START_GRACE
 from toolmesh.errors import FunctionNotFound, Unavailable
 from toolmesh.gateway.core.backend import Loading, PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, Standbys, TemplateProcess
@@ -86,7 +87,7 @@ class Pool:
         directory: Path | None = None,
         tokens: Mapping[str, str] | None = None,
         headers: Mapping[str, Mapping[str, str]] | None = None,
-        start_grace: float = 0.0,
+        start_grace: float = DEFAULT_GATEWAY_START_GRACE,
         backoff: Backoff | None = None,
     ) -> None:
         """`tokens` holds the token of each runtime given by `address` whose pods require one;
