@@ -231,10 +231,11 @@ async def test_a_failing_load_is_tried_again_with_backoff_and_a_reload_joins_the
         await gate.wait()
 
     joined = asyncio.Event()
-    load = BackgroundLoad("x", attempt, joined.set, Backoff(0.1, 0.2))
+    load = BackgroundLoad("x", attempt, joined.set, Backoff(0.2, 0.4))
     await until(lambda: _true(len(attempts) == 4), 10)
-    waits = [round(b - a, 1) for a, b in itertools.pairwise(attempts)]
-    assert waits == [0.1, 0.2, 0.2]  # doubling, up to the longest
+    waits = [b - a for a, b in itertools.pairwise(attempts)]
+    assert [round(wait, 1) >= least for wait, least in zip(waits, (0.2, 0.4, 0.4), strict=True)] == [True] * 3
+    assert list(itertools.islice(Backoff().delays(), 8)) == [1, 2, 4, 8, 16, 32, 60, 60]
     assert load.loading.message == "runtime 'x': down (3) (it is tried again in the background)"
     # The attempt under way is joined, not doubled.
     reloads = [asyncio.create_task(load.try_now()) for _ in range(2)]
