@@ -3,6 +3,9 @@
 Start-up order: bind both ports (so a busy port fails fast, before any pod
 starts), start the runtimes with the mesh's gRPC address in their environment
 (for ctx.invoke, on a loopback port of their own), load the catalog, then serve.
+Runtimes that load from outside the gateway (a stdio MCP server, a remote MCP server, an
+OpenAPI document, gRPC reflection) are waited for `[gateway] start_grace` seconds at most: one
+still loading joins the catalog when it has loaded, as a listing change does (pool/startup/).
 
 Stopping (SIGTERM) drains before it tears down: /readyz answers 503 at once, and after
 `[gateway] drain_delay` seconds (0: at once) both public ports stop accepting, so
@@ -250,6 +253,7 @@ async def start_gateway(
             config.directory,
             tokens=environment.runtime_tokens,
             headers=environment.runtime_headers,
+            start_grace=settings.start_grace,
         )
     try:
         await pool.start()
@@ -379,6 +383,7 @@ async def start_gateway(
             "http": f"{settings.host}:{http_port}",
             "grpc": f"{settings.host}:{grpc_port}",
             "functions": len(catalog),
+            "loading": sorted(pool.loading()),
             "max_connections": guard.cap,
         },
     )
@@ -412,9 +417,11 @@ def welcome(gateway: Gateway) -> str:
     names = sorted(spec.qualified_name for spec in gateway.mesh.catalog.specs())
     shown = ", ".join(names[:12]) + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
     host = gateway.config.gateway.host
+    loading = sorted(gateway.pool.loading())
+    later = f" ({', '.join(loading)} still loading: they join when loaded)" if loading else ""
     return "\n".join(
         (
-            f"toolmesh is up, serving {len(names)} function{'s' if len(names) != 1 else ''}: {shown}",
+            f"toolmesh is up, serving {len(names)} function{'s' if len(names) != 1 else ''}: {shown}{later}",
             f"  HTTP     {gateway.url}            (API: {gateway.url}/openapi.json)",
             f"  console  {gateway.url}/ui/",
             f"  MCP      {gateway.url}/mcp",

@@ -24,6 +24,17 @@ class PodRef:
     pod: str
 
 
+@dataclass(frozen=True, slots=True)
+class Loading:
+    """A runtime whose functions are not known yet: still starting, or failed and tried again in
+    the background. A call in its namespace is refused as `Unavailable` with these, not as unknown."""
+
+    #: What the caller is told ("runtime 'memory' is still starting").
+    message: str
+    #: Seconds after which trying again may succeed (the Retry-After).
+    retry_after: float
+
+
 class RuntimePool(Protocol):
     """What the gateway needs from whatever runs its runtimes."""
 
@@ -49,6 +60,11 @@ class RuntimePool(Protocol):
     def on_listing_changed(self, listener: Callable[[], Awaitable[None]]) -> None:
         """Call `listener` when a runtime's functions changed on their own (a remote MCP server's
         `list_changed`): the catalog is to be read again."""
+        ...
+
+    def loading(self) -> Mapping[str, Loading]:
+        """The runtimes whose functions are not known yet, by name (a runtime's name is its
+        functions' namespace)."""
         ...
 
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]: ...

@@ -7,17 +7,22 @@ a router's index) registers a listener with `subscribe`.
 Functions that serve an MCP resource, prompt or completion (`spec.feature`) share the name
 space but are not tools: `specs`, `names` and `resolve` see tools only, `features` and
 `resolve(..., feature=True)` the others.
+
+A name in the namespace of a runtime that is still loading (the pool's `loading`: a source that
+starts in the background) is refused as `Unavailable`, retryable, not as unknown: the caller named
+a runtime the gateway has, whose functions are not known yet.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from toolmesh.config import ConfigError
-from toolmesh.gateway.core.backend import RuntimePool
+from toolmesh.errors import Unavailable
+from toolmesh.gateway.core.backend import Loading, RuntimePool
 from toolmesh.runtimes.functions.registry import not_found
 from toolmesh.runtimes.functions.spec import NAMESPACE_SEPARATOR, FunctionSpec, NamespaceSpec, from_tool_name
 
@@ -36,6 +41,8 @@ class Catalog:
 
     def __init__(self, specs: Iterable[FunctionSpec], namespaces: Iterable[NamespaceSpec] = ()) -> None:
         self._listeners: dict[object, Callable[[], None]] = {}
+        #: The runtimes still loading (`RuntimePool.loading`), asked when a name is not found.
+        self.loading: Callable[[], Mapping[str, Loading]] = dict
         specs_by_name, self.namespaces = self._build(specs, namespaces)
         self._set(specs_by_name)
 
@@ -76,8 +83,10 @@ class Catalog:
 
     @classmethod
     async def load(cls, pool: RuntimePool) -> Catalog:
-        """Ask every runtime in the pool what it hosts."""
-        return cls(*await cls._fetch(pool))
+        """Ask every runtime in the pool what it hosts (and follow which are still loading)."""
+        catalog = cls(*await cls._fetch(pool))
+        catalog.loading = pool.loading
+        return catalog
 
     async def reload(self, pool: RuntimePool) -> bool:
         """Ask the runtimes again and `replace` the contents; True if anything changed."""
@@ -138,6 +147,16 @@ class Catalog:
         if spec is None and NAMESPACE_SEPARATOR not in name:
             spec = specs.get(from_tool_name(name))
         if spec is None or (visible is not None and not visible(spec.qualified_name)):
+            self._refuse_loading(name, visible)
             known = specs if visible is None else [n for n in specs if visible(n)]
             raise not_found(name, known)
         return spec
+
+    def _refuse_loading(self, name: str, visible: Callable[[str], bool] | None) -> None:
+        """Unavailable when `name` (one the caller may see) is in the namespace of a runtime still
+        loading."""
+        qualified = name if NAMESPACE_SEPARATOR in name else from_tool_name(name)
+        namespace, separator, _ = qualified.partition(NAMESPACE_SEPARATOR)
+        loading = self.loading().get(namespace) if separator else None
+        if loading is not None and (visible is None or visible(qualified)):
+            raise Unavailable(loading.message, retry_after=loading.retry_after)

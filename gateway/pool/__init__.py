@@ -11,4 +11,5 @@ remote_runtime.py  runtimes whose pods someone else runs (an address, e.g. on Ku
 kube_scaler.py     waking a runtime scaled to zero through the Kubernetes API
 runtime_client.py  gRPC to a pod;  socket_client.py: unary calls over a Unix socket
 pool_metrics.py    the pool's Prometheus series
+startup/           runtimes that load from outside the gateway, in the background, retried with backoff
 """

@@ -46,6 +46,8 @@ WATCH_INTERVAL = 0.1
 #: Seconds past `startup_timeout` a spawn request may go unanswered before the template is
 #: taken as hung (a late pod still answers it, so a slow start alone does not count).
 HANG_MARGIN = 2.0
+#: Seconds a template interrupted while it loads (the gateway stops) gets to end what it started.
+INTERRUPT_GRACE = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,18 @@ def template_settings(config: RuntimeConfig, socket_dir: str) -> PodSettings:
     )
 
 
+async def _interrupt(process: asyncio.subprocess.Process) -> None:
+    """End a template still loading its modules. SIGINT first: a stdio MCP server's listing, which
+    runs in a process group of its own (runtimes/mcp/server_process.py), is then cancelled and
+    ends that group; what is left of its own group is killed after."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), INTERRUPT_GRACE)
+    kill_group(process.pid)
+    await process.wait()
+
+
 class LaunchedTemplate:
     """A template process that has imported toolmesh and grpc and waits to be told to load the
     runtime's modules (template.py's `load` line): what `load()` still costs is the modules'
@@ -168,6 +182,10 @@ class LaunchedTemplate:
             process.stdin.write(json.dumps({"load": True}).encode() + b"\n")
         try:
             hello = await asyncio.wait_for(_hello(config, process), TEMPLATE_START_TIMEOUT)
+        except asyncio.CancelledError:
+            await _interrupt(process)
+            shutil.rmtree(socket_dir, ignore_errors=True)
+            raise
         except TimeoutError:
             kill_group(process.pid)
             await process.wait()

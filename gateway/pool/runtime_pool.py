@@ -7,11 +7,18 @@ see replicas.py) and balances over the pods of runtimes given as an `address`
 (see remote.py; on Kubernetes, a headless Service that KEDA scales). Runtimes given as an
 `openapi` document, an `mcp_url` or `grpc_reflection` need no pods: the gateway calls their service
 itself (gateway/sources/).
+
+Runtimes whose functions come from outside the gateway (those, and a stdio MCP server's, listed by
+starting it) load in the background (startup/): `start` waits for them `start_grace` seconds at
+most, and one that loads later joins as a listing change does (`on_listing_changed`); one that
+fails is tried again with backoff. Until then it is `loading`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -22,8 +29,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from toolmesh.config import RuntimeConfig
+from toolmesh.config.config_defaults import DEFAULT_GATEWAY_START_GRACE
 from toolmesh.errors import FunctionNotFound, Unavailable
-from toolmesh.gateway.core.backend import PodRef
+from toolmesh.gateway.core.backend import Loading, PodRef
 from toolmesh.gateway.pool.launcher import LaunchedTemplate, Standbys, TemplateProcess
 from toolmesh.gateway.pool.listing import disagreement
 from toolmesh.gateway.pool.pods import DRAINING, READY
@@ -32,6 +40,8 @@ from toolmesh.gateway.pool.remote_runtime import RemoteRuntime, Waker
 from toolmesh.gateway.pool.replicas import ReplicaSet
 from toolmesh.gateway.pool.rollout import roll
 from toolmesh.gateway.pool.socket_dirs import remove_stale_socket_dirs
+from toolmesh.gateway.pool.startup.background_load import Attempt, BackgroundLoad
+from toolmesh.gateway.pool.startup.backoff import Backoff
 from toolmesh.gateway.pool.template_keeper import StartTemplate
 from toolmesh.gateway.reload.sources import forget_bytecode, module_roots, module_sources
 from toolmesh.gateway.sources.base.service_runtime import ServiceRuntime
@@ -77,9 +87,13 @@ class Pool:
         directory: Path | None = None,
         tokens: Mapping[str, str] | None = None,
         headers: Mapping[str, Mapping[str, str]] | None = None,
+        start_grace: float = DEFAULT_GATEWAY_START_GRACE,
+        backoff: Backoff | None = None,
     ) -> None:
         """`tokens` holds the token of each runtime given by `address` whose pods require one;
-        `headers` what each service runtime (`in_gateway`) sends its service (its `headers`, values read)."""
+        `headers` what each service runtime (`in_gateway`) sends its service (its `headers`, values read).
+        `start` waits `start_grace` seconds at most for the runtimes that load in the background;
+        `backoff` spaces the attempts of one that fails."""
         self._configs = {r.name: r for r in runtimes}
         #: What every pod inherits (the gateway's environment, read at start-up), before its runtime's `env`.
         self._environ = dict(environ)
@@ -91,8 +105,15 @@ class Pool:
         self.sets: dict[str, ReplicaSet] = {}
         self._remotes: dict[str, RemoteRuntime] = {}
         self._services: dict[str, ServiceRuntime] = {}
-        #: Why each `mcp_command` runtime that could not start did not (they serve nothing).
-        self._failed: dict[str, str] = {}
+        #: The runtimes loading in the background (`mcp_command` and `in_gateway`), loaded or not.
+        self._loads: dict[str, BackgroundLoad] = {}
+        self._start_grace = start_grace
+        self._backoff = backoff
+        #: Whether `start` has returned: a runtime loaded after is news for the listeners.
+        self._started = False
+        #: A runtime loaded before anyone listened: the first listener hears of it.
+        self._unheard = False
+        self._notices: set[asyncio.Task[None]] = set()
         self._tokens = dict(tokens or {})
         self._headers = dict(headers or {})
         #: One reload of a runtime at a time.
@@ -107,17 +128,23 @@ class Pool:
         return list(self._configs)
 
     async def start(self) -> None:
-        """Start every runtime's template (at once), then their `min_replicas` pods."""
+        """Start every runtime: the templates of those given by `modules` and their `min_replicas`
+        pods, and (in the background, waited for `start_grace` s at most) those that load from
+        outside the gateway. A Python runtime that fails stops the start; any other is tried again."""
         try:
-            local = [c for c in self._configs.values() if c.runs_pods]
-            if local:
+            if any(c.runs_pods for c in self._configs.values()):
                 remove_stale_socket_dirs()
+            deadline = asyncio.get_running_loop().time() + self._start_grace
             for config in self._configs.values():
                 if config.in_gateway:
                     service = service_runtime(config, self._headers.get(config.name, {}), self._directory)
                     service.listing_changed = self._listing_changed
                     self._services[config.name] = service
                     self._metrics.watch(config.name, service)
+                if config.in_gateway or config.mcp_command:
+                    joined = functools.partial(self._joined, config.name)
+                    load = BackgroundLoad(config.name, self._attempt(config), joined, self._backoff)
+                    self._loads[config.name] = load
             for config in self._configs.values():
                 if config.address is not None:
                     remote = RemoteRuntime(
@@ -126,6 +153,7 @@ class Pool:
                     # Its pods' functions can change on their own, as local ones' (listing/).
                     remote.on_listed = self._listing_changed
                     self._remotes[config.name] = remote
+            local = [c for c in self._configs.values() if c.runs_pods and not c.mcp_command]
             templates = await asyncio.gather(
                 *(TemplateProcess.start(config, self._environment(config)) for config in local),
                 return_exceptions=True,
@@ -133,21 +161,67 @@ class Pool:
             for config, template in zip(local, templates, strict=True):
                 if isinstance(template, TemplateProcess):
                     self.sets[config.name] = self._replica_set(config, template)
-            for config, failure in zip(local, templates, strict=True):
-                if isinstance(failure, Exception) and config.mcp_command:
-                    # A server that will not start is its runtime's problem, not the others'.
-                    self._failed[config.name] = str(failure)
-                    log.error("%s; it serves no functions", failure, extra={"runtime": config.name})
-                elif isinstance(failure, BaseException):
+            for failure in templates:
+                if isinstance(failure, BaseException):
                     raise failure
             await asyncio.gather(
                 *(s.start() for s in self.sets.values()),
                 *(r.start(self._environment(r.config)) for r in self._remotes.values()),
-                *(service.start() for service in self._services.values()),
             )
+            await self._grace(deadline)
+            self._started = True
         except BaseException:
             await self.close()
             raise
+
+    def _attempt(self, config: RuntimeConfig) -> Attempt:
+        """One attempt at loading `config`, a runtime that loads in the background."""
+        if config.in_gateway:
+            return functools.partial(self._services[config.name].start, strict=True)
+
+        async def stdio_server() -> None:
+            template = await self._new_template(config)
+            replicas = self._replica_set(config, template)
+            try:
+                await replicas.start()
+            except BaseException:
+                await replicas.close()
+                raise
+            self.sets[config.name] = replicas
+
+        return stdio_server
+
+    async def _grace(self, deadline: float) -> None:
+        """Wait until every background load has had its first attempt, or `deadline`."""
+        untried = [load.tried for load in self._loads.values() if not load.tried.is_set()]
+        remaining = deadline - asyncio.get_running_loop().time()
+        if untried and remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(tried.wait() for tried in untried)), remaining)
+        for name, load in self._loads.items():
+            if not load.tried.is_set():
+                log.info(
+                    "runtime %r is still loading: the gateway serves without it until it has loaded",
+                    name,
+                    extra={"runtime": name},
+                )
+
+    def _joined(self, runtime: str) -> None:
+        """`runtime` has loaded in the background: after `start`, its functions are news."""
+        if not self._started:
+            return
+        log.info("runtime %r has loaded: its functions join", runtime, extra={"runtime": runtime})
+        if self._listing_listeners:
+            self._notify()
+        else:
+            self._unheard = True
+
+    def _notify(self) -> None:
+        # A task of its own: the load that joined (or the reload waiting for it) never waits for
+        # the listeners, which may be waiting for that reload.
+        notice = asyncio.get_running_loop().create_task(self._listing_changed())
+        self._notices.add(notice)
+        notice.add_done_callback(self._notices.discard)
 
     def _replica_set(self, config: RuntimeConfig, template: TemplateProcess) -> ReplicaSet:
         replicas = ReplicaSet(config, template, self._metrics, restart=self._template_starter(config))
@@ -157,6 +231,9 @@ class Pool:
 
     def on_listing_changed(self, listener: Callable[[], Awaitable[None]]) -> None:
         self._listing_listeners.append(listener)
+        if self._unheard:
+            self._unheard = False
+            self._notify()
 
     async def _listing_changed(self) -> None:
         for listener in list(self._listing_listeners):
@@ -218,10 +295,15 @@ class Pool:
         }
         return {name: name in found and found[name].ready for name in self._configs}
 
+    def loading(self) -> Mapping[str, Loading]:
+        return {name: load.loading for name, load in self._loads.items() if not load.loaded}
+
     def _runtime(self, runtime: str) -> ReplicaSet | RemoteRuntime | ServiceRuntime:
+        load = self._loads.get(runtime)
+        if load is not None and not load.loaded:
+            loading = load.loading
+            raise Unavailable(loading.message, retry_after=loading.retry_after)
         found = self.sets.get(runtime) or self._remotes.get(runtime) or self._services.get(runtime)
-        if found is None and runtime in self._failed:
-            raise Unavailable(self._failed[runtime])
         if found is None:
             raise FunctionNotFound(f"no runtime named {runtime!r}")
         return found
@@ -229,9 +311,11 @@ class Pool:
     async def reload(self, runtime: str) -> None:
         """Import `runtime`'s modules again and roll its pods onto them (rollout.py); for a runtime
         given by an address, read its catalog again. When that fails (a module that does not
-        import: launcher.ModulesFailed) it raises, and the old version keeps serving."""
-        if runtime in self._failed:
-            await self._start_failed(runtime)
+        import: launcher.ModulesFailed) it raises, and the old version keeps serving. A runtime
+        still loading in the background is tried at once (or waited for, if it is being tried)."""
+        load = self._loads.get(runtime)
+        if load is not None and not load.loaded:
+            await load.try_now()
             return
         found = self._runtime(runtime)
         async with self._reloading.setdefault(runtime, asyncio.Lock()):
@@ -251,18 +335,9 @@ class Pool:
                 self._reloadable.add(runtime)
                 self._standbys.prepare(found.config, environment)
 
-    async def _start_failed(self, runtime: str) -> None:
-        """Try again to start a runtime that could not start; on failure, raise (it stays failed)."""
-        config = self._configs[runtime]
-        async with self._reloading.setdefault(runtime, asyncio.Lock()):
-            template = await self._new_template(config)
-            replicas = self._replica_set(config, template)
-            await replicas.start()
-            self.sets[runtime] = replicas
-            del self._failed[runtime]
-
     async def list_functions(self, runtime: str) -> tuple[list[FunctionSpec], list[NamespaceSpec]]:
-        if runtime in self._failed:
+        load = self._loads.get(runtime)
+        if load is not None and not load.loaded:
             return [], []
         found = self._runtime(runtime)
         config = self._configs[runtime]
@@ -308,7 +383,13 @@ class Pool:
         return None
 
     async def close(self) -> None:
-        """Stop every runtime's pods (they drain) and templates, at once."""
+        """Stop every runtime's pods (they drain) and templates, at once; loads under way end."""
+        loads, self._loads = list(self._loads.values()), {}
+        await asyncio.gather(*(load.cancel() for load in loads))
+        notices, self._notices = list(self._notices), set()
+        for notice in notices:
+            notice.cancel()
+        await asyncio.gather(*notices, return_exceptions=True)
         await self._standbys.close()
         sets, self.sets = list(self.sets.values()), {}
         remotes, self._remotes = list(self._remotes.values()), {}

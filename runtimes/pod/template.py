@@ -282,4 +282,8 @@ def run_template(settings: PodSettings) -> int:
         with contextlib.suppress(OSError):
             announce({"event": "error", "error": str(exc), "traceback": trace}, 1)
         raise
+    except KeyboardInterrupt:
+        # The gateway stopped while the modules loaded: it interrupts a template so that a stdio
+        # MCP server's listing ends its server (gateway/pool/launcher.py). Nothing to report.
+        return 130
     return Template(settings, registry).serve()

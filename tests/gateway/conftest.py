@@ -80,7 +80,9 @@ async def gateway_factory(tmp_path: Path) -> AsyncIterator[StartGateway]:
         **settings: Any,
     ) -> Gateway:
         config = MeshConfig(
-            gateway=GatewayConfig(**{"http_port": 0, "grpc_port": 0, **settings}),
+            # start_grace: tests list right after start, on a machine loaded enough that a stdio
+            # server may take more than the default's 5 s to list; those about it set their own.
+            gateway=GatewayConfig(**{"http_port": 0, "grpc_port": 0, "start_grace": 60, **settings}),
             runtimes=runtimes or (runtime(),),
             keys=tuple(keys),
             mcp=mcp or McpConfig(),

@@ -138,6 +138,10 @@ class GatewayConfig(_Section):
     #: load balancer that health-checks it moves callers off first. (Kubernetes' preStop does
     #: this before the signal: leave it 0 there.)
     drain_delay: float = Field(defaults.DEFAULT_GATEWAY_DRAIN_DELAY, ge=0, le=300)
+    #: Seconds start-up waits for the runtimes that load from outside the gateway (`mcp_command`,
+    #: `mcp_url`, `openapi`, `grpc_reflection`) before it serves; one still loading then joins when
+    #: it has loaded (its calls are a retryable 503 until then), one that fails is tried again.
+    start_grace: float = Field(defaults.DEFAULT_GATEWAY_START_GRACE, ge=0, le=300)
     #: Seconds a client has to send a request's line and headers, from when its connection opens or
     #: its previous response ends; a slower one is closed, however it trickles (slowloris).
     header_timeout: float = Field(defaults.DEFAULT_HEADER_TIMEOUT, gt=0)

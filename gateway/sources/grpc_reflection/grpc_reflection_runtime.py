@@ -106,6 +106,11 @@ class GrpcReflectionRuntime(GatewaySource):
             log.error("%s; it serves no functions", message, extra={"runtime": self.name})
             self.error = message
             return
+        except BaseException:
+            # Cancelled (the gateway stops while it loads in the background): no channel left open.
+            if channel is not None:
+                await channel.close(grace=None)
+            raise
         methods = _methods(
             [m for s in services for m in s.methods], config.name, config.include, config.exclude
         )

@@ -6,7 +6,7 @@ sse_session.py), no pods. The tools are
 listed at start and on reload, and again when the server says they changed (its `list_changed`
 notifications): the pool then has the catalog follow, as after a reload. A server that cannot be
 reached at start does not stop the gateway: the runtime logs why, serves nothing and is not ready,
-and a reload tries again.
+and the pool tries again in the background (gateway/pool/startup/), a reload at once.
 """
 
 from __future__ import annotations
@@ -110,6 +110,11 @@ class RemoteMcpRuntime(GatewaySource):
             log.error("%s; it serves no functions", message, extra={"runtime": self.name})
             self.error = message
             return
+        except BaseException:
+            # Cancelled (the gateway stops while it loads in the background): nothing left open.
+            await session.close()
+            await client.aclose()
+            raise
         old_session, old_client = self._session, self._client
         self._session, self._client = session, client
         self._targets = {name: target for name, (target, _) in found.items()}

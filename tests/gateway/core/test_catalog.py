@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 from toolmesh.config import ConfigError
-from toolmesh.errors import FunctionNotFound
+from toolmesh.errors import FunctionNotFound, Unavailable
+from toolmesh.gateway.core.backend import Loading
 from toolmesh.gateway.core.catalog import Catalog
 from toolmesh.runtimes.functions.spec import RESOURCE, Feature, FunctionSpec, NamespaceSpec
 
@@ -58,3 +59,18 @@ def test_resources_prompts_and_completions_are_not_tools() -> None:
         catalog.resolve("add", feature=True)
     with pytest.raises(ConfigError, match="offered by runtimes"):  # one name space for both
         Catalog([spec("readme", "docs", runtime="other"), readme])
+
+
+def test_a_name_in_a_loading_runtimes_namespace_is_unavailable_not_unknown() -> None:
+    catalog = Catalog([spec("add"), spec("inc", "counter")])
+    catalog.loading = lambda: {"memory": Loading("runtime 'memory' is still starting", 1.0)}
+    for name in ("memory.create_entities", "memory__create_entities"):
+        with pytest.raises(Unavailable, match="still starting") as caught:
+            catalog.resolve(name)
+        assert caught.value.retry_after == 1.0 and caught.value.retryable
+    # Outside its namespace, or out of the caller's sight, a name is unknown as ever.
+    for name in ("other.create_entities", "create_entities", "counter.nothing"):
+        with pytest.raises(FunctionNotFound):
+            catalog.resolve(name)
+    with pytest.raises(FunctionNotFound):
+        catalog.resolve("memory.create_entities", lambda name: not name.startswith("memory."))

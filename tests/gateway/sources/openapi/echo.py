@@ -49,7 +49,10 @@ async def echo(request: Request) -> JSONResponse:
 
 
 async def document(request: Request) -> JSONResponse:
-    return JSONResponse(DOCUMENTS[request.path_params["name"]])
+    name = request.path_params["name"]
+    if name not in DOCUMENTS:  # not published yet
+        return JSONResponse({"error": f"no document {name}"}, status_code=404)
+    return JSONResponse(DOCUMENTS[name])
 
 
 async def answer(request: Request) -> Response:
