@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from toolmesh.config import ConfigError
 from toolmesh.gateway.core.backend import RuntimePool
 from toolmesh.runtimes.functions.registry import not_found
-from toolmesh.runtimes.functions.spec import NAMESPACE_SEPARATOR, FunctionSpec, NamespaceSpec, from_tool_name
+from toolmesh.runtimes.functions.spec import (
+    NAMESPACE_SEPARATOR,
+    RESOURCE,
+    FunctionSpec,
+    NamespaceSpec,
+    from_tool_name,
+)
 
 log = logging.getLogger("toolmesh.gateway")
 
@@ -41,6 +47,7 @@ class Catalog:
 
     def _set(self, specs: dict[str, FunctionSpec]) -> None:
         # Tools and features apart, computed once per change: lookups on the call path stay one get.
+        _warn_of_shared_uris(specs.values())
         self._specs = specs
         self._tools = {name: spec for name, spec in specs.items() if spec.feature is None}
         self._features = {name: spec for name, spec in specs.items() if spec.feature is not None}
@@ -141,3 +148,21 @@ class Catalog:
             known = specs if visible is None else [n for n in specs if visible(n)]
             raise not_found(name, known)
         return spec
+
+
+def _warn_of_shared_uris(specs: Iterable[FunctionSpec]) -> None:
+    """Log each resource URI that functions of more than one namespace serve. Federated servers
+    name their resources themselves (two instances of one server serve the same URIs), and a URI
+    is all an MCP client reads by: `/mcp` reads the first by name, `/mcp/{namespace}` its own."""
+    serving: dict[str, list[str]] = {}
+    for spec in specs:
+        if spec.feature is not None and spec.feature.kind == RESOURCE:
+            serving.setdefault(spec.feature.uri, []).append(spec.qualified_name)
+    for uri, names in serving.items():
+        if len(names) > 1:
+            names.sort()
+            log.warning(
+                f"resource {uri!r} is served by {', '.join(names)}: /mcp reads it from {names[0]}; "
+                "/mcp/{namespace} reads each namespace's own",
+                extra={"uri": uri},
+            )
