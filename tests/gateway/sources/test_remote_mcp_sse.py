@@ -31,7 +31,12 @@ from tests.gateway.sources.test_everything_server import (
     check_roots,
     check_tools,
 )
-from tests.gateway.sources.test_remote_mcp import User, invoke, listing
+from tests.gateway.sources.test_remote_mcp import (
+    User,
+    check_calls_after_the_server_comes_back,
+    invoke,
+    listing,
+)
 from toolmesh.config import RuntimeConfig
 from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError
 from toolmesh.gateway.sources.remote_mcp.sse_session import McpSseSession
@@ -240,25 +245,7 @@ async def test_a_caller_who_gives_up_cancels_the_call_on_the_server(
 async def test_calls_after_the_server_comes_back_succeed(
     gateway_factory: StartGateway, sse_server: ServerProcess
 ) -> None:
-    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=sse_server.url))
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
-        for round_ in range(3):
-            calls = [
-                http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": i}) for i in range(5)
-            ]
-            racing = asyncio.gather(*calls)
-            await asyncio.sleep(0.01 * round_)
-            await asyncio.to_thread(sse_server.kill)
-            for response in await racing:
-                assert response.status_code in (200, 503), response.text
-            down = await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 1})
-            assert down.status_code == 503
-            assert "runtime 'clock': MCP server" in down.json()["error"]["message"]
-            await asyncio.to_thread(sse_server.start)
-            # A new process: the stream is opened again and the handshake made again.
-            back = await http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": 1})
-            assert back.status_code == 200, back.text
-            assert back.json()["structured"]["total"] == round_ + 1
+    await check_calls_after_the_server_comes_back(gateway_factory, sse_server)
 
 
 async def test_a_server_killed_during_a_call_fails_it_at_once(
