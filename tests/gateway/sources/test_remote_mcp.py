@@ -323,7 +323,13 @@ async def test_roots_asked_on_the_sessions_own_stream_with_two_calls_in_flight_a
 ) -> None:
     """Nothing says whose a request on the standalone stream is: with one call in flight it is that
     call's (an HTTP caller's: no roots), with two the server is told no one answers it."""
-    server = python_server("--legacy", "--roots-aside").start()
+    await check_two_calls_in_flight_decline_roots(gateway_factory, "--legacy")
+
+
+async def check_two_calls_in_flight_decline_roots(gateway_factory: StartGateway, transport: str) -> None:
+    """A server's `roots/list` on a stream no call owns (`transport`: the fixture's --legacy
+    standalone stream, or its --sse one), with one call in flight, then two."""
+    server = python_server(transport, "--roots-aside").start()
     try:
         gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
         alone = await invoke(gateway.url, "clock.roots_aside", {})

@@ -34,6 +34,7 @@ from tests.gateway.sources.test_everything_server import (
 from tests.gateway.sources.test_remote_mcp import (
     User,
     check_calls_after_the_server_comes_back,
+    check_two_calls_in_flight_decline_roots,
     invoke,
     listing,
 )
@@ -213,17 +214,7 @@ async def test_roots_are_the_callers(gateway_factory: StartGateway, sse_server: 
 async def test_a_servers_request_with_two_calls_in_flight_is_declined(gateway_factory: StartGateway) -> None:
     """Nothing on the one stream says whose a server's request is: with one call in flight it is that
     call's (an HTTP caller's: no roots), with two the server is told no one answers it."""
-    server = python_server("--sse", "--roots-aside").start()
-    try:
-        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
-        alone = await invoke(gateway.url, "clock.roots_aside", {})
-        assert alone.status_code == 200 and "no roots" in alone.text, alone.text
-        both = await asyncio.gather(*(invoke(gateway.url, "clock.roots_aside", {}) for _ in range(2)))
-        for answered in both:
-            assert answered.status_code == 200, answered.text
-            assert "refused: roots/list is answered by a tool call's caller" in answered.text
-    finally:
-        server.kill()
+    await check_two_calls_in_flight_decline_roots(gateway_factory, "--sse")
 
 
 async def test_a_caller_who_gives_up_cancels_the_call_on_the_server(
