@@ -24,7 +24,13 @@ from toolmesh.config import ConfigError
 from toolmesh.errors import Unavailable
 from toolmesh.gateway.core.backend import Loading, RuntimePool
 from toolmesh.runtimes.functions.registry import not_found
-from toolmesh.runtimes.functions.spec import NAMESPACE_SEPARATOR, FunctionSpec, NamespaceSpec, from_tool_name
+from toolmesh.runtimes.functions.spec import (
+    NAMESPACE_SEPARATOR,
+    RESOURCE,
+    FunctionSpec,
+    NamespaceSpec,
+    from_tool_name,
+)
 
 log = logging.getLogger("toolmesh.gateway")
 
@@ -48,6 +54,7 @@ class Catalog:
 
     def _set(self, specs: dict[str, FunctionSpec]) -> None:
         # Tools and features apart, computed once per change: lookups on the call path stay one get.
+        _warn_of_shared_uris(specs.values())
         self._specs = specs
         self._tools = {name: spec for name, spec in specs.items() if spec.feature is None}
         self._features = {name: spec for name, spec in specs.items() if spec.feature is not None}
@@ -160,3 +167,21 @@ class Catalog:
         loading = self.loading().get(namespace) if separator else None
         if loading is not None and (visible is None or visible(qualified)):
             raise Unavailable(loading.message, retry_after=loading.retry_after)
+
+
+def _warn_of_shared_uris(specs: Iterable[FunctionSpec]) -> None:
+    """Log each resource URI that functions of more than one namespace serve. Federated servers
+    name their resources themselves (two instances of one server serve the same URIs), and a URI
+    is all an MCP client reads by: `/mcp` reads the first by name, `/mcp/{namespace}` its own."""
+    serving: dict[str, list[str]] = {}
+    for spec in specs:
+        if spec.feature is not None and spec.feature.kind == RESOURCE:
+            serving.setdefault(spec.feature.uri, []).append(spec.qualified_name)
+    for uri, names in serving.items():
+        if len(names) > 1:
+            names.sort()
+            log.warning(
+                f"resource {uri!r} is served by {', '.join(names)}: /mcp reads it from {names[0]}; "
+                "/mcp/{namespace} reads each namespace's own",
+                extra={"uri": uri},
+            )

@@ -74,3 +74,19 @@ def test_a_name_in_a_loading_runtimes_namespace_is_unavailable_not_unknown() -> 
             catalog.resolve(name)
     with pytest.raises(FunctionNotFound):
         catalog.resolve("memory.create_entities", lambda name: not name.startswith("memory."))
+
+
+def test_a_resource_uri_two_namespaces_serve_is_logged_naming_both(caplog: pytest.LogCaptureFixture) -> None:
+    # Two federated servers (two instances of one) serve the same URI: MCP clients read by URI alone.
+    def config(namespace: str) -> FunctionSpec:
+        found = spec("config", namespace, runtime=namespace)
+        return dataclasses.replace(found, feature=Feature(RESOURCE, uri="data://config"))
+
+    with caplog.at_level("WARNING", logger="toolmesh.gateway"):
+        Catalog([config("east"), config("west"), spec("add")])
+    said = [r.getMessage() for r in caplog.records if "data://config" in r.getMessage()]
+    assert len(said) == 1 and "east.config, west.config" in said[0] and "reads it from east.config" in said[0]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="toolmesh.gateway"):
+        Catalog([config("east"), spec("add")])
+    assert not caplog.records

@@ -118,6 +118,14 @@ async def test_a_slow_tool_times_out_after_the_runtimes_limit(
 async def test_calls_after_the_server_comes_back_succeed(
     gateway_factory: StartGateway, server: ServerProcess
 ) -> None:
+    await check_calls_after_the_server_comes_back(gateway_factory, server)
+
+
+async def check_calls_after_the_server_comes_back(
+    gateway_factory: StartGateway, server: ServerProcess
+) -> None:
+    """The server killed while calls race it, then started again, round after round: on either
+    transport (test_remote_mcp_sse.py too), the next call makes the session again and answers."""
     gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
     async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
         for round_ in range(4):
@@ -134,7 +142,7 @@ async def test_calls_after_the_server_comes_back_succeed(
             assert down.status_code == 503
             assert "runtime 'clock': MCP server" in down.json()["error"]["message"]
             await asyncio.to_thread(server.start)
-            # A new process: the old session is gone (404), so the gateway makes a new one.
+            # A new process: the old session (or stream) is gone, so the gateway makes a new one.
             back = await http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": 1})
             assert back.status_code == 200, back.text
             assert back.json()["structured"]["total"] == round_ + 1
@@ -315,7 +323,13 @@ async def test_roots_asked_on_the_sessions_own_stream_with_two_calls_in_flight_a
 ) -> None:
     """Nothing says whose a request on the standalone stream is: with one call in flight it is that
     call's (an HTTP caller's: no roots), with two the server is told no one answers it."""
-    server = python_server("--legacy", "--roots-aside").start()
+    await check_two_calls_in_flight_decline_roots(gateway_factory, "--legacy")
+
+
+async def check_two_calls_in_flight_decline_roots(gateway_factory: StartGateway, transport: str) -> None:
+    """A server's `roots/list` on a stream no call owns (`transport`: the fixture's --legacy
+    standalone stream, or its --sse one), with one call in flight, then two."""
+    server = python_server(transport, "--roots-aside").start()
     try:
         gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
         alone = await invoke(gateway.url, "clock.roots_aside", {})

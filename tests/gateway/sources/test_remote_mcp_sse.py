@@ -31,7 +31,13 @@ from tests.gateway.sources.test_everything_server import (
     check_roots,
     check_tools,
 )
-from tests.gateway.sources.test_remote_mcp import User, invoke, listing
+from tests.gateway.sources.test_remote_mcp import (
+    User,
+    check_calls_after_the_server_comes_back,
+    check_two_calls_in_flight_decline_roots,
+    invoke,
+    listing,
+)
 from toolmesh.config import RuntimeConfig
 from toolmesh.gateway.sources.remote_mcp.http_wire import McpHttpError
 from toolmesh.gateway.sources.remote_mcp.sse_session import McpSseSession
@@ -208,17 +214,7 @@ async def test_roots_are_the_callers(gateway_factory: StartGateway, sse_server: 
 async def test_a_servers_request_with_two_calls_in_flight_is_declined(gateway_factory: StartGateway) -> None:
     """Nothing on the one stream says whose a server's request is: with one call in flight it is that
     call's (an HTTP caller's: no roots), with two the server is told no one answers it."""
-    server = python_server("--sse", "--roots-aside").start()
-    try:
-        gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url, roots=True))
-        alone = await invoke(gateway.url, "clock.roots_aside", {})
-        assert alone.status_code == 200 and "no roots" in alone.text, alone.text
-        both = await asyncio.gather(*(invoke(gateway.url, "clock.roots_aside", {}) for _ in range(2)))
-        for answered in both:
-            assert answered.status_code == 200, answered.text
-            assert "refused: roots/list is answered by a tool call's caller" in answered.text
-    finally:
-        server.kill()
+    await check_two_calls_in_flight_decline_roots(gateway_factory, "--sse")
 
 
 async def test_a_caller_who_gives_up_cancels_the_call_on_the_server(
@@ -240,25 +236,7 @@ async def test_a_caller_who_gives_up_cancels_the_call_on_the_server(
 async def test_calls_after_the_server_comes_back_succeed(
     gateway_factory: StartGateway, sse_server: ServerProcess
 ) -> None:
-    gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=sse_server.url))
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
-        for round_ in range(3):
-            calls = [
-                http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": i}) for i in range(5)
-            ]
-            racing = asyncio.gather(*calls)
-            await asyncio.sleep(0.01 * round_)
-            await asyncio.to_thread(sse_server.kill)
-            for response in await racing:
-                assert response.status_code in (200, 503), response.text
-            down = await http.post("/v1/functions/clock.add/invoke", json={"a": 1, "b": 1})
-            assert down.status_code == 503
-            assert "runtime 'clock': MCP server" in down.json()["error"]["message"]
-            await asyncio.to_thread(sse_server.start)
-            # A new process: the stream is opened again and the handshake made again.
-            back = await http.post("/v1/functions/clock.add/invoke", json={"a": round_, "b": 1})
-            assert back.status_code == 200, back.text
-            assert back.json()["structured"]["total"] == round_ + 1
+    await check_calls_after_the_server_comes_back(gateway_factory, sse_server)
 
 
 async def test_a_server_killed_during_a_call_fails_it_at_once(

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.gateway.sources.openapi.shop import free_port_socket
+from tests.gateway.sources.openapi.shop import serve_app
 from toolmesh.config import RuntimeConfig
 from toolmesh.gateway.sources.openapi import OpenApiRuntime
 from toolmesh.protocol.calls import Call
@@ -96,19 +93,8 @@ app = Starlette(
 @contextlib.contextmanager
 def serve_echo() -> Iterator[str]:
     """The service on uvicorn on loopback, in a thread; yields its origin."""
-    sock = free_port_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with serve_app(app) as origin:
+        yield origin
 
 
 def openapi(paths: dict[str, Any], **more: Any) -> dict[str, Any]:

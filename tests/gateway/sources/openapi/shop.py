@@ -224,15 +224,22 @@ def free_port_socket() -> socket.socket:
 @contextlib.contextmanager
 def serve_shop() -> Iterator[str]:
     """The shop on uvicorn on loopback, in a thread; yields its base URL (…/api)."""
+    with serve_app(app) as origin:
+        yield f"{origin}/api"
+
+
+@contextlib.contextmanager
+def serve_app(served: Starlette) -> Iterator[str]:
+    """`served` on uvicorn on loopback, in a thread; yields its origin."""
     sock = free_port_socket()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(served, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/api"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         server.should_exit = True
         thread.join(10)
