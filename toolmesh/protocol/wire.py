@@ -239,8 +239,7 @@ def content_from_proto(message: invoke_pb2.Content) -> Content:
     kind = message.WhichOneof("kind")
     if kind == "resource":
         return _resource_from_proto(message)
-    annotations = _object(message.annotations) if message.annotations else None
-    meta = _object(message.meta) if message.meta else None
+    annotations, meta = _object(message.annotations), _object(message.meta)
     if kind == "json":
         return Json(message.json, annotations, meta)
     if kind == "binary":

@@ -176,17 +176,23 @@ async def test_the_servers_progress_and_log_messages_reach_a_caller_who_asks(
     gateway_factory: StartGateway, server: ServerProcess
 ) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=server.url))
+    # A server answering with one JSON body has no way to send anything before its answer.
+    await check_count_events(gateway.url, streamed=server.command[-1] != "--json")
+
+
+async def check_count_events(url: str, streamed: bool = True) -> None:
+    """`clock.count`'s logs and progress reach the caller who asked for them, in order (when the
+    server can send them before its answer: `streamed`), and a caller who did not gets the result."""
     sse = {"accept": "text/event-stream"}
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
-        url = "/v1/functions/clock.count/invoke"
-        asked = await http.post(f"{url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
-        plain = await http.post(url, json={"n": 2}, headers=sse)
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        invoke_url = "/v1/functions/clock.count/invoke"
+        asked = await http.post(f"{invoke_url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
+        plain = await http.post(invoke_url, json={"n": 2}, headers=sse)
     events = [
         (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("data: ", 1)[1]))
         for block in asked.text.strip().split("\n\n")
     ]
-    if server.command[-1] == "--json":
-        # A server answering with one JSON body has no way to send anything before its answer.
+    if not streamed:
         assert [name for name, _ in events] == ["result"]
     else:
         assert events[:-1] == [

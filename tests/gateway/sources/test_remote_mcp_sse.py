@@ -5,7 +5,6 @@ subprocesses, behind a gateway; `mcp_transport` explicit or found out (`auto`)."
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import time
@@ -34,6 +33,7 @@ from tests.gateway.sources.test_everything_server import (
 from tests.gateway.sources.test_remote_mcp import (
     User,
     check_calls_after_the_server_comes_back,
+    check_count_events,
     check_two_calls_in_flight_decline_roots,
     invoke,
     listing,
@@ -138,21 +138,7 @@ async def test_progress_and_log_messages_reach_the_caller_who_asked(
     gateway_factory: StartGateway, sse_server: ServerProcess
 ) -> None:
     gateway = await gateway_factory(RuntimeConfig(name="clock", mcp_url=sse_server.url))
-    sse = {"accept": "text/event-stream"}
-    async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
-        url = "/v1/functions/clock.count/invoke"
-        asked = await http.post(f"{url}?progress=true&log_level=info", json={"n": 2}, headers=sse)
-    events = [
-        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("data: ", 1)[1]))
-        for block in asked.text.strip().split("\n\n")
-    ]
-    assert events[:-1] == [
-        ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 1"}}),
-        ("progress", {"progress": 1, "total": 2, "message": "step 1 of 2"}),
-        ("log", {"level": "info", "logger": "clock.count", "data": {"message": "step 2"}}),
-        ("progress", {"progress": 2, "total": 2, "message": "step 2 of 2"}),
-    ]
-    assert events[-1][0] == "result" and events[-1][1]["structured"] == {"result": 2}
+    await check_count_events(gateway.url)
 
 
 async def test_with_another_call_in_flight_progress_still_arrives_and_log_messages_do_not(
